@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// job::execute lives in weir_actors: it is the one place where the public API
+// meets the actor system.
+#include "job_context.hpp"
+#include "job_manager_actor.hpp"
+#include "weir/api/job.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include <exception>
+#include <thread>
+
+namespace weir {
+
+job_result job::execute() {
+  job_result result;
+  auto started = std::chrono::steady_clock::now();
+  std::shared_ptr<runtime::job_context> ctx;
+  try {
+    ctx = std::make_shared<runtime::job_context>(graph_);
+    if (graph_->options.on_bad_record == bad_record_policy::dead_letter
+        && !graph_->options.dead_letter_path.empty())
+      ctx->dead_letters = std::make_unique<runtime::dead_letter_queue>(
+        graph_->options.dead_letter_path);
+  } catch (const std::exception& e) {
+    result.error = e.what();
+    return result;
+  }
+  {
+    caf::actor_system_config cfg;
+    auto threads = graph_->options.worker_threads;
+    if (threads == 0)
+      threads = std::max(1u, std::thread::hardware_concurrency());
+    cfg.set("scheduler.max-threads", threads);
+    caf::actor_system sys{cfg};
+    runtime::spawn_job_manager(sys, ctx);
+    sys.await_all_actors_done();
+  }
+  auto totals = ctx->metrics.totals();
+  result.records_read = totals.records_read;
+  result.records_written = totals.records_written;
+  result.bad_records = totals.bad_records;
+  result.late_records = totals.late_records;
+  result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+    std::chrono::steady_clock::now() - started);
+  if (auto failure = ctx->failure()) {
+    result.error = *failure;
+  } else {
+    result.ok = true;
+  }
+  return result;
+}
+
+} // namespace weir

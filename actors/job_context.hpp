@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/api/job.hpp"
+#include "weir/runtime/dead_letter_queue.hpp"
+#include "weir/runtime/execution_plan.hpp"
+#include "weir/runtime/job_graph.hpp"
+#include "weir/runtime/job_metrics.hpp"
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace weir::runtime {
+
+/// What every actor of one job execution shares: the graph, its physical
+/// plan, the metrics, the dead-letter queue and the first failure.
+struct job_context {
+  explicit job_context(std::shared_ptr<const job_graph> g)
+    : graph(std::move(g)), plan(build_execution_plan(*graph)), metrics(*graph) {}
+
+  std::shared_ptr<const job_graph> graph;
+  execution_plan plan;
+  job_metrics metrics;
+  std::unique_ptr<dead_letter_queue> dead_letters;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  /// Batches a receiver grants each input channel (DESIGN.md §5).
+  std::uint32_t credits_per_channel = 8;
+
+  /// Records the first failure; later ones are dropped (they are usually
+  /// consequences of the first).
+  void fail(std::string message) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    if (!failure_)
+      failure_ = std::move(message);
+  }
+
+  std::optional<std::string> failure() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return failure_;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::optional<std::string> failure_;
+};
+
+} // namespace weir::runtime

@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "task_actor.hpp"
+
+#include "weir/core/key_group.hpp"
+#include "weir/core/messages.hpp"
+#include "weir/runtime/input_gate.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <variant>
+
+namespace weir::runtime {
+
+namespace {
+
+/// Something waiting on an output channel for credit (or behind a batch that
+/// waits): order on a channel is preserved.
+struct pending_element {
+  enum kind_t { batch, wm, eoi } kind = batch;
+  record_batch_ptr data;
+  event_time ts = min_watermark;
+};
+
+struct out_channel {
+  caf::actor target;
+  std::uint32_t target_channel = 0;
+  std::uint32_t credits = 0;
+  std::deque<pending_element> backlog;
+};
+
+/// An input element held back while the subtask is backpressured.
+struct inbox_element {
+  enum kind_t { batch, wm, eoi } kind = batch;
+  std::uint32_t channel = 0;
+  record_batch_ptr data;
+  event_time ts = min_watermark;
+  caf::strong_actor_ptr sender;
+  std::uint32_t credit_channel = 0;
+};
+
+class subtask_state;
+
+struct chain_collector final : output_collector {
+  subtask_state* st = nullptr;
+  std::size_t k = 0;
+  void collect(record_batch_ptr batch) override;
+  void collect_side(std::size_t port, record_batch_ptr batch) override;
+  void emit_watermark(event_time wm) override;
+};
+
+/// The runtime of one subtask: its operator chain, input gate and output
+/// channels. All methods run inside the actor's handlers.
+class subtask_state {
+public:
+  subtask_state(caf::event_based_actor* self, subtask_spec spec)
+    : self_(self),
+      spec_(std::move(spec)),
+      graph_(*spec_.ctx->graph),
+      vertex_(spec_.ctx->plan.vertices[spec_.vertex]),
+      gate_(spec_.ctx->plan.input_channels[spec_.vertex]) {
+  }
+
+  std::string describe(std::size_t k) const {
+    const auto& node = graph_.nodes[vertex_.nodes[k]];
+    return "operator '" + node.name + "' (" + node.kind + ") subtask "
+           + std::to_string(spec_.subtask + 1) + "/"
+           + std::to_string(vertex_.parallelism);
+  }
+
+  void open() {
+    auto& ctx = *spec_.ctx;
+    const auto n = vertex_.nodes.size();
+    collectors_.resize(n);
+    writers_of_.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& node = graph_.nodes[vertex_.nodes[k]];
+      collectors_[k].st = this;
+      collectors_[k].k = k;
+      writers_of_[k].resize(std::max<std::size_t>(node.outputs.size(), 1));
+      metrics_.push_back(&ctx.metrics.at(node.id, spec_.subtask));
+    }
+    for (std::size_t w = 0; w < spec_.writers.size(); ++w)
+      writers_of_[spec_.writers[w].chain_index][spec_.writers[w].port].push_back(w);
+    round_robin_.assign(spec_.writers.size(), spec_.subtask);
+    for (const auto& oc : spec_.out_channels)
+      channels_.push_back(out_channel{oc.target, oc.target_channel,
+                                      ctx.credits_per_channel, {}});
+    for (std::size_t k = 0; k < n; ++k) {
+      current_ = k;
+      const auto& node = graph_.nodes[vertex_.nodes[k]];
+      operator_context octx{node.name, spec_.subtask, vertex_.parallelism,
+                            graph_.options.max_parallelism};
+      if (node.is_source) {
+        ops_.push_back(nullptr);
+        auto* m = metrics_[k];
+        auto policy = graph_.options.on_bad_record;
+        auto* dlq = ctx.dead_letters.get();
+        reader_ = node.make_source(spec_.subtask, vertex_.parallelism,
+                                   [m, policy, dlq](const bad_record& r) {
+                                     m->bad_records.fetch_add(1, std::memory_order_relaxed);
+                                     if (policy == bad_record_policy::fail)
+                                       throw std::runtime_error(
+                                         "bad record at " + r.origin + ":"
+                                         + std::to_string(r.line) + ": " + r.reason);
+                                     if (policy == bad_record_policy::dead_letter && dlq)
+                                       dlq->write(r);
+                                   });
+        reader_->open(octx);
+        bound_ = node.watermark.max_out_of_orderness.count();
+      } else {
+        ops_.push_back(node.make_operator());
+        ops_.back()->open(octx);
+      }
+    }
+    current_ = 0;
+  }
+
+  bool is_source() const { return reader_ != nullptr; }
+
+  bool blocked() const {
+    for (const auto& c : channels_)
+      if (!c.backlog.empty())
+        return true;
+    return false;
+  }
+
+  // -- producing -------------------------------------------------------------
+
+  void emit(std::size_t k, std::size_t port, record_batch_ptr batch) {
+    if (!batch || batch->num_rows == 0)
+      return;
+    const auto& node = graph_.nodes[vertex_.nodes[k]];
+    auto rows = batch->num_rows;
+    if (port < node.outputs.size() && node.outputs[port].counts_as_late)
+      metrics_[k]->late_records.fetch_add(rows, std::memory_order_relaxed);
+    else
+      metrics_[k]->records_out.fetch_add(rows, std::memory_order_relaxed);
+    for (auto w : writers_of_[k][port])
+      write(w, batch);
+    if (port == 0 && k + 1 < ops_.size()) {
+      metrics_[k + 1]->records_in.fetch_add(rows, std::memory_order_relaxed);
+      auto saved = current_;
+      current_ = k + 1;
+      ops_[k + 1]->process_batch(batch, collectors_[k + 1]);
+      current_ = saved;
+    }
+  }
+
+  void emit_watermark(std::size_t k, event_time wm) {
+    metrics_[k]->watermark.store(wm, std::memory_order_relaxed);
+    for (auto& port_writers : writers_of_[k])
+      for (auto w : port_writers)
+        for (auto ch : spec_.writers[w].channels)
+          push(ch, pending_element{pending_element::wm, nullptr, wm});
+    if (k + 1 < ops_.size()) {
+      metrics_[k + 1]->watermark.store(wm, std::memory_order_relaxed);
+      auto saved = current_;
+      current_ = k + 1;
+      ops_[k + 1]->process_watermark(wm, collectors_[k + 1]);
+      current_ = saved;
+    }
+  }
+
+  void write(std::size_t w, const record_batch_ptr& batch) {
+    auto& ws = spec_.writers[w];
+    switch (ws.mode) {
+      case partitioning::forward:
+        push(ws.channels[0], pending_element{pending_element::batch, batch, 0});
+        break;
+      case partitioning::rebalance: {
+        auto d = round_robin_[w]++ % ws.channels.size();
+        push(ws.channels[d], pending_element{pending_element::batch, batch, 0});
+        break;
+      }
+      case partitioning::hash: {
+        const auto p = ws.target_parallelism;
+        const auto maxp = graph_.options.max_parallelism;
+        if (p == 1) {
+          push(ws.channels[0], pending_element{pending_element::batch, batch, 0});
+          break;
+        }
+        std::vector<std::vector<std::uint32_t>> rows(p);
+        for (std::size_t r = 0; r < batch->num_rows; ++r) {
+          scratch_.clear();
+          encode_key(*batch, ws.key_fields, r, scratch_);
+          auto group = assign_key_group(scratch_, maxp);
+          rows[operator_index_for_key_group(group, maxp, p)].push_back(
+            static_cast<std::uint32_t>(r));
+        }
+        for (std::size_t d = 0; d < p; ++d) {
+          if (rows[d].empty())
+            continue;
+          auto part = rows[d].size() == batch->num_rows
+                        ? batch
+                        : std::make_shared<const record_batch>(batch->take(rows[d]));
+          push(ws.channels[d], pending_element{pending_element::batch, part, 0});
+        }
+        break;
+      }
+    }
+  }
+
+  void push(std::uint32_t ch, pending_element e) {
+    auto& c = channels_[ch];
+    if (c.backlog.empty() && (e.kind != pending_element::batch || c.credits > 0))
+      send_now(ch, e);
+    else
+      c.backlog.push_back(std::move(e));
+  }
+
+  void send_now(std::uint32_t ch, const pending_element& e) {
+    auto& c = channels_[ch];
+    switch (e.kind) {
+      case pending_element::batch:
+        --c.credits;
+        self_->send(c.target, batch_message{c.target_channel, ch, e.data});
+        break;
+      case pending_element::wm:
+        self_->send(c.target, watermark{c.target_channel, e.ts});
+        break;
+      case pending_element::eoi:
+        self_->send(c.target, end_of_input{c.target_channel});
+        break;
+    }
+  }
+
+  void on_credit(const credit& x) {
+    auto& c = channels_[x.channel];
+    c.credits += x.batches;
+    while (!c.backlog.empty()) {
+      auto& front = c.backlog.front();
+      if (front.kind == pending_element::batch && c.credits == 0)
+        break;
+      send_now(x.channel, front);
+      c.backlog.pop_front();
+    }
+    if (blocked())
+      return;
+    if (blocked_since_) {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::steady_clock::now() - *blocked_since_)
+                  .count();
+      metrics_[0]->backpressured_ns.fetch_add(static_cast<std::uint64_t>(ns),
+                                              std::memory_order_relaxed);
+      blocked_since_.reset();
+    }
+    resume();
+  }
+
+  void note_blocked() {
+    if (!blocked_since_ && blocked())
+      blocked_since_ = std::chrono::steady_clock::now();
+  }
+
+  // -- source ----------------------------------------------------------------
+
+  /// Reads and emits one batch; returns false once the input is exhausted.
+  bool poll_once() {
+    current_ = 0;
+    auto batch = reader_->poll_next(graph_.options.batch_size);
+    if (!batch)
+      return false;
+    if (batch->num_rows == 0)
+      return true;
+    for (auto ts : batch->timestamps)
+      max_ts_ = std::max(max_ts_, ts);
+    emit(0, 0, batch);
+    if (batch->has_timestamps() && max_ts_ != min_watermark) {
+      // Flink's BoundedOutOfOrdernessWatermarks: max - bound - 1, emitted
+      // after each batch, never decreasing.
+      auto wm = max_ts_ - bound_ - 1;
+      if (wm > last_watermark_) {
+        last_watermark_ = wm;
+        emit_watermark(0, wm);
+      }
+    }
+    return true;
+  }
+
+  void schedule_poll() {
+    if (!poll_scheduled_ && !finishing_) {
+      poll_scheduled_ = true;
+      self_->send(self_, poll_atom::value);
+    }
+  }
+
+  void on_poll() {
+    poll_scheduled_ = false;
+    if (finishing_)
+      return;
+    if (blocked()) {
+      note_blocked();
+      return; // resumed by on_credit
+    }
+    if (poll_once()) {
+      note_blocked();
+      if (!blocked())
+        schedule_poll();
+      return;
+    }
+    emit_watermark(0, max_watermark);
+    end_of_chain();
+  }
+
+  // -- task ------------------------------------------------------------------
+
+  void on_input(inbox_element e) {
+    if (blocked() || !inbox_.empty()) {
+      inbox_.push_back(std::move(e));
+      note_blocked();
+      return;
+    }
+    process(e);
+  }
+
+  void process(inbox_element& e) {
+    current_ = 0;
+    switch (e.kind) {
+      case inbox_element::batch:
+        metrics_[0]->records_in.fetch_add(e.data->num_rows, std::memory_order_relaxed);
+        ops_[0]->process_batch(e.data, collectors_[0]);
+        // Processed: return the credit to the sender.
+        self_->send(caf::actor_cast<caf::actor>(e.sender), credit{e.credit_channel, 1});
+        break;
+      case inbox_element::wm:
+        if (auto wm = gate_.on_watermark(e.channel, e.ts))
+          advance_watermark(*wm);
+        break;
+      case inbox_element::eoi:
+        if (auto wm = gate_.on_end_of_input(e.channel))
+          advance_watermark(*wm);
+        if (gate_.all_ended())
+          end_of_chain();
+        break;
+    }
+    note_blocked();
+  }
+
+  void advance_watermark(event_time wm) {
+    metrics_[0]->watermark.store(wm, std::memory_order_relaxed);
+    ops_[0]->process_watermark(wm, collectors_[0]);
+  }
+
+  void resume() {
+    if (is_source()) {
+      schedule_poll();
+    } else {
+      while (!inbox_.empty() && !blocked()) {
+        auto e = std::move(inbox_.front());
+        inbox_.pop_front();
+        process(e);
+      }
+    }
+    maybe_quit();
+  }
+
+  // -- ending ----------------------------------------------------------------
+
+  void end_of_chain() {
+    for (std::size_t k = 0; k < ops_.size(); ++k) {
+      current_ = k;
+      if (ops_[k])
+        ops_[k]->finish(collectors_[k]);
+    }
+    for (std::uint32_t ch = 0; ch < channels_.size(); ++ch)
+      push(ch, pending_element{pending_element::eoi, nullptr, 0});
+    finishing_ = true;
+    maybe_quit();
+  }
+
+  void maybe_quit() {
+    if (finishing_ && !blocked())
+      self_->quit();
+  }
+
+  void fail(const std::string& what) {
+    auto msg = describe(current_) + " failed: " + what;
+    spec_.ctx->fail(msg);
+    self_->quit(caf::make_error(caf::sec::runtime_error, msg));
+  }
+
+  std::string& scratch() { return scratch_; }
+
+private:
+  caf::event_based_actor* self_;
+  subtask_spec spec_;
+  const job_graph& graph_;
+  const chain_vertex& vertex_;
+  input_gate gate_;
+  std::vector<stream_operator_ptr> ops_;
+  std::vector<chain_collector> collectors_;
+  std::vector<std::vector<std::vector<std::size_t>>> writers_of_;
+  std::vector<std::size_t> round_robin_;
+  std::vector<out_channel> channels_;
+  std::vector<subtask_metrics*> metrics_;
+  std::deque<inbox_element> inbox_;
+  source_reader_ptr reader_;
+  event_time bound_ = 0;
+  event_time max_ts_ = min_watermark;
+  event_time last_watermark_ = min_watermark;
+  bool poll_scheduled_ = false;
+  bool finishing_ = false;
+  std::size_t current_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> blocked_since_;
+  std::string scratch_;
+};
+
+void chain_collector::collect(record_batch_ptr batch) {
+  st->emit(k, 0, std::move(batch));
+}
+
+void chain_collector::collect_side(std::size_t port, record_batch_ptr batch) {
+  st->emit(k, port, std::move(batch));
+}
+
+void chain_collector::emit_watermark(event_time wm) {
+  st->emit_watermark(k, wm);
+}
+
+/// Runs `f`, turning any exception into a failure of the subtask.
+template <class F>
+bool guarded(subtask_state& st, F&& f) {
+  try {
+    f();
+    return true;
+  } catch (const std::exception& e) {
+    st.fail(e.what());
+  } catch (...) {
+    st.fail("unknown exception");
+  }
+  return false;
+}
+
+caf::behavior subtask_actor(caf::event_based_actor* self, subtask_spec spec) {
+  auto st = std::make_shared<subtask_state>(self, std::move(spec));
+  self->set_default_handler([st](caf::scheduled_actor*, caf::message_view& x)
+                              -> caf::result<caf::message> {
+    st->fail("unexpected message: " + to_string(x.copy_content_to_message()));
+    return caf::message{};
+  });
+  bool ok = guarded(*st, [&] { st->open(); });
+  if (ok && st->is_source())
+    st->schedule_poll();
+  return {
+    [st](poll_atom) { guarded(*st, [&] { st->on_poll(); }); },
+    [st, self](batch_message& m) {
+      guarded(*st, [&] {
+        st->on_input(inbox_element{inbox_element::batch, m.channel, std::move(m.batch), 0,
+                                   self->current_sender(), m.credit_channel});
+      });
+    },
+    [st](const watermark& m) {
+      guarded(*st, [&] {
+        st->on_input(inbox_element{inbox_element::wm, m.channel, nullptr, m.ts, nullptr, 0});
+      });
+    },
+    [st](const end_of_input& m) {
+      guarded(*st, [&] {
+        st->on_input(inbox_element{inbox_element::eoi, m.channel, nullptr, 0, nullptr, 0});
+      });
+    },
+    [st](const credit& m) { guarded(*st, [&] { st->on_credit(m); }); },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_subtask(caf::actor_system& sys, subtask_spec spec) {
+  return sys.spawn(subtask_actor, std::move(spec));
+}
+
+} // namespace weir::runtime

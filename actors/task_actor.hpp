@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "job_context.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace weir::runtime {
+
+/// One network output channel of a subtask: a downstream subtask's actor and
+/// the input channel index this subtask has there.
+struct out_channel_spec {
+  caf::actor target;
+  std::uint32_t target_channel = 0;
+};
+
+/// One network edge leaving a chain member: how rows are distributed over
+/// the downstream subtasks (`channels[d]` = out channel of subtask d).
+struct writer_spec {
+  std::size_t chain_index = 0; ///< position of the producing node in the chain
+  std::size_t port = 0;
+  partitioning mode = partitioning::forward;
+  std::vector<std::size_t> key_fields;
+  std::size_t target_parallelism = 1;
+  std::vector<std::uint32_t> channels;
+};
+
+/// Everything one subtask needs to run.
+struct subtask_spec {
+  std::shared_ptr<job_context> ctx;
+  std::size_t vertex = 0;
+  std::size_t subtask = 0;
+  std::vector<out_channel_spec> out_channels;
+  std::vector<writer_spec> writers;
+};
+
+/// Spawns the actor of one subtask: a source subtask (its chain's head is a
+/// source: it polls its reader, emits watermarks and pauses when downstream
+/// has no credit) or a task subtask (it aligns watermarks over its input
+/// channels and runs its operator chain). Either ends once its input is
+/// exhausted and its outputs are drained; a failure ends it with an error
+/// after recording a message naming the operator and subtask.
+caf::actor spawn_subtask(caf::actor_system& sys, subtask_spec spec);
+
+} // namespace weir::runtime

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/core/expected.hpp"
+#include "weir/core/record_batch.hpp"
+#include "weir/format/format.hpp"
+#include "weir/operators/stream_operator.hpp"
+#include "weir/window/window_operator.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace weir {
+
+namespace runtime {
+struct job_graph;
+} // namespace runtime
+
+/// What happens to a record that cannot be decoded (DESIGN.md §8).
+enum class bad_record_policy { fail, skip, dead_letter };
+
+/// Job-wide settings (`[job]` in TOML).
+struct job_options {
+  std::string name = "weir-job";
+  std::size_t parallelism = 1;       ///< default for every operator
+  std::size_t max_parallelism = 128; ///< number of key groups, 1..32768
+  std::size_t batch_size = 1024;     ///< rows per batch a source emits
+  std::chrono::milliseconds buffer_timeout{10};
+  bad_record_policy on_bad_record = bad_record_policy::fail;
+  std::string dead_letter_path;      ///< JSONL file, for dead_letter
+  std::chrono::milliseconds status_interval{1000}; ///< 0 = no status line
+  std::size_t worker_threads = 0;    ///< CAF scheduler threads; 0 = cores
+};
+
+/// Per-operator settings.
+struct operator_options {
+  std::string name;            ///< unique stream name; generated if empty
+  std::size_t parallelism = 0; ///< 0 = the job's default
+};
+
+/// Event-time settings of a source (DESIGN.md §6).
+struct watermark_options {
+  /// Flink's `BoundedOutOfOrdernessWatermarks`: after each batch the
+  /// watermark becomes `max_ts_seen - bound - 1` ms, never decreasing.
+  std::chrono::milliseconds max_out_of_orderness{0};
+  std::chrono::milliseconds idle_timeout{0}; ///< 0 = never idle
+};
+
+/// A file source: one split per file, read in chunks.
+struct file_source_spec {
+  std::string path;
+  format::decoder_options decoder;
+  std::string event_time_field; ///< empty: records carry no event time
+  watermark_options watermark;
+};
+
+/// A file sink; parallelism is always 1 (one output file).
+struct file_sink_spec {
+  std::string path;
+  format::format_kind format = format::format_kind::jsonl;
+};
+
+/// A summary table printed on stdout at the end of the job: rows of the
+/// input re-aggregated by `group_by`, sorted by `order_by` (an aggregate
+/// name, descending unless `ascending`), at most `limit` rows, each with its
+/// share of the total of the first aggregate. `highlight_where`, if set,
+/// adds a line with the share of that total over rows matching it (e.g. an
+/// error rate: "status >= 400").
+struct summary_sink_spec {
+  std::string title;
+  std::vector<std::string> group_by;
+  std::vector<window::aggregate_spec> aggregates;
+  std::string order_by;
+  bool ascending = false;
+  std::size_t limit = 10;
+  std::string highlight_label;
+  std::string highlight_where;
+};
+
+/// Read-only access to one row, for user functions (lambda filters).
+class row_view {
+public:
+  row_view(const record_batch& batch, std::size_t row) : batch_(&batch), row_(row) {}
+  /// The value of field `name` (monostate for null); throws std::out_of_range
+  /// for an unknown field.
+  value get(std::string_view name) const;
+  std::optional<std::int64_t> get_int(std::string_view name) const;
+  std::optional<std::string_view> get_string(std::string_view name) const;
+  event_time timestamp() const;
+
+private:
+  const record_batch* batch_;
+  std::size_t row_;
+};
+
+class job;
+class keyed_stream;
+
+/// A stream produced by a source or an operator (Flink's `DataStream`).
+/// Cheap to copy; it refers to a node of its job's graph.
+class data_stream {
+public:
+  const schema_ptr& output_schema() const;
+  const std::string& name() const;
+
+  /// Keeps the rows where `condition` (expression, DESIGN.md §3) is true.
+  [[nodiscard]] expected<data_stream> filter(std::string_view condition,
+                                             operator_options opts = {}) const;
+
+  /// Keeps the rows for which `predicate` returns true.
+  data_stream filter(std::function<bool(const row_view&)> predicate,
+                     operator_options opts = {}) const;
+
+  /// Outputs exactly the listed fields, each computed by an expression.
+  [[nodiscard]] expected<data_stream>
+  select(std::vector<std::pair<std::string, std::string>> fields,
+         operator_options opts = {}) const;
+
+  /// Keeps every input field and adds (or replaces) computed fields.
+  [[nodiscard]] expected<data_stream>
+  map(std::vector<std::pair<std::string, std::string>> fields,
+      operator_options opts = {}) const;
+
+  /// Partitions by the hash of the key fields into key groups (DESIGN.md §2).
+  [[nodiscard]] expected<keyed_stream> key_by(std::vector<std::string> fields) const;
+
+  /// Merges this stream with `others`, which must have the same schema; the
+  /// result's watermark is the minimum over its inputs.
+  [[nodiscard]] expected<data_stream> union_with(const std::vector<data_stream>& others,
+                                                 operator_options opts = {}) const;
+
+  /// Adds a custom operator; `factory` makes one instance per subtask.
+  data_stream transform(std::string kind, schema_ptr output_schema,
+                        std::function<stream_operator_ptr()> factory,
+                        operator_options opts = {}) const;
+
+  /// Writes the stream to a file.
+  [[nodiscard]] expected<std::monostate> sink_to_file(file_sink_spec spec, operator_options opts = {}) const;
+
+  /// Prints the stream as JSON lines on stdout.
+  void print(operator_options opts = {}) const;
+
+  /// Prints a summary table on stdout at the end of the job.
+  [[nodiscard]] expected<std::monostate> sink_to_summary(summary_sink_spec spec,
+                                                operator_options opts = {}) const;
+
+private:
+  friend class job;
+  friend class keyed_stream;
+  data_stream(std::shared_ptr<runtime::job_graph> g, std::size_t node, std::size_t port)
+    : graph_(std::move(g)), node_(node), port_(port) {}
+
+  std::shared_ptr<runtime::job_graph> graph_;
+  std::size_t node_ = 0;
+  std::size_t port_ = 0;
+};
+
+/// Options of a window operator beyond its assigner and aggregates.
+struct window_options {
+  std::chrono::milliseconds allowed_lateness{0};
+  std::string late_output; ///< name of the late-record stream; empty = none
+};
+
+/// A stream partitioned by key (Flink's `KeyedStream`).
+class keyed_stream {
+public:
+  const std::vector<std::string>& key_fields() const noexcept { return keys_; }
+
+  /// Windowed aggregation; see `window::window_plan` for the output shape and
+  /// semantics. Late records are always counted; if `late_output` is named
+  /// they are also emitted on that stream (reachable by `job::stream`).
+  [[nodiscard]] expected<data_stream>
+  window(std::shared_ptr<const window::window_assigner> assigner,
+         std::vector<window::aggregate_spec> aggregates,
+         window_options wopts = {}, operator_options opts = {}) const;
+
+  /// Running count per key: emits {keys..., count} for every input row.
+  [[nodiscard]] expected<data_stream> count(std::string output_field = "count",
+                                            operator_options opts = {}) const;
+
+private:
+  friend class data_stream;
+  keyed_stream(data_stream in, std::vector<std::string> keys, std::vector<std::size_t> idx)
+    : input_(std::move(in)), keys_(std::move(keys)), key_idx_(std::move(idx)) {}
+  data_stream input_;
+  std::vector<std::string> keys_;
+  std::vector<std::size_t> key_idx_;
+};
+
+/// Counters of a finished (or failed) job.
+struct job_result {
+  bool ok = false;
+  std::string error;              ///< why the job failed, naming operator and subtask
+  std::uint64_t records_read = 0; ///< rows emitted by all sources
+  std::uint64_t records_written = 0; ///< rows received by all sinks
+  std::uint64_t bad_records = 0;
+  std::uint64_t late_records = 0;
+  std::chrono::milliseconds duration{0};
+};
+
+/// A job under construction and its runner (Flink's
+/// `StreamExecutionEnvironment`). The TOML loader builds jobs through this
+/// same API.
+class job {
+public:
+  explicit job(job_options opts = {});
+
+  const job_options& options() const;
+
+  /// Mutable options; changes take effect at the next `execute()`.
+  job_options& options();
+
+  /// Adds a file source. Errors: `errc::invalid_argument` for a duplicate
+  /// name, a missing schema, or an event-time field that is absent or not a
+  /// timestamp/int64.
+  [[nodiscard]] expected<data_stream> from_file(file_source_spec spec,
+                                                operator_options opts = {});
+
+  /// The stream called `name` (an operator's main output or a side output).
+  std::optional<data_stream> stream(std::string_view name) const;
+
+  /// Runs the job to completion on an actor system of its own; blocks.
+  /// Returns a failed result (never throws) if a subtask fails.
+  job_result execute();
+
+  /// The logical graph (for the runtime and tests).
+  const std::shared_ptr<runtime::job_graph>& graph() const noexcept { return graph_; }
+
+private:
+  std::shared_ptr<runtime::job_graph> graph_;
+};
+
+} // namespace weir

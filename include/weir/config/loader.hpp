@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/api/job.hpp"
+#include "weir/config/diagnostic.hpp"
+#include "weir/core/expected.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weir::config {
+
+/// Parses a duration: an integer with a unit, "0", "500ms", "10s", "5m",
+/// "1h", "1d" (also "1 s", one space between number and unit); nullopt for
+/// anything else ("60x", "-1s", "1.5s", "10", "1S") and for values that do
+/// not fit in int64 milliseconds.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) noexcept;
+
+/// As `parse_duration`, also accepting a leading minus ("-8h"); for the
+/// places that allow a negative duration (`window.offset`).
+std::optional<std::chrono::milliseconds>
+parse_signed_duration(std::string_view text) noexcept;
+
+/// Options of a load.
+struct load_options {
+  /// Overrides [job] batch_size when set (tests run the cases with 1).
+  std::optional<std::size_t> batch_size;
+  /// Overrides [job] parallelism when set.
+  std::optional<std::size_t> parallelism;
+};
+
+/// Loads a TOML pipeline (DESIGN.md §9, every key in config/reference.toml)
+/// and builds the job through the public API in weir/api/job.hpp.
+///
+/// Reports every problem at once, each with file:line:col: TOML syntax,
+/// unknown keys, wrong types, missing required keys, duplicate stream names,
+/// inputs that name no stream, cycles, bad durations, bad enum values and
+/// expression errors (pointing inside the expression string). Relative paths
+/// in the file are taken relative to the current working directory. Nothing is
+/// started; no output file is created.
+[[nodiscard]] expected<std::unique_ptr<job>, std::vector<diagnostic>>
+load_pipeline_file(const std::string& path, const load_options& opts = {});
+
+/// As `load_pipeline_file`, from text; `path` is used in diagnostics only.
+[[nodiscard]] expected<std::unique_ptr<job>, std::vector<diagnostic>>
+load_pipeline(std::string_view toml_text, const std::string& path,
+              const load_options& opts = {});
+
+/// Every key path the loader accepts, in "table.key" form with "[]" for
+/// arrays of tables: "job.name", "source[].path", "operator[].window.size", ...
+/// The reference test checks that config/reference.toml lists them all.
+const std::vector<std::string>& known_keys();
+
+} // namespace weir::config

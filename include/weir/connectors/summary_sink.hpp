@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/api/job.hpp"
+#include "weir/core/expected.hpp"
+#include "weir/core/schema.hpp"
+#include "weir/operators/stream_operator.hpp"
+
+#include <functional>
+#include <iosfwd>
+
+namespace weir {
+
+/// Makes the factory of a summary sink: an operator that re-aggregates every
+/// row it receives by `spec.group_by` with `spec.aggregates` (same calls and
+/// result types as a window's aggregates, e.g. "sum(views)") and, in
+/// `finish()`, writes one text table to `out` (stdout by default).
+///
+/// Table layout (columns separated by two spaces, text left-aligned, numbers
+/// right-aligned, floats with 2 decimals, timestamps as ISO-8601 UTC):
+/// ```
+/// <title>
+/// <group fields> <aggregates> share
+/// ---------------------------------
+/// <at most `limit` rows>
+/// (N more rows)                      -- only when rows were cut ("1 more row")
+/// <label>: X.X% (<matched> of <total>) -- only with highlight_where
+/// ```
+/// Rows are sorted by `order_by` (an aggregate or group field; empty = the
+/// first aggregate), descending unless `ascending`, nulls last, ties by the
+/// group's display text ascending. `limit` 0 means no limit. `share` is the
+/// row's first-aggregate value over the total of that aggregate across all
+/// groups, as a percentage with one decimal; it is shown only when the first
+/// aggregate is a count or a sum. The highlight line gives the first
+/// aggregate over the input rows where `highlight_where` is true (matched)
+/// against the same aggregate over all rows (total); the label defaults to
+/// the condition text. With no input rows the table has no rows.
+///
+/// Errors (`errc::invalid_argument` unless stated): no input schema, no
+/// aggregate, an unknown or repeated group_by field, an aggregate that does
+/// not parse or type-check (its `errc` and `offset` into the call are kept,
+/// and the message names the aggregate), an aggregate named like a group
+/// field, `order_by` naming neither an aggregate nor a group field,
+/// `highlight_where` that does not compile (`offset` into it is kept) or is
+/// not boolean (`errc::type_error`), or a highlight whose first aggregate is
+/// not a count or sum.
+///
+/// The sink needs a single instance (parallelism 1) to see every group.
+/// Output goes to `out` only in `finish()`, so it appears once, at the end.
+[[nodiscard]] expected<std::function<stream_operator_ptr()>>
+make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec);
+
+/// As above, writing to `out`, which must outlive every operator made.
+[[nodiscard]] expected<std::function<stream_operator_ptr()>>
+make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec,
+                          std::ostream& out);
+
+} // namespace weir

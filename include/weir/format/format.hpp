@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/connectors/source_reader.hpp"
+#include "weir/core/expected.hpp"
+#include "weir/core/record_batch.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace weir::format {
+
+/// Record formats of files (DESIGN.md §9: `format = "jsonl" | "csv" |
+/// "apache_combined"`).
+enum class format_kind { jsonl, csv, apache_combined };
+
+std::optional<format_kind> parse_format(std::string_view name) noexcept;
+std::string_view to_string(format_kind k) noexcept;
+
+/// The fixed schema of `apache_combined`: client, ident, user (string),
+/// ts (timestamp), method, path, protocol (string), status (int64),
+/// bytes (int64, null for "-"), referrer, agent (string).
+schema_ptr apache_combined_schema();
+
+/// Options of a decoder.
+struct decoder_options {
+  format_kind kind = format_kind::jsonl;
+  schema_ptr schema;        ///< required for jsonl and csv; ignored for apache
+  bool csv_header = true;   ///< first CSV record names the columns
+  char csv_delimiter = ',';  ///< any byte except '"', '\r' and '\n'
+  /// When set, names a timestamp or int64 field of the schema that carries
+  /// each record's event time: every committed row also appends that value
+  /// (ms) to `batch_builder::timestamps()`, and a record in which the field is
+  /// null or missing is bad ("event time field 'ts' is null").
+  std::string event_time_field;
+};
+
+/// Splits a byte stream into records and decodes each into a batch_builder.
+///
+/// Type rules: a missing field or an empty CSV cell is null; a JSON value or
+/// CSV cell that does not fit the declared type is an error (a bad record).
+/// int64 accepts integers; float64 accepts any number; timestamp accepts an
+/// integer (ms since epoch) or an ISO-8601 string ("2023-03-05T15:13:37.320Z",
+/// "2015-05-17 10:05:03", an offset like +02:00 is honoured, none means UTC).
+///
+/// Per format:
+/// - **jsonl**: one JSON object per line (simdjson DOM, full validation).
+///   Fields are looked up by name; unknown keys are ignored, a duplicate key
+///   keeps its last value, JSON null is null. int64 accepts JSON integers
+///   only (`1.5` and also `3.0` are bad, as is an integer above INT64_MAX);
+///   bool accepts true/false; string accepts strings only. Blank lines are
+///   skipped. Not an object: bad, "invalid JSON: <simdjson error>" or
+///   "invalid JSON: expected an object, got array".
+/// - **csv**: RFC 4180 (quoted fields may hold the delimiter, `""` and
+///   newlines; "\n" or "\r\n" endings). With a header, columns map to schema
+///   fields by name (unknown columns ignored, absent fields null); without
+///   one, by position. A row whose cell count differs from the header's (or
+///   the schema's) is bad: "expected N fields, got M". An empty unquoted cell
+///   is null; `""` is the empty string for string fields and null otherwise.
+///   Numbers parse strictly (std::from_chars, whole cell); bool accepts
+///   true/false (any case) and 1/0. A quote inside an unquoted cell is kept
+///   literally; text after a closing quote is bad.
+/// - **apache_combined**: `client ident user [dd/Mon/yyyy:HH:MM:SS +zzzz]
+///   "METHOD path protocol" status bytes "referrer" "agent"`; "-" is null for
+///   ident, user and bytes, and kept as the string "-" for referrer and agent.
+///   Inside quotes `\"` and `\\` are unescaped, other escapes (`\xhh`) kept.
+///   A request of one token (not "-") goes to `path` with null method and
+///   protocol; "-" makes all three null. Text after the agent is ignored.
+class record_decoder {
+public:
+  virtual ~record_decoder() = default;
+
+  virtual const schema_ptr& output_schema() const = 0;
+
+  /// Length in bytes of the first complete record in `buffer`, including its
+  /// terminating newline ("\n" or "\r\n"); 0 when `buffer` holds no complete
+  /// record yet. At end of file (`at_eof`) a final record without newline is
+  /// complete. Sets `lines` to the number of newlines the record spans.
+  virtual std::size_t next_record(std::string_view buffer, bool at_eof,
+                                  std::size_t& lines) = 0;
+
+  /// Decodes one record (without its trailing newline) into `out`:
+  /// `ok` = one row committed; `skipped` = nothing committed and nothing wrong
+  /// (a CSV header, an empty line); `bad` = nothing committed (the partial row
+  /// is rolled back) and `reason` says why.
+  enum class status { ok, skipped, bad };
+  virtual status decode(std::string_view record, batch_builder& out,
+                        std::string& reason) = 0;
+};
+
+/// Makes a decoder. Errors: `errc::invalid_argument` when jsonl/csv lack a
+/// schema, the CSV delimiter is '"', '\r' or '\n', or `event_time_field` is
+/// not a timestamp or int64 field of the schema.
+[[nodiscard]] expected<std::unique_ptr<record_decoder>>
+make_decoder(const decoder_options& opts);
+
+/// Parses an ISO-8601 date-time to ms since the epoch, UTC; nullopt if bad.
+///
+/// Accepts `YYYY-MM-DD` (midnight UTC) and `YYYY-MM-DD[T| ]HH:MM[:SS[.f+]]`
+/// followed by nothing (UTC), `Z`, or an offset `+HH:MM`, `+HHMM`, `+HH`.
+/// Fractions beyond ms are truncated. Years 0000..9999; pre-1970 dates give
+/// negative values (Hinnant's days-from-civil; no timegm, no locale).
+std::optional<event_time> parse_iso8601(std::string_view text) noexcept;
+
+/// Options of a file source split.
+struct file_source_options {
+  std::string path;
+  decoder_options decoder;
+  std::string event_time_field;     ///< empty: no event time
+  std::size_t chunk_bytes = 1 << 20; ///< read size; the file is never read whole
+  /// Byte offset to resume from (a `position()` of an earlier reader, i.e. a
+  /// record boundary). Records before it are only split, not decoded (except
+  /// a CSV header), so line numbers stay exact.
+  std::uint64_t start_offset = 0;
+};
+
+/// Makes a reader over one file, read in chunks of `chunk_bytes`, tracking
+/// the byte offset and line number of every record. A record whose event-time
+/// field is null or not a timestamp/int64 is bad. Bad records go to
+/// `on_bad` (with origin = path, 1-based line, byte offset, reason, raw text
+/// without its newline and cut to at most 4096 bytes); an exception thrown by
+/// `on_bad` propagates out of `poll_next`. A UTF-8 BOM at the start is
+/// skipped. `poll_next` stops at `max_rows` rows, at the end of the file, or
+/// after `max_rows + 4096` records consumed (so a long run of bad records
+/// yields 0-row batches instead of blocking); `position()` is the byte offset
+/// just after the last consumed record. Read errors throw std::runtime_error.
+/// Errors: `errc::io_error` if the file cannot be opened;
+/// `errc::invalid_argument` if the event-time field is missing from the schema
+/// or has a non-time type.
+[[nodiscard]] expected<source_reader_ptr>
+make_file_source_reader(const file_source_options& opts, bad_record_handler on_bad);
+
+/// Writes rows of a batch as text, one record per line.
+class record_encoder {
+public:
+  virtual ~record_encoder() = default;
+  /// Text written before the first record (CSV header line), may be empty.
+  virtual std::string header(const schema& s) const = 0;
+  /// Appends row `row` of `batch`, with its trailing '\n', to `out`.
+  virtual void encode(const record_batch& batch, std::size_t row,
+                      std::string& out) const = 0;
+};
+
+/// jsonl: one object per line, fields in schema order, null as null,
+/// floats in shortest round-trip form with a ".0" on integral values,
+/// timestamps as integer ms. csv: RFC 4180 (quotes when needed, "" inside).
+///
+/// jsonl is compact (`{"a":1,"b":"x"}`); NaN and infinities become null (JSON
+/// has none). csv uses ',' and "\n" line ends, a header line of field names,
+/// quotes a cell holding ',', '"', CR or LF, writes null as an empty cell and
+/// the empty string as `""` (so the csv decoder reads both back). Returns
+/// nullptr for apache_combined, which is read-only.
+std::unique_ptr<record_encoder> make_encoder(format_kind kind);
+
+/// Encodes one value as a JSON value into `out` (strings escaped per RFC 8259:
+/// `"` `\\` and control characters escaped, \u00XX for those without a short
+/// form; invalid UTF-8 bytes become U+FFFD). A float64 field holding an int
+/// is written as a float; NaN and infinities as null.
+void append_json(const value& v, type_id t, std::string& out);
+
+/// Appends `s` as a JSON string literal (quotes included) to `out`.
+void append_json_string(std::string_view s, std::string& out);
+
+/// Appends `d` in shortest round-trip form ("22.0", "28.75", "1e+300");
+/// NaN and infinities as null.
+void append_json_double(double d, std::string& out);
+
+/// Appends one dead-letter line for `r` to `out`:
+/// `{"origin":..,"line":..,"offset":..,"reason":..,"raw":..}` and '\n'.
+void append_bad_record_json(const bad_record& r, std::string& out);
+
+} // namespace weir::format

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/runtime/job_graph.hpp"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace weir::runtime {
+
+/// A chain of logical nodes run by one task (Flink's `JobVertex` with its
+/// chained operators). `nodes[0]` is the head; each next node is fed only by
+/// the previous one through a forward edge of equal parallelism.
+struct chain_vertex {
+  std::vector<std::size_t> nodes;
+  std::size_t parallelism = 1;
+  bool is_source = false; ///< head is a source
+  std::string name;       ///< "a -> b -> c"
+};
+
+/// The physical layout of a job: chains, and the input channel numbering of
+/// every network edge.
+struct execution_plan {
+  std::vector<chain_vertex> vertices;
+  std::vector<std::size_t> vertex_of_node;
+  std::vector<bool> edge_is_chained;
+  /// For a network edge: the channel index, at each downstream subtask, of
+  /// upstream subtask 0 (forward edges use one channel: upstream i -> i).
+  std::vector<std::size_t> channel_base;
+  /// Input channels per subtask of each vertex (same for all its subtasks).
+  std::vector<std::size_t> input_channels;
+  /// Vertices in topological order (sources first).
+  std::vector<std::size_t> topo_order;
+
+  /// Channel index at a downstream subtask of edge `e` from upstream subtask `u`.
+  std::size_t channel_of(const job_graph& g, std::size_t e, std::size_t u) const;
+};
+
+/// Chains forward edges (Flink's operator chaining: single input, forward
+/// partitioning, equal parallelism) and numbers the input channels.
+/// Precondition: the graph is acyclic (the API cannot build a cycle).
+execution_plan build_execution_plan(const job_graph& g);
+
+} // namespace weir::runtime

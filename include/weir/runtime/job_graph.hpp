@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/api/job.hpp"
+#include "weir/connectors/source_reader.hpp"
+#include "weir/operators/stream_operator.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace weir::runtime {
+
+/// How an edge distributes batches over the downstream subtasks.
+enum class partitioning {
+  forward,   ///< subtask i -> subtask i (equal parallelism); chainable
+  rebalance, ///< round-robin per batch over all downstream subtasks
+  hash,      ///< by key group of the key fields (key_by)
+};
+
+/// Makes the source reader of one subtask. A failure to open is reported by
+/// throwing std::runtime_error (the job fails naming the source).
+using source_factory = std::function<source_reader_ptr(
+  std::size_t subtask_index, std::size_t parallelism, bad_record_handler on_bad)>;
+
+/// Makes the operator of one subtask.
+using operator_factory = std::function<stream_operator_ptr()>;
+
+/// One output of a node: its stream name and schema. Port 0 is the main
+/// output; others are side outputs.
+struct output_port {
+  std::string name;
+  schema_ptr schema;
+  bool counts_as_late = false; ///< rows on it are counted as late records
+};
+
+/// A logical operator (a vertex of Flink's `StreamGraph`).
+struct stream_node {
+  std::size_t id = 0;
+  std::string name;
+  std::string kind; ///< "file_source", "filter", "window", "file_sink", ...
+  std::size_t parallelism = 1;
+  bool is_source = false;
+  bool is_sink = false;
+  std::vector<output_port> outputs; ///< empty for sinks
+  source_factory make_source;       ///< sources only
+  operator_factory make_operator;   ///< everything but sources
+  watermark_options watermark;      ///< sources only
+};
+
+/// A connection from (source node, port) to a target node.
+struct stream_edge {
+  std::size_t source = 0;
+  std::size_t port = 0;
+  std::size_t target = 0;
+  partitioning mode = partitioning::forward;
+  std::vector<std::size_t> key_fields; ///< hash only: indices in the port's schema
+};
+
+/// The logical job graph built by the public API (and so by the TOML loader).
+struct job_graph {
+  job_options options;
+  std::vector<stream_node> nodes;
+  std::vector<stream_edge> edges;
+
+  /// (node, port) of each named stream.
+  std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> streams;
+
+  /// Index of the stream called `name`, if any.
+  const std::pair<std::size_t, std::size_t>* find_stream(std::string_view name) const;
+};
+
+} // namespace weir::runtime

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/api/job.hpp"
+#include "weir/expr/expression.hpp"
+#include "weir/operators/stream_operator.hpp"
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace weir::internal {
+
+/// Keeps the rows where a compiled boolean expression is true.
+class expression_filter final : public stream_operator {
+public:
+  explicit expression_filter(expr::compiled_expression condition)
+    : condition_(std::move(condition)) {}
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override;
+
+private:
+  expr::compiled_expression condition_;
+};
+
+/// Keeps the rows for which a user predicate returns true.
+class predicate_filter final : public stream_operator {
+public:
+  explicit predicate_filter(std::function<bool(const row_view&)> predicate)
+    : predicate_(std::move(predicate)) {}
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override;
+
+private:
+  std::function<bool(const row_view&)> predicate_;
+};
+
+/// Builds each output column either by copying an input column (`source`
+/// >= 0) or by evaluating an expression; shared by select and map.
+class projection final : public stream_operator {
+public:
+  struct output_column {
+    int source = -1; ///< input column index, or -1 to evaluate `expression`
+    expr::compiled_expression expression;
+  };
+
+  projection(schema_ptr output, std::vector<output_column> columns)
+    : output_(std::move(output)), columns_(std::move(columns)) {}
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override;
+
+private:
+  schema_ptr output_;
+  std::vector<output_column> columns_;
+};
+
+/// Forwards every batch unchanged (union; the input gate merges watermarks).
+class pass_through final : public stream_operator {
+public:
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override {
+    out.collect(batch);
+  }
+};
+
+/// Emits {keys..., count} for every input row: the running count of its key
+/// (Flink's ClickCounter pattern on value state).
+class running_count final : public stream_operator {
+public:
+  running_count(schema_ptr output, std::vector<std::size_t> key_fields)
+    : output_(std::move(output)), key_fields_(std::move(key_fields)) {}
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override;
+
+private:
+  schema_ptr output_;
+  std::vector<std::size_t> key_fields_;
+  std::unordered_map<std::string, std::int64_t> counts_;
+  std::string scratch_;
+};
+
+} // namespace weir::internal

@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/api/job.hpp"
+
+#include "internal/operators.hpp"
+#include "weir/connectors/file_sink.hpp"
+#include "weir/connectors/summary_sink.hpp"
+#include "weir/runtime/job_graph.hpp"
+
+#include <stdexcept>
+
+namespace weir {
+
+using runtime::job_graph;
+using runtime::output_port;
+using runtime::partitioning;
+using runtime::stream_edge;
+using runtime::stream_node;
+
+const std::pair<std::size_t, std::size_t>*
+job_graph::find_stream(std::string_view name) const {
+  for (const auto& [n, where] : streams)
+    if (n == name)
+      return &where;
+  return nullptr;
+}
+
+namespace {
+
+error invalid(std::string msg) {
+  return make_error(errc::invalid_argument, std::move(msg));
+}
+
+/// Checks a stream name for uniqueness; generates one when empty.
+expected<std::string> claim_name(job_graph& g, std::string name, std::string_view kind) {
+  if (name.empty())
+    name = std::string{kind} + "_" + std::to_string(g.nodes.size());
+  if (g.find_stream(name) != nullptr)
+    return invalid("duplicate stream name '" + name + "'");
+  for (const auto& n : g.nodes)
+    if (n.name == name)
+      return invalid("duplicate stream name '" + name + "'");
+  return name;
+}
+
+std::size_t resolve_parallelism(const job_graph& g, std::size_t requested) {
+  return requested == 0 ? g.options.parallelism : requested;
+}
+
+/// Adds a node fed by (source, port) and returns its index.
+std::size_t add_node(job_graph& g, stream_node node,
+                     std::vector<std::pair<std::size_t, std::size_t>> inputs,
+                     std::optional<std::vector<std::size_t>> hash_keys = std::nullopt) {
+  node.id = g.nodes.size();
+  for (const auto& [src, port] : inputs) {
+    stream_edge e;
+    e.source = src;
+    e.port = port;
+    e.target = node.id;
+    if (hash_keys) {
+      e.mode = partitioning::hash;
+      e.key_fields = *hash_keys;
+    } else if (g.nodes[src].parallelism == node.parallelism) {
+      e.mode = partitioning::forward;
+    } else {
+      e.mode = partitioning::rebalance;
+    }
+    g.edges.push_back(std::move(e));
+  }
+  for (std::size_t p = 0; p < node.outputs.size(); ++p)
+    if (!node.outputs[p].name.empty())
+      g.streams.emplace_back(node.outputs[p].name, std::make_pair(node.id, p));
+  g.nodes.push_back(std::move(node));
+  return g.nodes.size() - 1;
+}
+
+} // namespace
+
+// -- row_view -----------------------------------------------------------------
+
+value row_view::get(std::string_view name) const {
+  auto idx = batch_->schema->index_of(name);
+  if (!idx)
+    throw std::out_of_range("unknown field '" + std::string{name} + "'");
+  return batch_->columns[*idx].get(row_);
+}
+
+std::optional<std::int64_t> row_view::get_int(std::string_view name) const {
+  auto v = get(name);
+  if (auto* i = std::get_if<std::int64_t>(&v))
+    return *i;
+  return std::nullopt;
+}
+
+std::optional<std::string_view> row_view::get_string(std::string_view name) const {
+  auto idx = batch_->schema->index_of(name);
+  if (!idx)
+    throw std::out_of_range("unknown field '" + std::string{name} + "'");
+  const auto& c = batch_->columns[*idx];
+  if (c.type != type_id::string || c.is_null(row_))
+    return std::nullopt;
+  return c.str(row_);
+}
+
+event_time row_view::timestamp() const {
+  return batch_->has_timestamps() ? batch_->timestamps[row_] : min_watermark;
+}
+
+// -- data_stream --------------------------------------------------------------
+
+const schema_ptr& data_stream::output_schema() const {
+  return graph_->nodes[node_].outputs[port_].schema;
+}
+
+const std::string& data_stream::name() const {
+  return graph_->nodes[node_].outputs[port_].name;
+}
+
+expected<data_stream> data_stream::filter(std::string_view condition,
+                                          operator_options opts) const {
+  auto compiled = expr::compile(condition, *output_schema());
+  if (!compiled)
+    return compiled.error();
+  if (compiled->result_type() != type_id::boolean
+      && compiled->result_type() != type_id::null_type)
+    return make_error(errc::type_error,
+                      "a filter condition must be a bool, got "
+                        + std::string{to_string(compiled->result_type())},
+                      0);
+  auto name = claim_name(*graph_, opts.name, "filter");
+  if (!name)
+    return name.error();
+  stream_node node;
+  node.name = *name;
+  node.kind = "filter";
+  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
+  node.outputs.push_back(output_port{*name, output_schema(), false});
+  node.make_operator = [c = std::move(*compiled)] {
+    return std::make_unique<internal::expression_filter>(c);
+  };
+  auto id = add_node(*graph_, std::move(node), {{node_, port_}});
+  return data_stream{graph_, id, 0};
+}
+
+data_stream data_stream::filter(std::function<bool(const row_view&)> predicate,
+                                operator_options opts) const {
+  auto name = claim_name(*graph_, opts.name, "filter");
+  if (!name)
+    throw std::invalid_argument(name.error().message);
+  stream_node node;
+  node.name = *name;
+  node.kind = "filter";
+  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
+  node.outputs.push_back(output_port{*name, output_schema(), false});
+  node.make_operator = [p = std::move(predicate)] {
+    return std::make_unique<internal::predicate_filter>(p);
+  };
+  auto id = add_node(*graph_, std::move(node), {{node_, port_}});
+  return data_stream{graph_, id, 0};
+}
+
+namespace {
+
+expected<std::size_t> make_projection(const data_stream& in, bool keep_input,
+                                      std::vector<std::pair<std::string, std::string>> fields,
+                                      const operator_options& opts, job_graph* g,
+                                      std::size_t node_idx, std::size_t port) {
+  const schema& input = *in.output_schema();
+  std::vector<field> out_fields;
+  std::vector<internal::projection::output_column> columns;
+  std::vector<std::string> computed_names;
+  for (const auto& [fname, text] : fields) {
+    for (const auto& seen : computed_names)
+      if (seen == fname)
+        return invalid("field '" + fname + "' is computed twice");
+    computed_names.push_back(fname);
+  }
+  if (keep_input) {
+    for (std::size_t i = 0; i < input.size(); ++i) {
+      out_fields.push_back(input.at(i));
+      columns.push_back({static_cast<int>(i), {}});
+    }
+  }
+  for (const auto& [fname, text] : fields) {
+    auto compiled = expr::compile(text, input);
+    if (!compiled) {
+      auto err = compiled.error();
+      err.message = "field '" + fname + "': " + err.message;
+      return err;
+    }
+    auto t = compiled->result_type();
+    if (t == type_id::null_type)
+      t = type_id::string; // a bare null literal: an all-null string column
+    internal::projection::output_column col{-1, std::move(*compiled)};
+    std::size_t pos = out_fields.size();
+    for (std::size_t i = 0; i < out_fields.size(); ++i)
+      if (out_fields[i].name == fname)
+        pos = i;
+    if (pos == out_fields.size()) {
+      out_fields.push_back(field{fname, t});
+      columns.push_back(std::move(col));
+    } else {
+      out_fields[pos] = field{fname, t};
+      columns[pos] = std::move(col);
+    }
+  }
+  if (out_fields.empty())
+    return invalid("a select needs at least one field");
+  auto name = claim_name(*g, opts.name, keep_input ? "map" : "select");
+  if (!name)
+    return name.error();
+  auto schema = make_schema(std::move(out_fields));
+  stream_node node;
+  node.name = *name;
+  node.kind = keep_input ? "map" : "select";
+  node.parallelism = resolve_parallelism(*g, opts.parallelism);
+  node.outputs.push_back(output_port{*name, schema, false});
+  node.make_operator = [schema, columns = std::move(columns)] {
+    return std::make_unique<internal::projection>(schema, columns);
+  };
+  return add_node(*g, std::move(node), {{node_idx, port}});
+}
+
+} // namespace
+
+expected<data_stream>
+data_stream::select(std::vector<std::pair<std::string, std::string>> fields,
+                    operator_options opts) const {
+  auto id = make_projection(*this, false, std::move(fields), opts, graph_.get(), node_, port_);
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
+}
+
+expected<data_stream>
+data_stream::map(std::vector<std::pair<std::string, std::string>> fields,
+                 operator_options opts) const {
+  auto id = make_projection(*this, true, std::move(fields), opts, graph_.get(), node_, port_);
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
+}
+
+expected<keyed_stream> data_stream::key_by(std::vector<std::string> fields) const {
+  std::vector<std::size_t> idx;
+  for (const auto& f : fields) {
+    auto i = output_schema()->index_of(f);
+    if (!i)
+      return make_error(errc::type_error, "key_by: unknown field '" + f
+                                            + "' (fields: "
+                                            + output_schema()->to_string() + ")");
+    idx.push_back(*i);
+  }
+  return keyed_stream{*this, std::move(fields), std::move(idx)};
+}
+
+expected<data_stream> data_stream::union_with(const std::vector<data_stream>& others,
+                                              operator_options opts) const {
+  std::vector<std::pair<std::size_t, std::size_t>> inputs{{node_, port_}};
+  for (const auto& o : others) {
+    if (o.graph_ != graph_)
+      return invalid("union: streams belong to different jobs");
+    if (!(*o.output_schema() == *output_schema()))
+      return make_error(errc::type_error,
+                        "union: stream '" + o.name() + "' has schema ("
+                          + o.output_schema()->to_string() + "), but '" + name()
+                          + "' has (" + output_schema()->to_string() + ")");
+    inputs.emplace_back(o.node_, o.port_);
+  }
+  auto name_ = claim_name(*graph_, opts.name, "union");
+  if (!name_)
+    return name_.error();
+  stream_node node;
+  node.name = *name_;
+  node.kind = "union";
+  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
+  node.outputs.push_back(output_port{*name_, output_schema(), false});
+  node.make_operator = [] { return std::make_unique<internal::pass_through>(); };
+  auto id = add_node(*graph_, std::move(node), std::move(inputs));
+  return data_stream{graph_, id, 0};
+}
+
+data_stream data_stream::transform(std::string kind, schema_ptr schema,
+                                   std::function<stream_operator_ptr()> factory,
+                                   operator_options opts) const {
+  auto name_ = claim_name(*graph_, opts.name, kind);
+  if (!name_)
+    throw std::invalid_argument(name_.error().message);
+  stream_node node;
+  node.name = *name_;
+  node.kind = std::move(kind);
+  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
+  node.outputs.push_back(output_port{*name_, std::move(schema), false});
+  node.make_operator = std::move(factory);
+  auto id = add_node(*graph_, std::move(node), {{node_, port_}});
+  return data_stream{graph_, id, 0};
+}
+
+expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
+                                                   operator_options opts) const {
+  if (spec.path.empty())
+    return invalid("a file sink needs a path");
+  if (spec.format == format::format_kind::apache_combined)
+    return invalid("apache_combined is an input format only; write jsonl or csv");
+  auto name_ = claim_name(*graph_, opts.name, "file_sink");
+  if (!name_)
+    return name_.error();
+  stream_node node;
+  node.name = *name_;
+  node.kind = "file_sink";
+  node.parallelism = 1; // one output file
+  node.is_sink = true;
+  node.make_operator = [spec] {
+    auto op = make_file_sink(spec.path, spec.format);
+    if (!op)
+      throw std::runtime_error(op.error().message);
+    return std::move(*op);
+  };
+  add_node(*graph_, std::move(node), {{node_, port_}});
+  return std::monostate{};
+}
+
+void data_stream::print(operator_options opts) const {
+  auto name_ = claim_name(*graph_, opts.name, "stdout_sink");
+  if (!name_)
+    throw std::invalid_argument(name_.error().message);
+  stream_node node;
+  node.name = *name_;
+  node.kind = "stdout_sink";
+  node.parallelism = 1;
+  node.is_sink = true;
+  node.make_operator = [] { return make_stdout_sink(format::format_kind::jsonl); };
+  add_node(*graph_, std::move(node), {{node_, port_}});
+}
+
+expected<std::monostate> data_stream::sink_to_summary(summary_sink_spec spec,
+                                                      operator_options opts) const {
+  auto factory = make_summary_sink_factory(output_schema(), spec);
+  if (!factory)
+    return factory.error();
+  auto name_ = claim_name(*graph_, opts.name, "summary_sink");
+  if (!name_)
+    return name_.error();
+  stream_node node;
+  node.name = *name_;
+  node.kind = "summary_sink";
+  node.parallelism = 1;
+  node.is_sink = true;
+  node.make_operator = std::move(*factory);
+  add_node(*graph_, std::move(node), {{node_, port_}});
+  return std::monostate{};
+}
+
+// -- keyed_stream -------------------------------------------------------------
+
+expected<data_stream>
+keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
+                     std::vector<window::aggregate_spec> aggregates,
+                     window_options wopts, operator_options opts) const {
+  auto& g = input_.graph_;
+  if (!assigner)
+    return invalid("window: no window assigner");
+  if (wopts.allowed_lateness.count() < 0)
+    return invalid("window: allowed_lateness must not be negative");
+  window::window_operator_spec spec;
+  spec.key_by = keys_;
+  spec.assigner = std::move(assigner);
+  spec.aggregates = std::move(aggregates);
+  spec.allowed_lateness = wopts.allowed_lateness;
+  auto plan = window::window_plan::make(input_.output_schema(), std::move(spec));
+  if (!plan)
+    return plan.error();
+  auto name_ = claim_name(*g, opts.name, "window");
+  if (!name_)
+    return name_.error();
+  std::string late_name = wopts.late_output;
+  if (!late_name.empty()) {
+    if (late_name == *name_ || g->find_stream(late_name) != nullptr)
+      return invalid("duplicate stream name '" + late_name + "'");
+    for (const auto& n : g->nodes)
+      if (n.name == late_name)
+        return invalid("duplicate stream name '" + late_name + "'");
+  }
+  stream_node node;
+  node.name = *name_;
+  node.kind = "window";
+  node.parallelism = resolve_parallelism(*g, opts.parallelism);
+  node.outputs.push_back(output_port{*name_, plan->output_schema(), false});
+  node.outputs.push_back(output_port{late_name, input_.output_schema(), true});
+  node.make_operator = [p = *plan] { return p.make_operator(); };
+  auto id = add_node(*g, std::move(node), {{input_.node_, input_.port_}}, key_idx_);
+  return data_stream{g, id, 0};
+}
+
+expected<data_stream> keyed_stream::count(std::string output_field,
+                                          operator_options opts) const {
+  auto& g = input_.graph_;
+  std::vector<field> fields;
+  for (auto i : key_idx_)
+    fields.push_back(input_.output_schema()->at(i));
+  for (const auto& f : fields)
+    if (f.name == output_field)
+      return invalid("count: output field '" + output_field + "' clashes with a key");
+  fields.push_back(field{output_field, type_id::int64});
+  auto schema = make_schema(std::move(fields));
+  auto name_ = claim_name(*g, opts.name, "count");
+  if (!name_)
+    return name_.error();
+  std::vector<std::size_t> local_keys;
+  for (std::size_t i = 0; i < key_idx_.size(); ++i)
+    local_keys.push_back(key_idx_[i]);
+  stream_node node;
+  node.name = *name_;
+  node.kind = "count";
+  node.parallelism = resolve_parallelism(*g, opts.parallelism);
+  node.outputs.push_back(output_port{*name_, schema, false});
+  node.make_operator = [schema, local_keys] {
+    return std::make_unique<internal::running_count>(schema, local_keys);
+  };
+  auto id = add_node(*g, std::move(node), {{input_.node_, input_.port_}}, key_idx_);
+  return data_stream{g, id, 0};
+}
+
+// -- job ----------------------------------------------------------------------
+
+job::job(job_options opts) : graph_(std::make_shared<job_graph>()) {
+  if (opts.parallelism == 0)
+    opts.parallelism = 1;
+  if (opts.max_parallelism == 0 || opts.max_parallelism > 32768)
+    opts.max_parallelism = 128;
+  if (opts.batch_size == 0)
+    opts.batch_size = 1;
+  graph_->options = std::move(opts);
+}
+
+const job_options& job::options() const {
+  return graph_->options;
+}
+
+job_options& job::options() {
+  return graph_->options;
+}
+
+expected<data_stream> job::from_file(file_source_spec spec, operator_options opts) {
+  if (spec.path.empty())
+    return invalid("a file source needs a path");
+  if (spec.decoder.kind == format::format_kind::apache_combined)
+    spec.decoder.schema = format::apache_combined_schema();
+  if (!spec.decoder.schema || spec.decoder.schema->size() == 0)
+    return invalid("a " + std::string{format::to_string(spec.decoder.kind)}
+                   + " source needs a schema");
+  if (!spec.event_time_field.empty()) {
+    auto idx = spec.decoder.schema->index_of(spec.event_time_field);
+    if (!idx)
+      return invalid("event_time.field '" + spec.event_time_field
+                     + "' is not in the schema (fields: "
+                     + spec.decoder.schema->to_string() + ")");
+    auto t = spec.decoder.schema->at(*idx).type;
+    if (t != type_id::timestamp && t != type_id::int64)
+      return invalid("event_time.field '" + spec.event_time_field
+                     + "' must be a timestamp or int64, got "
+                     + std::string{to_string(t)});
+  }
+  if (opts.parallelism > 1)
+    return invalid("a file source reads one split per file; its parallelism must be 1");
+  auto name_ = claim_name(*graph_, opts.name, "file_source");
+  if (!name_)
+    return name_.error();
+  stream_node node;
+  node.name = *name_;
+  node.kind = "file_source";
+  node.parallelism = 1;
+  node.is_source = true;
+  node.watermark = spec.watermark;
+  node.outputs.push_back(output_port{*name_, spec.decoder.schema, false});
+  node.make_source = [spec](std::size_t, std::size_t, bad_record_handler on_bad) {
+    format::file_source_options fo;
+    fo.path = spec.path;
+    fo.decoder = spec.decoder;
+    fo.event_time_field = spec.event_time_field;
+    auto reader = format::make_file_source_reader(fo, std::move(on_bad));
+    if (!reader)
+      throw std::runtime_error(reader.error().message);
+    return std::move(*reader);
+  };
+  auto id = add_node(*graph_, std::move(node), {});
+  return data_stream{graph_, id, 0};
+}
+
+std::optional<data_stream> job::stream(std::string_view name) const {
+  auto* where = graph_->find_stream(name);
+  if (where == nullptr)
+    return std::nullopt;
+  return data_stream{graph_, where->first, where->second};
+}
+
+} // namespace weir

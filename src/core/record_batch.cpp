@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/core/record_batch.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace weir {
+
+void column::reserve(std::size_t rows) {
+  validity.reserve(rows);
+  switch (type) {
+    case type_id::int64:
+    case type_id::timestamp:
+      ints.reserve(rows);
+      break;
+    case type_id::float64:
+      floats.reserve(rows);
+      break;
+    case type_id::boolean:
+      bools.reserve(rows);
+      break;
+    case type_id::string:
+      offsets.reserve(rows + 1);
+      break;
+    case type_id::null_type:
+      break;
+  }
+}
+
+void column::append_null() {
+  validity.push_back(0);
+  switch (type) {
+    case type_id::int64:
+    case type_id::timestamp:
+      ints.push_back(0);
+      break;
+    case type_id::float64:
+      floats.push_back(0.0);
+      break;
+    case type_id::boolean:
+      bools.push_back(0);
+      break;
+    case type_id::string:
+      offsets.push_back(static_cast<std::uint32_t>(chars.size()));
+      break;
+    case type_id::null_type:
+      break;
+  }
+}
+
+void column::append_bool(bool x) {
+  validity.push_back(1);
+  bools.push_back(x ? 1 : 0);
+}
+
+void column::append_int(std::int64_t x) {
+  validity.push_back(1);
+  ints.push_back(x);
+}
+
+void column::append_float(double x) {
+  validity.push_back(1);
+  floats.push_back(x);
+}
+
+void column::append_string(std::string_view x) {
+  validity.push_back(1);
+  chars.append(x);
+  offsets.push_back(static_cast<std::uint32_t>(chars.size()));
+}
+
+void column::append_value(const value& v) {
+  if (std::holds_alternative<std::monostate>(v)) {
+    append_null();
+    return;
+  }
+  switch (type) {
+    case type_id::int64:
+    case type_id::timestamp:
+      if (auto* d = std::get_if<double>(&v))
+        append_int(static_cast<std::int64_t>(*d));
+      else
+        append_int(std::get<std::int64_t>(v));
+      break;
+    case type_id::float64:
+      if (auto* i = std::get_if<std::int64_t>(&v))
+        append_float(static_cast<double>(*i));
+      else
+        append_float(std::get<double>(v));
+      break;
+    case type_id::boolean:
+      append_bool(std::get<bool>(v));
+      break;
+    case type_id::string:
+      append_string(std::get<std::string>(v));
+      break;
+    case type_id::null_type:
+      validity.push_back(0);
+      break;
+  }
+}
+
+void column::append_from(const column& other, std::size_t row) {
+  if (other.is_null(row)) {
+    append_null();
+    return;
+  }
+  switch (type) {
+    case type_id::int64:
+    case type_id::timestamp:
+      append_int(other.ints[row]);
+      break;
+    case type_id::float64:
+      append_float(other.floats[row]);
+      break;
+    case type_id::boolean:
+      append_bool(other.bools[row] != 0);
+      break;
+    case type_id::string:
+      append_string(other.str(row));
+      break;
+    case type_id::null_type:
+      validity.push_back(0);
+      break;
+  }
+}
+
+value column::get(std::size_t row) const {
+  if (is_null(row))
+    return std::monostate{};
+  switch (type) {
+    case type_id::int64:
+    case type_id::timestamp:
+      return ints[row];
+    case type_id::float64:
+      return floats[row];
+    case type_id::boolean:
+      return bools[row] != 0;
+    case type_id::string:
+      return std::string{str(row)};
+    case type_id::null_type:
+      break;
+  }
+  return std::monostate{};
+}
+
+void column::truncate(std::size_t rows) {
+  if (rows >= validity.size())
+    return;
+  validity.resize(rows);
+  switch (type) {
+    case type_id::int64:
+    case type_id::timestamp:
+      ints.resize(rows);
+      break;
+    case type_id::float64:
+      floats.resize(rows);
+      break;
+    case type_id::boolean:
+      bools.resize(rows);
+      break;
+    case type_id::string:
+      offsets.resize(rows + 1);
+      chars.resize(offsets.back());
+      break;
+    case type_id::null_type:
+      break;
+  }
+}
+
+record_batch record_batch::take(const std::vector<std::uint32_t>& selection) const {
+  record_batch out;
+  out.schema = schema;
+  out.num_rows = selection.size();
+  out.columns.reserve(columns.size());
+  for (const auto& c : columns) {
+    column& dst = out.columns.emplace_back(c.type);
+    dst.reserve(selection.size());
+    for (auto row : selection)
+      dst.append_from(c, row);
+  }
+  if (has_timestamps()) {
+    out.timestamps.reserve(selection.size());
+    for (auto row : selection)
+      out.timestamps.push_back(timestamps[row]);
+  }
+  return out;
+}
+
+batch_builder::batch_builder(schema_ptr s) {
+  batch_.schema = std::move(s);
+  for (const auto& f : batch_.schema->fields())
+    batch_.columns.emplace_back(f.type);
+}
+
+void batch_builder::commit_row() {
+  ++batch_.num_rows;
+  for (auto& c : batch_.columns)
+    while (c.size() < batch_.num_rows)
+      c.append_null();
+}
+
+void batch_builder::rollback_row() {
+  for (auto& c : batch_.columns)
+    c.truncate(batch_.num_rows);
+  if (batch_.timestamps.size() > batch_.num_rows)
+    batch_.timestamps.resize(batch_.num_rows);
+}
+
+record_batch_ptr batch_builder::finish() {
+  auto out = std::make_shared<record_batch>(std::move(batch_));
+  batch_ = record_batch{};
+  batch_.schema = out->schema;
+  for (const auto& f : batch_.schema->fields())
+    batch_.columns.emplace_back(f.type);
+  return out;
+}
+
+std::string to_display_string(const value& v) {
+  struct visitor {
+    std::string operator()(std::monostate) const { return "null"; }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(std::int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", d);
+      return buf;
+    }
+    std::string operator()(const std::string& s) const { return s; }
+  };
+  return std::visit(visitor{}, v);
+}
+
+} // namespace weir

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: Apache-2.0
+// Column-at-a-time evaluation. Each operator runs one tight loop per batch
+// over typed arrays; an operand is a column (stride 1) or a literal broadcast
+// to every row (stride 0), so constants are never materialized.
+#include "node.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+namespace weir::expr {
+
+namespace {
+
+std::int64_t wrap_add(std::int64_t x, std::int64_t y) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(x)
+                                   + static_cast<std::uint64_t>(y));
+}
+
+std::int64_t wrap_sub(std::int64_t x, std::int64_t y) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(x)
+                                   - static_cast<std::uint64_t>(y));
+}
+
+std::int64_t wrap_mul(std::int64_t x, std::int64_t y) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(x)
+                                   * static_cast<std::uint64_t>(y));
+}
+
+std::int64_t wrap_neg(std::int64_t x) {
+  return static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(x));
+}
+
+// out[i] = a valid and b valid.
+void and_validity(std::uint8_t* out, const operand& a, const operand& b,
+                  std::size_t rows) {
+  const std::uint8_t* va = a.col().validity.data();
+  const std::uint8_t* vb = b.col().validity.data();
+  const std::size_t sa = a.stride(), sb = b.stride();
+  for (std::size_t i = 0; i < rows; ++i)
+    out[i] = va[i * sa] & vb[i * sb];
+}
+
+// Null rows hold 0 / 0.0 / false (record_batch.hpp).
+template <class T>
+void zero_nulls(std::vector<T>& values, const std::vector<std::uint8_t>& validity) {
+  const std::size_t rows = validity.size();
+  for (std::size_t i = 0; i < rows; ++i)
+    values[i] = validity[i] ? values[i] : T{};
+}
+
+column arith_int(arith_op op, const operand& a, const operand& b,
+                 std::size_t rows, type_id out_type) {
+  column out{out_type};
+  out.validity.resize(rows);
+  out.ints.resize(rows);
+  and_validity(out.validity.data(), a, b, rows);
+  const std::int64_t* x = a.col().ints.data();
+  const std::int64_t* y = b.col().ints.data();
+  const std::size_t sx = a.stride(), sy = b.stride();
+  std::int64_t* r = out.ints.data();
+  std::uint8_t* v = out.validity.data();
+  switch (op) {
+    case arith_op::add:
+      for (std::size_t i = 0; i < rows; ++i)
+        r[i] = wrap_add(x[i * sx], y[i * sy]);
+      break;
+    case arith_op::sub:
+      for (std::size_t i = 0; i < rows; ++i)
+        r[i] = wrap_sub(x[i * sx], y[i * sy]);
+      break;
+    case arith_op::mul:
+      for (std::size_t i = 0; i < rows; ++i)
+        r[i] = wrap_mul(x[i * sx], y[i * sy]);
+      break;
+    case arith_op::div:
+      // Division by zero is null; INT64_MIN / -1 wraps like the other ops.
+      for (std::size_t i = 0; i < rows; ++i) {
+        const std::int64_t d = y[i * sy];
+        if (d == 0)
+          v[i] = 0;
+        else
+          r[i] = d == -1 ? wrap_neg(x[i * sx]) : x[i * sx] / d;
+      }
+      break;
+    case arith_op::mod:
+      // C/SQL truncated remainder: the sign follows the dividend.
+      for (std::size_t i = 0; i < rows; ++i) {
+        const std::int64_t d = y[i * sy];
+        if (d == 0)
+          v[i] = 0;
+        else
+          r[i] = d == -1 ? 0 : x[i * sx] % d;
+      }
+      break;
+  }
+  zero_nulls(out.ints, out.validity);
+  return out;
+}
+
+column arith_float(arith_op op, const operand& a, const operand& b,
+                   std::size_t rows) {
+  column out{type_id::float64};
+  out.validity.resize(rows);
+  out.floats.resize(rows);
+  and_validity(out.validity.data(), a, b, rows);
+  const double* x = a.col().floats.data();
+  const double* y = b.col().floats.data();
+  const std::size_t sx = a.stride(), sy = b.stride();
+  double* r = out.floats.data();
+  switch (op) {
+    case arith_op::add:
+      for (std::size_t i = 0; i < rows; ++i)
+        r[i] = x[i * sx] + y[i * sy];
+      break;
+    case arith_op::sub:
+      for (std::size_t i = 0; i < rows; ++i)
+        r[i] = x[i * sx] - y[i * sy];
+      break;
+    case arith_op::mul:
+      for (std::size_t i = 0; i < rows; ++i)
+        r[i] = x[i * sx] * y[i * sy];
+      break;
+    case arith_op::div:
+      for (std::size_t i = 0; i < rows; ++i)
+        r[i] = x[i * sx] / y[i * sy];
+      break;
+    case arith_op::mod:
+      for (std::size_t i = 0; i < rows; ++i)
+        r[i] = std::fmod(x[i * sx], y[i * sy]);
+      break;
+  }
+  zero_nulls(out.floats, out.validity);
+  return out;
+}
+
+column negate(const operand& a, std::size_t rows) {
+  const column& c = a.col();
+  column out{c.type};
+  out.validity.assign(c.validity.begin(), c.validity.begin() + static_cast<std::ptrdiff_t>(rows));
+  if (c.type == type_id::float64) {
+    out.floats.resize(rows);
+    for (std::size_t i = 0; i < rows; ++i)
+      out.floats[i] = -c.floats[i];
+  } else {
+    out.ints.resize(rows);
+    for (std::size_t i = 0; i < rows; ++i)
+      out.ints[i] = wrap_neg(c.ints[i]);
+  }
+  return out;
+}
+
+column cast_to_float(const operand& a, std::size_t rows) {
+  const column& c = a.col();
+  column out{type_id::float64};
+  out.validity.assign(c.validity.begin(), c.validity.begin() + static_cast<std::ptrdiff_t>(rows));
+  out.floats.resize(rows);
+  for (std::size_t i = 0; i < rows; ++i)
+    out.floats[i] = static_cast<double>(c.ints[i]);
+  return out;
+}
+
+template <class T, class Cmp>
+void compare_loop(const T* x, std::size_t sx, const T* y, std::size_t sy,
+                  std::uint8_t* out, std::size_t rows, Cmp cmp) {
+  for (std::size_t i = 0; i < rows; ++i)
+    out[i] = cmp(x[i * sx], y[i * sy]) ? 1 : 0;
+}
+
+template <class T>
+void compare_values(compare_op op, const T* x, std::size_t sx, const T* y,
+                    std::size_t sy, std::uint8_t* out, std::size_t rows) {
+  switch (op) {
+    case compare_op::eq:
+      compare_loop(x, sx, y, sy, out, rows, std::equal_to<>{});
+      break;
+    case compare_op::ne:
+      compare_loop(x, sx, y, sy, out, rows, std::not_equal_to<>{});
+      break;
+    case compare_op::lt:
+      compare_loop(x, sx, y, sy, out, rows, std::less<>{});
+      break;
+    case compare_op::le:
+      compare_loop(x, sx, y, sy, out, rows, std::less_equal<>{});
+      break;
+    case compare_op::gt:
+      compare_loop(x, sx, y, sy, out, rows, std::greater<>{});
+      break;
+    case compare_op::ge:
+      compare_loop(x, sx, y, sy, out, rows, std::greater_equal<>{});
+      break;
+  }
+}
+
+template <class Cmp>
+void compare_string_loop(const column& a, std::size_t sa, const column& b,
+                         std::size_t sb, std::uint8_t* out, std::size_t rows,
+                         Cmp cmp) {
+  for (std::size_t i = 0; i < rows; ++i)
+    out[i] = cmp(a.str(i * sa), b.str(i * sb)) ? 1 : 0;
+}
+
+void compare_strings(compare_op op, const column& a, std::size_t sa,
+                     const column& b, std::size_t sb, std::uint8_t* out,
+                     std::size_t rows) {
+  switch (op) {
+    case compare_op::eq:
+      compare_string_loop(a, sa, b, sb, out, rows, std::equal_to<>{});
+      break;
+    case compare_op::ne:
+      compare_string_loop(a, sa, b, sb, out, rows, std::not_equal_to<>{});
+      break;
+    case compare_op::lt:
+      compare_string_loop(a, sa, b, sb, out, rows, std::less<>{});
+      break;
+    case compare_op::le:
+      compare_string_loop(a, sa, b, sb, out, rows, std::less_equal<>{});
+      break;
+    case compare_op::gt:
+      compare_string_loop(a, sa, b, sb, out, rows, std::greater<>{});
+      break;
+    case compare_op::ge:
+      compare_string_loop(a, sa, b, sb, out, rows, std::greater_equal<>{});
+      break;
+  }
+}
+
+// Writes a op b into out (no validity); a and b have the same physical type.
+void compare_into(compare_op op, const operand& a, const operand& b,
+                  std::uint8_t* out, std::size_t rows) {
+  const column& x = a.col();
+  const column& y = b.col();
+  const std::size_t sx = a.stride(), sy = b.stride();
+  switch (x.type) {
+    case type_id::int64:
+    case type_id::timestamp:
+      compare_values(op, x.ints.data(), sx, y.ints.data(), sy, out, rows);
+      break;
+    case type_id::float64:
+      compare_values(op, x.floats.data(), sx, y.floats.data(), sy, out, rows);
+      break;
+    case type_id::boolean:
+      compare_values(op, x.bools.data(), sx, y.bools.data(), sy, out, rows);
+      break;
+    case type_id::string:
+      compare_strings(op, x, sx, y, sy, out, rows);
+      break;
+    case type_id::null_type:
+      break;
+  }
+}
+
+column compare(compare_op op, const operand& a, const operand& b,
+               std::size_t rows) {
+  column out{type_id::boolean};
+  out.validity.resize(rows);
+  out.bools.resize(rows);
+  and_validity(out.validity.data(), a, b, rows);
+  compare_into(op, a, b, out.bools.data(), rows);
+  zero_nulls(out.bools, out.validity);
+  return out;
+}
+
+// Kleene logic: and is false if any operand is false, true if all are true,
+// else null; or is the dual.
+column logical(bool is_and, const std::vector<operand>& args, std::size_t rows) {
+  column out{type_id::boolean};
+  // decided[i]: some operand already fixed the result (false for and,
+  // true for or); unknown[i]: some operand was null.
+  std::vector<std::uint8_t> decided(rows, 0), unknown(rows, 0);
+  const std::uint8_t target = is_and ? 0 : 1;
+  for (const auto& a : args) {
+    const column& c = a.col();
+    const std::size_t s = a.stride();
+    const std::uint8_t* v = c.validity.data();
+    const std::uint8_t* b = c.bools.data();
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::uint8_t valid = v[i * s];
+      decided[i] |= valid & static_cast<std::uint8_t>(b[i * s] == target);
+      unknown[i] |= static_cast<std::uint8_t>(valid ^ 1);
+    }
+  }
+  out.validity.resize(rows);
+  out.bools.resize(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    out.validity[i] = decided[i] | static_cast<std::uint8_t>(unknown[i] ^ 1);
+    // Decided: the target value; all known and undecided: the other value.
+    out.bools[i] = is_and ? static_cast<std::uint8_t>(out.validity[i] & (decided[i] ^ 1))
+                          : decided[i];
+  }
+  return out;
+}
+
+column logical_not(const operand& a, std::size_t rows) {
+  const column& c = a.col();
+  column out{type_id::boolean};
+  out.validity.assign(c.validity.begin(), c.validity.begin() + static_cast<std::ptrdiff_t>(rows));
+  out.bools.resize(rows);
+  for (std::size_t i = 0; i < rows; ++i)
+    out.bools[i] = c.validity[i] & (c.bools[i] ^ 1);
+  return out;
+}
+
+column is_null(const operand& a, bool negated, std::size_t rows) {
+  const column& c = a.col();
+  column out{type_id::boolean};
+  out.validity.assign(rows, 1);
+  out.bools.resize(rows);
+  const std::uint8_t flip = negated ? 0 : 1;
+  for (std::size_t i = 0; i < rows; ++i)
+    out.bools[i] = c.validity[i] ^ flip;
+  return out;
+}
+
+// x in (items): true if some non-null item equals x; else null if x or some
+// item is null; else false. `not in` negates that (null stays null).
+column in_list(const std::vector<operand>& args, bool negated, std::size_t rows) {
+  const operand& x = args[0];
+  std::vector<std::uint8_t> found(rows, 0), saw_null(rows, 0), eq(rows);
+  for (std::size_t k = 1; k < args.size(); ++k) {
+    const operand& item = args[k];
+    compare_into(compare_op::eq, x, item, eq.data(), rows);
+    const std::uint8_t* v = item.col().validity.data();
+    const std::size_t s = item.stride();
+    for (std::size_t i = 0; i < rows; ++i) {
+      found[i] |= eq[i] & v[i * s];
+      saw_null[i] |= static_cast<std::uint8_t>(v[i * s] ^ 1);
+    }
+  }
+  column out{type_id::boolean};
+  out.validity.resize(rows);
+  out.bools.resize(rows);
+  const std::uint8_t* vx = x.col().validity.data();
+  const std::size_t sx = x.stride();
+  const std::uint8_t flip = negated ? 1 : 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const std::uint8_t hit = vx[i * sx] & found[i];
+    const std::uint8_t valid = hit | (vx[i * sx] & (saw_null[i] ^ 1));
+    out.validity[i] = valid;
+    out.bools[i] = valid & (hit ^ flip);
+  }
+  return out;
+}
+
+column like(const node& n, const operand& a, const operand& p, std::size_t rows) {
+  column out{type_id::boolean};
+  out.validity.resize(rows);
+  out.bools.resize(rows);
+  and_validity(out.validity.data(), a, p, rows);
+  const column& x = a.col();
+  const std::size_t sx = a.stride();
+  const bool flip = n.negated;
+  if (n.pattern) {
+    const like_pattern& pat = *n.pattern;
+    for (std::size_t i = 0; i < rows; ++i)
+      out.bools[i] = out.validity[i] && (pat.matches(x.str(i * sx)) != flip);
+  } else {
+    const column& y = p.col();
+    const std::size_t sy = p.stride();
+    for (std::size_t i = 0; i < rows; ++i)
+      out.bools[i] = out.validity[i] && (like_match(x.str(i * sx), y.str(i * sy)) != flip);
+  }
+  return out;
+}
+
+[[noreturn]] void broken_precondition(const node& n, const record_batch& batch) {
+  std::fprintf(stderr,
+               "weir: expression evaluated on a batch of another schema: field "
+               "'%s' (#%zu, %s) missing or of another type (batch has %zu "
+               "columns, %zu rows)\n",
+               n.name.c_str(), n.field_index, std::string{to_string(n.type)}.c_str(),
+               batch.columns.size(), batch.num_rows);
+  std::abort();
+}
+
+} // namespace
+
+column materialize(operand&& op, std::size_t rows) {
+  if (!op.scalar)
+    return op.ref ? *op.ref : std::move(op.owned);
+  const column& c = op.col();
+  column out{c.type};
+  out.validity.assign(rows, c.validity[0]);
+  switch (c.type) {
+    case type_id::int64:
+    case type_id::timestamp:
+      out.ints.assign(rows, c.ints[0]);
+      break;
+    case type_id::float64:
+      out.floats.assign(rows, c.floats[0]);
+      break;
+    case type_id::boolean:
+      out.bools.assign(rows, c.bools[0]);
+      break;
+    case type_id::string: {
+      const std::string_view s = c.str(0);
+      out.chars.reserve(s.size() * rows);
+      out.offsets.reserve(rows + 1);
+      for (std::size_t i = 0; i < rows; ++i) {
+        out.chars.append(s);
+        out.offsets.push_back(static_cast<std::uint32_t>(out.chars.size()));
+      }
+      break;
+    }
+    case type_id::null_type:
+      break;
+  }
+  return out;
+}
+
+operand evaluate_node(const node& n, const record_batch& batch) {
+  operand result;
+  if (n.kind == node_kind::literal) {
+    result.ref = &n.constant;
+    result.scalar = true;
+    return result;
+  }
+  if (n.kind == node_kind::field) {
+    if (n.field_index >= batch.columns.size())
+      broken_precondition(n, batch);
+    const column& c = batch.columns[n.field_index];
+    if (c.type != n.type || c.size() < batch.num_rows)
+      broken_precondition(n, batch);
+    result.ref = &c;
+    return result;
+  }
+  std::vector<operand> args;
+  args.reserve(n.children.size());
+  bool all_scalar = true;
+  for (const auto& c : n.children) {
+    args.push_back(evaluate_node(*c, batch));
+    all_scalar = all_scalar && args.back().scalar;
+  }
+  // Only constant folding evaluates a node whose operands are all literals;
+  // the result is then one row standing for all.
+  const std::size_t rows = all_scalar ? 1 : batch.num_rows;
+  result.scalar = all_scalar;
+  switch (n.kind) {
+    case node_kind::literal:
+    case node_kind::field:
+      break;
+    case node_kind::cast:
+      result.owned = cast_to_float(args[0], rows);
+      break;
+    case node_kind::negate:
+      result.owned = negate(args[0], rows);
+      break;
+    case node_kind::arith:
+      if (n.children[0]->type == type_id::float64)
+        result.owned = arith_float(n.arith, args[0], args[1], rows);
+      else
+        result.owned = arith_int(n.arith, args[0], args[1], rows, n.type);
+      break;
+    case node_kind::compare:
+      result.owned = compare(n.cmp, args[0], args[1], rows);
+      break;
+    case node_kind::logical_and:
+    case node_kind::logical_or:
+      result.owned = logical(n.kind == node_kind::logical_and, args, rows);
+      break;
+    case node_kind::logical_not:
+      result.owned = logical_not(args[0], rows);
+      break;
+    case node_kind::is_null:
+      result.owned = is_null(args[0], n.negated, rows);
+      break;
+    case node_kind::in_list:
+      result.owned = in_list(args, n.negated, rows);
+      break;
+    case node_kind::like:
+      result.owned = like(n, args[0], args[1], rows);
+      break;
+    case node_kind::call:
+      return evaluate_call(n, args, rows, all_scalar);
+  }
+  return result;
+}
+
+} // namespace weir::expr

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/expr/expression.hpp"
+
+#include "node.hpp"
+
+namespace weir::expr {
+
+compiled_expression::compiled_expression(std::shared_ptr<const node> root,
+                                         std::string text)
+  : root_(std::move(root)), text_(std::move(text)) {
+}
+
+type_id compiled_expression::result_type() const noexcept {
+  return root_ ? root_->type : type_id::null_type;
+}
+
+column compiled_expression::evaluate(const record_batch& batch) const {
+  if (!root_) {
+    column out{type_id::null_type};
+    out.validity.assign(batch.num_rows, 0);
+    return out;
+  }
+  return materialize(evaluate_node(*root_, batch), batch.num_rows);
+}
+
+std::vector<std::uint32_t>
+compiled_expression::select(const record_batch& batch) const {
+  std::vector<std::uint32_t> out;
+  if (!root_ || root_->type != type_id::boolean)
+    return out;
+  const operand r = evaluate_node(*root_, batch);
+  const column& c = r.col();
+  const std::size_t rows = batch.num_rows;
+  if (r.scalar) {
+    if (c.is_valid(0) && c.bools[0]) {
+      out.resize(rows);
+      for (std::size_t i = 0; i < rows; ++i)
+        out[i] = static_cast<std::uint32_t>(i);
+    }
+    return out;
+  }
+  out.reserve(rows);
+  const std::uint8_t* v = c.validity.data();
+  const std::uint8_t* b = c.bools.data();
+  for (std::size_t i = 0; i < rows; ++i)
+    if (v[i] & b[i])
+      out.push_back(static_cast<std::uint32_t>(i));
+  return out;
+}
+
+expected<compiled_expression> compile(std::string_view text,
+                                      const schema& input) {
+  auto tree = parse(text);
+  if (!tree)
+    return tree.error();
+  node_ptr root = std::move(*tree);
+  if (auto err = type_check(*root, input))
+    return std::move(*err);
+  fold(root);
+  return compiled_expression{std::shared_ptr<const node>{std::move(root)},
+                             std::string{text}};
+}
+
+expected<compiled_expression> compile_condition(std::string_view text,
+                                                const schema& input) {
+  auto compiled = compile(text, input);
+  if (!compiled)
+    return compiled;
+  const type_id t = compiled->result_type();
+  if (t != type_id::boolean && t != type_id::null_type) {
+    std::size_t start = 0;
+    while (start < text.size()
+           && (text[start] == ' ' || text[start] == '\t' || text[start] == '\n'
+               || text[start] == '\r' || text[start] == '\f' || text[start] == '\v'))
+      ++start;
+    return make_error(errc::type_error,
+                      "condition must be bool, got " + std::string{to_string(t)},
+                      start);
+  }
+  return compiled;
+}
+
+} // namespace weir::expr

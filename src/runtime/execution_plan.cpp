@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/runtime/execution_plan.hpp"
+
+#include <stdexcept>
+
+namespace weir::runtime {
+
+std::size_t execution_plan::channel_of(const job_graph& g, std::size_t e,
+                                       std::size_t u) const {
+  return g.edges[e].mode == partitioning::forward ? channel_base[e]
+                                                  : channel_base[e] + u;
+}
+
+execution_plan build_execution_plan(const job_graph& g) {
+  execution_plan plan;
+  const auto n = g.nodes.size();
+  std::vector<std::vector<std::size_t>> in_edges(n);
+  for (std::size_t e = 0; e < g.edges.size(); ++e)
+    in_edges[g.edges[e].target].push_back(e);
+
+  // A node chains to its predecessor when it has exactly one input, that input
+  // is the predecessor's main output, forward, with equal parallelism, and the
+  // predecessor has no other chained successor.
+  plan.edge_is_chained.assign(g.edges.size(), false);
+  std::vector<int> chained_pred(n, -1);
+  std::vector<bool> has_chained_succ(n, false);
+  for (std::size_t v = 0; v < n; ++v) {
+    if (in_edges[v].size() != 1 || g.nodes[v].is_source)
+      continue;
+    auto e = in_edges[v][0];
+    const auto& edge = g.edges[e];
+    if (edge.mode != partitioning::forward || edge.port != 0
+        || g.nodes[edge.source].parallelism != g.nodes[v].parallelism
+        || has_chained_succ[edge.source])
+      continue;
+    plan.edge_is_chained[e] = true;
+    chained_pred[v] = static_cast<int>(edge.source);
+    has_chained_succ[edge.source] = true;
+  }
+
+  plan.vertex_of_node.assign(n, static_cast<std::size_t>(-1));
+  for (std::size_t v = 0; v < n; ++v) {
+    if (chained_pred[v] != -1)
+      continue; // not a head
+    chain_vertex cv;
+    cv.parallelism = g.nodes[v].parallelism;
+    cv.is_source = g.nodes[v].is_source;
+    std::size_t cur = v;
+    for (;;) {
+      cv.nodes.push_back(cur);
+      plan.vertex_of_node[cur] = plan.vertices.size();
+      if (!cv.name.empty())
+        cv.name += " -> ";
+      cv.name += g.nodes[cur].name;
+      std::size_t next = n;
+      for (std::size_t e = 0; e < g.edges.size(); ++e)
+        if (plan.edge_is_chained[e] && g.edges[e].source == cur)
+          next = g.edges[e].target;
+      if (next == n)
+        break;
+      cur = next;
+    }
+    plan.vertices.push_back(std::move(cv));
+  }
+
+  // Channel numbering at each head.
+  plan.channel_base.assign(g.edges.size(), 0);
+  plan.input_channels.assign(plan.vertices.size(), 0);
+  for (std::size_t e = 0; e < g.edges.size(); ++e) {
+    if (plan.edge_is_chained[e])
+      continue;
+    const auto& edge = g.edges[e];
+    auto tv = plan.vertex_of_node[edge.target];
+    plan.channel_base[e] = plan.input_channels[tv];
+    plan.input_channels[tv] += edge.mode == partitioning::forward
+                                 ? 1
+                                 : g.nodes[edge.source].parallelism;
+  }
+
+  // Topological order of vertices (Kahn).
+  const auto vn = plan.vertices.size();
+  std::vector<std::size_t> indegree(vn, 0);
+  std::vector<std::vector<std::size_t>> succ(vn);
+  for (std::size_t e = 0; e < g.edges.size(); ++e) {
+    if (plan.edge_is_chained[e])
+      continue;
+    auto a = plan.vertex_of_node[g.edges[e].source];
+    auto b = plan.vertex_of_node[g.edges[e].target];
+    succ[a].push_back(b);
+    ++indegree[b];
+  }
+  std::vector<std::size_t> ready;
+  for (std::size_t v = 0; v < vn; ++v)
+    if (indegree[v] == 0)
+      ready.push_back(v);
+  while (!ready.empty()) {
+    auto v = ready.back();
+    ready.pop_back();
+    plan.topo_order.push_back(v);
+    for (auto s : succ[v])
+      if (--indegree[s] == 0)
+        ready.push_back(s);
+  }
+  if (plan.topo_order.size() != vn)
+    throw std::logic_error("job graph has a cycle");
+  return plan;
+}
+
+} // namespace weir::runtime

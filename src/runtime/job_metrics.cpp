@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/runtime/job_metrics.hpp"
+
+#include <algorithm>
+
+namespace weir::runtime {
+
+job_metrics::job_metrics(const job_graph& g) : graph_(&g) {
+  metrics_.resize(g.nodes.size());
+  for (std::size_t n = 0; n < g.nodes.size(); ++n)
+    for (std::size_t s = 0; s < g.nodes[n].parallelism; ++s)
+      metrics_[n].push_back(std::make_unique<subtask_metrics>());
+}
+
+job_totals job_metrics::totals() const {
+  job_totals t;
+  bool any_sink = false;
+  event_time sink_wm = max_watermark;
+  for (std::size_t n = 0; n < metrics_.size(); ++n) {
+    const auto& node = graph_->nodes[n];
+    for (const auto& m : metrics_[n]) {
+      auto r = std::memory_order_relaxed;
+      if (node.is_source)
+        t.records_read += m->records_out.load(r);
+      if (node.is_sink) {
+        t.records_written += m->records_in.load(r);
+        sink_wm = std::min(sink_wm, m->watermark.load(r));
+        any_sink = true;
+      }
+      t.bad_records += m->bad_records.load(r);
+      t.late_records += m->late_records.load(r);
+    }
+  }
+  t.sink_watermark = any_sink ? sink_wm : min_watermark;
+  return t;
+}
+
+} // namespace weir::runtime

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Runs one golden end-to-end case through the real `weir` binary.
+
+A success case is a folder with pipeline.toml whose sinks write out/<name>.jsonl;
+every file ../shared/cases/<case>/expected*.jsonl must be produced under the
+same name and match under the cases' README conventions (time-window rows
+sorted by window_end then key, repeated firings of a window kept in emission
+order; count/global rows sorted by key then fire; late side output in emission
+order; floats compared with 1e-9 relative tolerance).
+
+An error case is a folder with pipeline.toml and expected_error.txt: weir must
+exit with code 2 and print exactly that text (the path as given, relative to
+the case folder) on stderr.
+
+The pipeline runs with its working directory in a fresh temporary folder next
+to a link to ../shared, so the TOML's relative paths ("../shared/...",
+"out/...") resolve exactly as they do from the repository root.
+"""
+import argparse
+import json
+import math
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def load_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def same_value(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def same_row(a, b):
+    return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+
+
+def canonical_order(rows):
+    """Stable sort per the cases README; keeps emission order of repeats."""
+    if rows and "window_end" in rows[0]:
+        return sorted(rows, key=lambda r: (r["window_end"], json.dumps(r.get("key"))))
+    if rows and "fire" in rows[0]:
+        return sorted(rows, key=lambda r: (json.dumps(r.get("key")), r["fire"]))
+    return rows
+
+
+def compare(name, got, want):
+    problems = []
+    if name.startswith("expected_late"):
+        g, w = got, want  # emission order
+    else:
+        g, w = canonical_order(got), canonical_order(want)
+    if len(g) != len(w):
+        problems.append(f"{name}: {len(g)} rows, expected {len(w)}")
+    for i, (a, b) in enumerate(zip(g, w)):
+        if not same_row(a, b):
+            problems.append(f"{name} row {i + 1}: got {json.dumps(a)}\n    expected {json.dumps(b)}")
+    return problems
+
+
+def run(args):
+    case_dir = pathlib.Path(args.case).resolve()
+    shared = pathlib.Path(args.shared).resolve()
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="weir-golden-"))
+    try:
+        os.symlink(shared, tmp / "shared")
+        work = tmp / "work"
+        work.mkdir()
+        error_file = case_dir / "expected_error.txt"
+        if error_file.exists():
+            proc = subprocess.run([args.weir, "validate", "pipeline.toml"], cwd=case_dir,
+                                  capture_output=True, text=True, timeout=60)
+            want = error_file.read_text()
+            if proc.returncode != 2:
+                print(f"exit code {proc.returncode}, expected 2\nstderr:\n{proc.stderr}")
+                return 1
+            if proc.stderr != want:
+                print("stderr differs from expected_error.txt\n--- got\n" + proc.stderr
+                      + "--- expected\n" + want)
+                return 1
+            print("error case: exit 2 and the exact diagnostic")
+            return 0
+
+        cmd = [args.weir, "run", str(case_dir / "pipeline.toml"), "--quiet"]
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            print(f"weir exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+            return 1
+        shared_case = shared / "cases" / case_dir.name
+        expected = sorted(shared_case.glob("expected*.jsonl"))
+        if not expected:
+            print(f"no expected*.jsonl in {shared_case}")
+            return 1
+        problems = []
+        for exp in expected:
+            out = work / "out" / exp.name
+            if not out.exists():
+                problems.append(f"{exp.name}: the pipeline wrote no out/{exp.name}")
+                continue
+            problems += compare(exp.name, load_jsonl(out), load_jsonl(exp))
+        produced = {p.name for p in (work / "out").glob("*.jsonl")}
+        for extra in sorted(produced - {e.name for e in expected}):
+            problems.append(f"out/{extra} has no expected file in {shared_case}")
+        if problems:
+            print("\n".join(problems))
+            return 1
+        print(f"{case_dir.name}: {', '.join(e.name for e in expected)} match")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--weir", required=True)
+    p.add_argument("--case", required=True)
+    p.add_argument("--shared", required=True)
+    sys.exit(run(p.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

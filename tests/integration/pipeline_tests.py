@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end tests of the real `weir` binary on the real access log.
+
+Each test runs weir in a fresh temporary folder beside a link to ../shared
+(so the pipeline's relative paths resolve as from the repository root) and
+checks its outputs against an independent recount of
+../shared/data/apache_access_logs/apache_logs_anon.jsonl.
+
+usage: pipeline_tests.py --weir BIN --repo DIR --shared DIR TEST
+"""
+import argparse
+import collections
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+LOG = "data/apache_access_logs/apache_logs_anon.log"
+JSONL = "data/apache_access_logs/apache_logs_anon.jsonl"
+DASHBOARD = "examples/access-log-dashboard/pipeline.toml"
+OUT = "out/access-log-dashboard"
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def load_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+class Sandbox:
+    def __init__(self, args):
+        self.args = args
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="weir-it-"))
+        os.symlink(pathlib.Path(args.shared).resolve(), self.tmp / "shared")
+        self.work = self.tmp / "work"
+        self.work.mkdir()
+
+    def run(self, *weir_args, expect=0, toml_text=None):
+        argv = [self.args.weir, *weir_args]
+        if toml_text is not None:
+            (self.work / "pipeline.toml").write_text(toml_text)
+        proc = subprocess.run(argv, cwd=self.work, capture_output=True, text=True, timeout=300)
+        if expect is not None and proc.returncode != expect:
+            raise Failure(f"{' '.join(argv)} exited {proc.returncode}, expected {expect}\n"
+                          f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+        return proc
+
+    def close(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def recount(shared):
+    """Per (path, minute) views and bytes, per (status, minute) requests."""
+    views = collections.Counter()
+    volume = collections.Counter()
+    status = collections.Counter()
+    for r in load_jsonl(pathlib.Path(shared) / JSONL):
+        start = r["ts"] // 60000 * 60000
+        views[(r["path"], start)] += 1
+        volume[(r["path"], start)] += r["bytes"] or 0
+        status[(r["status"], start)] += 1
+    return views, volume, status
+
+
+def run_dashboard(args, parallelism):
+    box = Sandbox(args)
+    try:
+        dashboard = str(pathlib.Path(args.repo) / DASHBOARD)
+        proc = box.run("run", dashboard, "--parallelism", str(parallelism))
+        outputs = {}
+        for name in ["views", "views_late", "status_per_minute", "errors", "bad_records"]:
+            path = box.work / OUT / f"{name}.jsonl"
+            check(path.exists(), f"the job wrote no {OUT}/{name}.jsonl")
+            outputs[name] = load_jsonl(path)
+        return proc, outputs
+    finally:
+        box.close()
+
+
+def test_dashboard(args):
+    proc, out = run_dashboard(args, 2)
+    views = out["views"]
+    check(sum(r["views"] for r in views) == 9999,
+          f"sum of views is {sum(r['views'] for r in views)}, expected 9,999")
+    bad = out["bad_records"]
+    check(len(bad) == 1, f"dead-letter file holds {len(bad)} records, expected 1")
+    check(bad[0]["line"] == 8899, f"dead-lettered line {bad[0]['line']}, expected 8899")
+    check(bad[0]["file"].endswith("apache_logs_anon.log"), f"origin file: {bad[0]['file']}")
+    check(bad[0]["origin"].endswith("apache_logs_anon.log:8899"), f"origin: {bad[0]['origin']}")
+    check(bad[0]["reason"], "the dead-lettered record carries no reason")
+    check(out["views_late"] == [], f"{len(out['views_late'])} late records with a 60 s bound")
+    check("late records     0" in proc.stderr, "summary does not report 0 late records")
+    check("bad records      1" in proc.stderr, "summary does not report 1 bad record")
+
+    want_views, want_bytes, want_status = recount(args.shared)
+    got_views = {(r["path"], r["window_start"]): r["views"] for r in views}
+    check(len(got_views) == len(views), "a (path, window) appears twice in views")
+    check(got_views == dict(want_views),
+          f"per-window views differ from the recount: "
+          f"{len(set(got_views.items()) ^ set(want_views.items()))} mismatches")
+    for r in views:
+        check(r["window_end"] - r["window_start"] == 60000, f"window not 1 minute: {r}")
+        want = want_bytes[(r["path"], r["window_start"])]
+        got = r["bytes"] or 0
+        check(got == want, f"bytes of {r['path']} at {r['window_start']}: {got}, expected {want}")
+    got_status = {(r["status"], r["window_start"]): r["requests"] for r in out["status_per_minute"]}
+    check(got_status == dict(want_status), "per-minute status counts differ from the recount")
+    errors = out["errors"]
+    want_errors = sum(n for (s, _), n in want_status.items() if s >= 400)
+    check(len(errors) == want_errors, f"{len(errors)} error records, expected {want_errors}")
+    check(all(r["status"] >= 400 for r in errors), "the errors branch let a status < 400 through")
+    # The readable summary on stdout.
+    check("Top pages" in proc.stdout, "no 'Top pages' table on stdout")
+    totals = collections.Counter()
+    for (p, _), n in want_views.items():
+        totals[p] += n
+    top_path, top_views = max(totals.items(), key=lambda x: (x[1], x[0]))
+    check(top_path in proc.stdout, f"the busiest page {top_path} is not in the summary")
+    check("error rate" in proc.stdout, "no error rate line on stdout")
+    # The periodic status line and the final summary on stderr.
+    check("records read     9,999" in proc.stderr, "summary does not report 9,999 records read")
+
+
+def test_parallelism_invariance(args):
+    _, one = run_dashboard(args, 1)
+    _, two = run_dashboard(args, 2)
+    for name in ["views", "views_late", "status_per_minute", "errors", "bad_records"]:
+        a = sorted(json.dumps(r, sort_keys=True) for r in one[name])
+        b = sorted(json.dumps(r, sort_keys=True) for r in two[name])
+        check(a == b, f"{name}: parallelism 1 and 2 differ ({len(a)} vs {len(b)} rows)")
+    check(len(one["views"]) > 1000, "suspiciously few view rows")
+
+
+POLICY_TOML = """
+[job]
+name = "policy"
+parallelism = 2
+on_bad_record = "{policy}"
+{extra}
+
+[[source]]
+name = "logs"
+type = "file"
+path = "../shared/{log}"
+format = "apache_combined"
+event_time = {{ field = "ts" }}
+watermark = {{ max_out_of_orderness = "60s" }}
+
+[[operator]]
+name = "per_status"
+type = "window"
+input = "logs"
+key_by = ["status"]
+window = {{ type = "tumbling", size = "1h" }}
+aggregate = {{ n = "count(*)" }}
+
+[[sink]]
+name = "out"
+input = "per_status"
+type = "file"
+path = "{sink_path}"
+"""
+
+
+def test_bad_record_fail(args):
+    box = Sandbox(args)
+    try:
+        text = POLICY_TOML.format(policy="fail", extra="", log=LOG, sink_path="out/x.jsonl")
+        proc = box.run("run", "pipeline.toml", toml_text=text, expect=1)
+        check("apache_logs_anon.log:8899" in proc.stderr,
+              f"the failure does not name file:line:\n{proc.stderr[-2000:]}")
+        check("operator 'logs'" in proc.stderr and "subtask 1/1" in proc.stderr,
+              f"the failure does not name the operator and subtask:\n{proc.stderr[-2000:]}")
+    finally:
+        box.close()
+
+
+def test_bad_record_skip(args):
+    box = Sandbox(args)
+    try:
+        text = POLICY_TOML.format(policy="skip", extra="", log=LOG, sink_path="out/x.jsonl")
+        proc = box.run("run", "pipeline.toml", toml_text=text)
+        rows = load_jsonl(box.work / "out/x.jsonl")
+        check(sum(r["n"] for r in rows) == 9999, "skip lost or invented records")
+        check("bad records      1 (skipped)" in proc.stderr, "the skipped record is not counted")
+        check(not (box.work / "out/bad_records.jsonl").exists(), "skip wrote a dead-letter file")
+    finally:
+        box.close()
+
+
+def test_subtask_failure(args):
+    box = Sandbox(args)
+    try:
+        # The sink cannot create its file: a directory of that name exists.
+        (box.work / "out" / "blocked.jsonl").mkdir(parents=True)
+        text = POLICY_TOML.format(policy="skip", extra="", log=LOG,
+                                  sink_path="out/blocked.jsonl")
+        proc = box.run("run", "pipeline.toml", toml_text=text, expect=1)
+        check("operator 'out'" in proc.stderr, f"no operator named:\n{proc.stderr[-2000:]}")
+        check("subtask 1/1" in proc.stderr, f"no subtask named:\n{proc.stderr[-2000:]}")
+        check("blocked.jsonl" in proc.stderr, f"no path named:\n{proc.stderr[-2000:]}")
+    finally:
+        box.close()
+
+
+def test_embedded_example(args):
+    box = Sandbox(args)
+    try:
+        out = box.work / "bots.jsonl"
+        proc = subprocess.run([args.example, str(box.tmp / "shared" / LOG), str(out)],
+                              capture_output=True, text=True, timeout=300)
+        check(proc.returncode == 0, f"example exited {proc.returncode}: {proc.stderr}")
+        rows = load_jsonl(out)
+        final = {}
+        for r in rows:
+            final[r["agent"]] = max(final.get(r["agent"], 0), r["requests"])
+        want = collections.Counter(
+            r["agent"] for r in load_jsonl(pathlib.Path(args.shared) / JSONL)
+            if r["agent"] and "bot" in r["agent"].lower())
+        check(final == dict(want), f"bot counts differ: {len(final)} agents vs {len(want)}")
+        check(len(rows) == sum(want.values()), "one running count per bot request expected")
+        check("read 9999 records (1 bad)" in proc.stdout, f"unexpected report: {proc.stdout}")
+    finally:
+        box.close()
+
+
+TESTS = {
+    "dashboard": test_dashboard,
+    "parallelism-invariance": test_parallelism_invariance,
+    "bad-record-fail": test_bad_record_fail,
+    "bad-record-skip": test_bad_record_skip,
+    "subtask-failure": test_subtask_failure,
+    "embedded-example": test_embedded_example,
+}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--weir", required=True)
+    p.add_argument("--example")
+    p.add_argument("--repo", required=True)
+    p.add_argument("--shared", required=True)
+    p.add_argument("test", choices=sorted(TESTS))
+    args = p.parse_args()
+    try:
+        TESTS[args.test](args)
+    except Failure as e:
+        print(f"FAIL {args.test}: {e}")
+        sys.exit(1)
+    print(f"ok {args.test}")
+
+
+if __name__ == "__main__":
+    main()

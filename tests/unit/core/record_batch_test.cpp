@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/core/record_batch.hpp"
+
+#include <doctest/doctest.h>
+
+using weir::batch_builder;
+using weir::field;
+using weir::make_schema;
+using weir::type_id;
+
+TEST_SUITE("core") {
+TEST_CASE("a rolled-back row leaves no trace in any column") {
+  batch_builder b{make_schema({{"k", type_id::string}, {"v", type_id::int64}})};
+  b.col(0).append_string("kept");
+  b.col(1).append_int(1);
+  b.commit_row();
+  b.timestamps().push_back(1);
+  b.col(0).append_string("dropped");
+  b.timestamps().push_back(5);
+  b.rollback_row();
+  b.col(0).append_string("second");
+  b.commit_row(); // v receives an implicit null
+  b.timestamps().push_back(2);
+  auto batch = b.finish();
+  REQUIRE(batch->num_rows == 2);
+  CHECK(batch->columns[0].str(0) == "kept");
+  CHECK(batch->columns[0].str(1) == "second");
+  CHECK(batch->columns[1].is_valid(0));
+  CHECK(batch->columns[1].is_null(1));
+  CHECK(batch->timestamps == std::vector<weir::event_time>{1, 2});
+}
+
+TEST_CASE("take copies the selected rows with their timestamps and nulls") {
+  batch_builder b{make_schema({{"s", type_id::string}, {"f", type_id::float64}})};
+  for (int i = 0; i < 5; ++i) {
+    b.col(0).append_string(std::string(static_cast<std::size_t>(i), 'x'));
+    if (i % 2 == 0)
+      b.col(1).append_float(i * 1.5);
+    b.commit_row();
+    b.timestamps().push_back(i * 10);
+  }
+  auto batch = b.finish();
+  auto picked = batch->take({4, 1});
+  REQUIRE(picked.num_rows == 2);
+  CHECK(picked.columns[0].str(0) == "xxxx");
+  CHECK(picked.columns[0].str(1) == "x");
+  CHECK(picked.columns[1].floats[0] == doctest::Approx(6.0));
+  CHECK(picked.columns[1].is_null(1));
+  CHECK(picked.timestamps == std::vector<weir::event_time>{40, 10});
+}
+
+TEST_CASE("finish hands over the rows and starts an empty batch with the same schema") {
+  batch_builder b{make_schema({{"v", type_id::int64}})};
+  b.col(0).append_int(7);
+  b.commit_row();
+  auto first = b.finish();
+  CHECK(first->num_rows == 1);
+  CHECK(b.rows() == 0);
+  b.col(0).append_int(8);
+  b.commit_row();
+  auto second = b.finish();
+  CHECK(second->columns[0].ints == std::vector<std::int64_t>{8});
+  CHECK(first->schema == second->schema);
+}
+
+TEST_CASE("schema looks fields up by name and renders itself") {
+  weir::schema s{{{"a", type_id::int64}, {"b", type_id::timestamp}}};
+  CHECK(s.index_of("b") == 1u);
+  CHECK_FALSE(s.index_of("c").has_value());
+  CHECK(s.to_string() == "a:int64, b:timestamp");
+  CHECK(weir::parse_type_id("double") == type_id::float64);
+  CHECK_FALSE(weir::parse_type_id("decimal").has_value());
+}
+}

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/runtime/input_gate.hpp"
+
+#include <doctest/doctest.h>
+
+using weir::max_watermark;
+using weir::runtime::input_gate;
+
+TEST_SUITE("runtime") {
+TEST_CASE("the combined watermark is the minimum over channels") {
+  input_gate gate{2};
+  CHECK_FALSE(gate.on_watermark(0, 100).has_value()); // channel 1 still at -inf
+  CHECK(gate.on_watermark(1, 50) == 50);
+  CHECK(gate.on_watermark(1, 200) == 100);
+  CHECK(gate.current() == 100);
+}
+
+TEST_CASE("a watermark never goes backwards, per channel or combined") {
+  input_gate gate{2};
+  gate.on_watermark(0, 10);
+  gate.on_watermark(1, 10);
+  CHECK_FALSE(gate.on_watermark(0, 5).has_value());
+  CHECK(gate.on_watermark(1, 20) == std::nullopt); // channel 0 still 10
+  CHECK(gate.current() == 10);
+}
+
+TEST_CASE("an ended channel stops holding back the minimum") {
+  input_gate gate{3};
+  gate.on_watermark(0, 30);
+  gate.on_watermark(1, 40);
+  CHECK(gate.on_end_of_input(2) == 30);
+  CHECK_FALSE(gate.all_ended());
+  CHECK(gate.on_end_of_input(0) == 40);
+  CHECK(gate.on_end_of_input(1) == max_watermark);
+  CHECK(gate.all_ended());
+}
+}
