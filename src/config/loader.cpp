@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/config/loader.hpp"
 
+#include "weir/connectors/summary_sink.hpp"
 #include "weir/expr/expression.hpp"
 #include "weir/format/format.hpp"
 #include "weir/window/window_operator.hpp"
 
-// toml++ reports syntax errors through its parse_result instead of throwing;
-// exceptions are not control flow here (STYLE.md §3).
-#define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -15,11 +13,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
-#include <set>
 #include <sstream>
 #include <utility>
 
@@ -332,7 +330,6 @@ struct named_text {
 // -- the model read from the file ---------------------------------------------
 
 struct element {
-  std::string kind; ///< "source", "operator", "sink"
   std::size_t index = 0; ///< 1-based within its kind
   const toml::table* table = nullptr;
   std::vector<std::string> notes;
@@ -345,7 +342,6 @@ struct source_def : element {
   located path;
   bool file_error = false;
   format::decoder_options decoder;
-  bool has_format = false;
   located event_time_field;
   watermark_options watermark;
 };
@@ -378,7 +374,6 @@ struct sink_def : element {
   located input;
   file_sink_spec file;
   std::string title;
-  bool has_title = false;
   std::vector<located> group_by;
   std::vector<named_text> aggregates;
   const toml::node* aggregate_node = nullptr;
@@ -408,7 +403,6 @@ public:
          const std::vector<std::string>& notes, bool& ok)
     : l_(l), t_(t), prefix_(std::move(prefix)), notes_(notes), ok_(ok) {}
 
-  const toml::table& table() const noexcept { return t_; }
   const toml::node* get(std::string_view key) const { return t_.get(key); }
   std::string path(std::string_view key) const { return prefix_ + std::string(key); }
 
@@ -769,17 +763,25 @@ void reader::fail(pos p, std::string message, std::vector<std::string> extra) {
 }
 
 expected<std::unique_ptr<job>, std::vector<diagnostic>> loader::run() {
-  auto parsed = toml::parse(text_, std::string_view{file_});
-  if (!parsed) {
-    const auto& e = parsed.error();
+  // Debian's toml++ is a shared library built with exceptions: its
+  // parse_error is caught here, at the boundary, and becomes a diagnostic.
+  toml::table root;
+  try {
+    root = toml::parse(text_, std::string_view{file_});
+  } catch (const toml::parse_error& e) {
     report(pos_of(e.source()), std::string(e.description()), {});
     return diags_;
   }
-  const toml::table& root = parsed.table();
   parse_top(root);
   check_names();
   resolve_inputs();
-  build();
+  try {
+    build();
+  } catch (const std::exception& e) {
+    // The API throws only where its contract says so (never for inputs the
+    // loader has checked); should it happen, it is a diagnostic, not a crash.
+    report({}, std::string("cannot build the job: ") + e.what(), {});
+  }
   if (!diags_.empty()) {
     sort_diagnostics(diags_);
     return diags_;
@@ -900,17 +902,23 @@ void loader::parse_job(const toml::table& root) {
 
 void loader::parse_source(const toml::table& t, std::size_t index) {
   auto& d = sources_.emplace_back();
-  d.kind = "source";
   d.index = index;
   d.table = &t;
   d.notes = {context_note("source", index, t)};
   reader r(*this, t, "", d.notes, d.ok);
+  // Problems that do not change what the source produces are reported but
+  // do not stop it from being built, so that its dependents are checked too.
+  bool soft_ok = true;
+  reader soft(*this, t, "", d.notes, soft_ok);
   r.check_keys(children("source[]."));
   if (auto v = r.string("name", true, true)) {
     d.name = v->value;
     d.name_node = v->node;
   }
-  if (auto ty = r.string("type", true); ty && !contains(source_types, ty->value)) {
+  auto type = r.string("type", true);
+  // The keys of a file source are required unless another type was named.
+  const bool file_keys_required = !type || type->value == "file";
+  if (auto& ty = type; ty && !contains(source_types, ty->value)) {
     if (contains(unavailable_source_types, ty->value)) {
       r.fail(pos_of(*ty->node), "source type '" + ty->value + "' is not supported yet",
              {"hint: supported source types: " + quoted_list(source_types)});
@@ -922,7 +930,7 @@ void loader::parse_source(const toml::table& t, std::size_t index) {
       r.fail(pos_of(*ty->node), "unknown source type '" + ty->value + "'", std::move(extra));
     }
   }
-  if (auto p = r.string("path", true, true)) {
+  if (auto p = r.string("path", file_keys_required, true)) {
     d.path = *p;
     // Checked now, not when the job starts: users prefer to hear it early.
     std::string reason;
@@ -940,9 +948,8 @@ void loader::parse_source(const toml::table& t, std::size_t index) {
       d.file_error = true;
     }
   }
-  auto fmt = r.choice("format", source_formats, true);
+  auto fmt = r.choice("format", source_formats, file_keys_required);
   if (fmt) {
-    d.has_format = true;
     if (fmt->value == "jsonl")
       d.decoder.kind = format::format_kind::jsonl;
     else if (fmt->value == "csv")
@@ -1004,19 +1011,19 @@ void loader::parse_source(const toml::table& t, std::size_t index) {
       }
     }
   }
-  if (auto* wm = r.subtable("watermark")) {
-    auto wr = r.sub(*wm, "watermark");
+  if (auto* wm = soft.subtable("watermark")) {
+    auto wr = soft.sub(*wm, "watermark");
     wr.check_keys(children("source[].watermark."));
     if (auto v = wr.duration("max_out_of_orderness"))
       d.watermark.max_out_of_orderness = *v;
     if (auto v = wr.duration("idle_timeout"))
       d.watermark.idle_timeout = *v;
   }
-  if (auto* c = r.subtable("csv")) {
-    auto cr = r.sub(*c, "csv");
+  if (auto* c = soft.subtable("csv")) {
+    auto cr = soft.sub(*c, "csv");
     cr.check_keys(children("source[].csv."));
     if (fmt && fmt->value != "csv")
-      r.fail(pos_of(*r.get("csv")),
+      soft.fail(pos_of(*soft.get("csv")),
              "csv options apply only to format = \"csv\", not " + quote(fmt->value));
     if (auto v = cr.boolean("header"))
       d.decoder.csv_header = *v;
@@ -1028,10 +1035,17 @@ void loader::parse_source(const toml::table& t, std::size_t index) {
         d.decoder.csv_delimiter = v->value[0];
     }
   }
-  if (auto v = r.integer("parallelism", 1, max_key_groups); v && *v != 1)
-    r.fail(pos_of(*r.get("parallelism")),
+  if (auto v = soft.integer("parallelism", 1, max_key_groups); v && *v != 1)
+    soft.fail(pos_of(*soft.get("parallelism")),
            "parallelism must be 1 for a file source (one split per file), got " +
              std::to_string(*v));
+}
+
+/// `err` with `prefix` removed from the front of its message.
+error without_prefix(error err, std::string_view prefix) {
+  if (err.message.rfind(prefix, 0) == 0)
+    err.message.erase(0, prefix.size());
+  return err;
 }
 
 /// "filter, select, map" from a list of names.
@@ -1047,11 +1061,15 @@ std::string plain_list(const key_list& xs) {
 
 void loader::parse_operator(const toml::table& t, std::size_t index) {
   auto& op = operators_.emplace_back();
-  op.kind = "operator";
   op.index = index;
   op.table = &t;
   op.notes = {context_note("operator", index, t)};
   reader r(*this, t, "", op.notes, op.ok);
+  // Problems that leave the output schema alone are reported but do not stop
+  // the operator from being built (with a stand-in value), so that its
+  // expressions and its dependents are checked too.
+  bool soft_ok = true;
+  reader soft(*this, t, "", op.notes, soft_ok);
   if (auto v = r.string("name", true, true)) {
     op.name = v->value;
     op.name_node = v->node;
@@ -1124,8 +1142,15 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
       op.inputs_node = r.get("inputs");
     }
   }
-  if (auto v = r.integer("parallelism", 1, max_key_groups))
-    op.parallelism = static_cast<std::size_t>(*v);
+  if (auto v = soft.integer("parallelism", 1, max_key_groups)) {
+    if (static_cast<std::size_t>(*v) > job_opts_.max_parallelism)
+      soft.fail(pos_of(*soft.get("parallelism")),
+                "parallelism must not exceed job.max_parallelism (" +
+                  std::to_string(job_opts_.max_parallelism) + "), got " +
+                  std::to_string(*v));
+    else
+      op.parallelism = static_cast<std::size_t>(*v);
+  }
   if (!type)
     return;
 
@@ -1141,8 +1166,8 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
     if (auto kb = r.string_array("key_by"))
       op.key_by = std::move(*kb);
     op.window_node = r.get("window");
-    if (auto* w = r.subtable("window", true)) {
-      auto wr = r.sub(*w, "window");
+    if (auto* w = soft.subtable("window", true)) {
+      auto wr = soft.sub(*w, "window");
       auto wt = wr.string("type", true);
       key_list all_types = window_types;
       all_types.insert(all_types.end(), unavailable_window_types.begin(),
@@ -1164,33 +1189,36 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
         auto offset = wr.duration("offset", reader::sign::any);
         if (size)
           op.size = *size;
-        if (offset)
-          op.offset = *offset;
         if (size && offset && (offset->count() >= size->count() ||
                                -offset->count() >= size->count()))
           wr.fail(pos_of(*w->get("offset")),
                   "window.offset must be smaller than window.size (" +
                     format_duration(*size) + ") in magnitude, got " +
                     quote(w->get("offset")->as_string()->get()));
+        else if (offset)
+          op.offset = *offset;
       }
     }
     op.aggregate_node = r.get("aggregate");
     if (auto a = r.string_table("aggregate", true, "a call string such as \"sum(bytes)\""))
       op.aggregates = std::move(*a);
-    if (auto v = r.duration("allowed_lateness"))
+    if (auto v = soft.duration("allowed_lateness"))
       op.allowed_lateness = *v;
-    if (auto v = r.string("late_output", false, true))
+    if (auto v = soft.string("late_output", false, true))
       op.late_output = *v;
   }
 }
 
 void loader::parse_sink(const toml::table& t, std::size_t index) {
   auto& s = sinks_.emplace_back();
-  s.kind = "sink";
   s.index = index;
   s.table = &t;
   s.notes = {context_note("sink", index, t)};
   reader r(*this, t, "", s.notes, s.ok);
+  // Problems in presentation keys are reported but the sink is still built,
+  // so that its expressions are checked too.
+  bool soft_ok = true;
+  reader soft(*this, t, "", s.notes, soft_ok);
   if (auto v = r.string("name", true, true)) {
     s.name = v->value;
     s.name_node = v->node;
@@ -1240,14 +1268,13 @@ void loader::parse_sink(const toml::table& t, std::size_t index) {
   if (*type == "file") {
     if (auto p = r.string("path", true, true))
       s.file.path = p->value;
-    if (auto f = r.choice("format", file_sink_formats))
+    if (auto f = soft.choice("format", file_sink_formats))
       s.file.format =
         f->value == "csv" ? format::format_kind::csv : format::format_kind::jsonl;
   } else if (*type == "stdout") {
-    r.choice("format", stdout_formats);
+    soft.choice("format", stdout_formats);
   } else {
-    s.title = s.name;
-    if (auto v = r.string("title"))
+    if (auto v = soft.string("title"))
       s.title = v->value;
     if (auto g = r.string_array("group_by"))
       s.group_by = std::move(*g);
@@ -1257,7 +1284,7 @@ void loader::parse_sink(const toml::table& t, std::size_t index) {
       s.aggregates = std::move(*a);
       aggregates_ok = true;
     }
-    if (auto o = r.string("order_by", false, true)) {
+    if (auto o = soft.string("order_by", false, true)) {
       s.order_by = *o;
       if (aggregates_ok) {
         key_list names;
@@ -1270,18 +1297,19 @@ void loader::parse_sink(const toml::table& t, std::size_t index) {
           if (auto c = closest(o->value, names))
             extra.push_back("hint: did you mean " + quote(*c) + "?");
           extra.push_back("hint: order by one of " + quoted_list(names));
-          r.fail(pos_of(*o->node),
-                 "order_by " + quote(o->value) + " names no aggregate or group_by field",
-                 std::move(extra));
+          soft.fail(pos_of(*o->node),
+                    "order_by " + quote(o->value) + " names no aggregate or group_by field",
+                    std::move(extra));
+          s.order_by = {}; // the API's default stands in
         }
       }
     }
-    if (auto v = r.boolean("ascending"))
+    if (auto v = soft.boolean("ascending"))
       s.ascending = *v;
-    if (auto v = r.integer("limit", 1, std::numeric_limits<std::int64_t>::max()))
+    if (auto v = soft.integer("limit", 1, std::numeric_limits<std::int64_t>::max()))
       s.limit = static_cast<std::size_t>(*v);
-    if (auto* h = r.subtable("highlight")) {
-      auto hr = r.sub(*h, "highlight");
+    if (auto* h = soft.subtable("highlight")) {
+      auto hr = soft.sub(*h, "highlight");
       hr.check_keys(children("sink[].highlight."));
       if (auto w = hr.string("where", true, true)) {
         s.highlight_where = *w;
@@ -1499,7 +1527,9 @@ void loader::build_operator(job& j, operator_def& op) {
                    error{keyed.error().code, keyed.error().message, error::npos});
         return;
       }
-      auto assigner = window::tumbling_event_time_windows::make(op.size, op.offset);
+      // A broken window table was reported; 1ms stands in to check the rest.
+      const auto size = op.size.count() > 0 ? op.size : milliseconds{1};
+      auto assigner = window::tumbling_event_time_windows::make(size, op.offset);
       if (!assigner) {
         report_api(op, op.window_node, "window",
                    error{assigner.error().code, assigner.error().message, error::npos});
@@ -1520,7 +1550,7 @@ void loader::build_operator(job& j, operator_def& op) {
         window::window_operator_spec spec{keys, shared, {{a.name, a.text}},
                                           op.allowed_lateness};
         if (auto p = window::window_plan::make(input_schema, std::move(spec)); !p) {
-          report_api(op, a.node, "aggregate." + a.name, p.error());
+          report_api(op, a.node, "", p.error()); // the message names the aggregate
           found = true;
         }
       }
@@ -1574,29 +1604,36 @@ void loader::build_sink(job& j, sink_def& s) {
       auto r = in->sink_to_summary(spec, oo);
       if (r)
         break;
-      // Find which expression the API tripped on, and any others.
+      // Find which expression the API tripped on, and any others: check each
+      // aggregate alone, then the highlight with the first aggregate.
       bool found = false;
-      auto assigner = window::tumbling_event_time_windows::make(milliseconds{1});
-      if (assigner) {
-        std::shared_ptr<const window::window_assigner> shared =
-          std::make_shared<window::tumbling_event_time_windows>(std::move(assigner.value()));
-        for (const auto& a : s.aggregates) {
-          window::window_operator_spec ws{spec.group_by, shared, {{a.name, a.text}},
-                                          milliseconds{0}};
-          if (auto p = window::window_plan::make(input_schema, std::move(ws)); !p) {
-            report_api(s, a.node, "aggregate." + a.name, p.error());
-            found = true;
-          }
+      bool first_ok = true;
+      for (const auto& a : s.aggregates) {
+        summary_sink_spec one;
+        one.group_by = spec.group_by;
+        one.aggregates = {window::aggregate_spec{a.name, a.text}};
+        if (auto f = make_summary_sink_factory(input_schema, one); !f) {
+          report_api(s, a.node, "", without_prefix(f.error(), "summary: "));
+          found = true;
+          first_ok = first_ok && &a != &s.aggregates.front();
         }
       }
-      if (s.highlight_where.node) {
-        if (auto c = expr::compile(s.highlight_where.value, *input_schema); !c) {
-          report_api(s, s.highlight_where.node, "highlight.where", c.error());
+      if (first_ok && s.highlight_where.node) {
+        summary_sink_spec first;
+        first.group_by = spec.group_by;
+        first.aggregates = {spec.aggregates.front()};
+        first.highlight_where = spec.highlight_where;
+        if (auto f = make_summary_sink_factory(input_schema, first); !f) {
+          auto err = without_prefix(f.error(), "summary: ");
+          if (err.message.rfind("highlight_where: ", 0) == 0 ||
+              err.message.rfind("highlight_where ", 0) == 0)
+            err.message.erase(0, std::string_view{"highlight_where"}.size() + 1);
+          report_api(s, s.highlight_where.node, "highlight.where", err);
           found = true;
         }
       }
       if (!found)
-        report_api(s, nullptr, "", r.error());
+        report_api(s, nullptr, "", without_prefix(r.error(), "summary: "));
       break;
     }
   }

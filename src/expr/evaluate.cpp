@@ -4,6 +4,7 @@
 // to every row (stride 0), so constants are never materialized.
 #include "node.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -324,7 +325,7 @@ column in_list(const std::vector<operand>& args, bool negated, std::size_t rows)
     const std::uint8_t* v = item.col().validity.data();
     const std::size_t s = item.stride();
     for (std::size_t i = 0; i < rows; ++i) {
-      found[i] |= eq[i] & v[i * s];
+      found[i] |= static_cast<std::uint8_t>(eq[i] & v[i * s]);
       saw_null[i] |= static_cast<std::uint8_t>(v[i * s] ^ 1);
     }
   }
@@ -339,6 +340,46 @@ column in_list(const std::vector<operand>& args, bool negated, std::size_t rows)
     const std::uint8_t valid = hit | (vx[i * sx] & (saw_null[i] ^ 1));
     out.validity[i] = valid;
     out.bools[i] = valid & (hit ^ flip);
+  }
+  return out;
+}
+
+template <class T, class Get>
+void set_lookup(const std::vector<T>& items, Get get, const std::uint8_t* vx,
+                std::size_t rows, std::uint8_t* hit) {
+  for (std::size_t i = 0; i < rows; ++i)
+    hit[i] = vx[i] && std::binary_search(items.begin(), items.end(), get(i));
+}
+
+// x in (literals...) by binary search in the sorted items; same nulls as in_list.
+column in_set_lookup(const in_set& set, const operand& x, bool negated,
+                     std::size_t rows) {
+  const column& c = x.col();
+  column out{type_id::boolean};
+  out.validity.resize(rows);
+  out.bools.resize(rows);
+  const std::uint8_t* vx = c.validity.data();
+  std::uint8_t* hit = out.bools.data();
+  switch (c.type) {
+    case type_id::int64:
+    case type_id::timestamp:
+      set_lookup(set.ints, [&](std::size_t i) { return c.ints[i]; }, vx, rows, hit);
+      break;
+    case type_id::float64:
+      set_lookup(set.floats, [&](std::size_t i) { return c.floats[i]; }, vx, rows, hit);
+      break;
+    case type_id::string:
+      set_lookup(set.strings, [&](std::size_t i) { return c.str(i); }, vx, rows, hit);
+      break;
+    default:
+      break;
+  }
+  const std::uint8_t no_null = set.has_null ? 0 : 1;
+  const std::uint8_t flip = negated ? 1 : 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const std::uint8_t valid = hit[i] | (vx[i] & no_null);
+    out.validity[i] = valid;
+    out.bools[i] = valid & (hit[i] ^ flip);
   }
   return out;
 }
@@ -466,7 +507,9 @@ operand evaluate_node(const node& n, const record_batch& batch) {
       result.owned = is_null(args[0], n.negated, rows);
       break;
     case node_kind::in_list:
-      result.owned = in_list(args, n.negated, rows);
+      result.owned = n.set && !all_scalar
+                       ? in_set_lookup(*n.set, args[0], n.negated, rows)
+                       : in_list(args, n.negated, rows);
       break;
     case node_kind::like:
       result.owned = like(n, args[0], args[1], rows);

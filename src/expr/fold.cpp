@@ -5,6 +5,7 @@
 #include "node.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace weir::expr {
 
@@ -116,6 +117,45 @@ void fold_coalesce(node_ptr& n) {
   }
 }
 
+// Lists this long are searched in a sorted vector instead of compared item
+// by item.
+constexpr std::size_t min_set_items = 8;
+
+void build_in_set(node& n) {
+  const type_id t = n.children[0]->type;
+  if (t == type_id::boolean || n.children.size() - 1 < min_set_items)
+    return;
+  auto set = std::make_shared<in_set>();
+  for (std::size_t i = 1; i < n.children.size(); ++i) {
+    const node& item = *n.children[i];
+    if (!item.is_literal())
+      return;
+    if (item.constant.is_null(0)) {
+      set->has_null = true;
+      continue;
+    }
+    switch (t) {
+      case type_id::int64:
+      case type_id::timestamp:
+        set->ints.push_back(item.constant.ints[0]);
+        break;
+      case type_id::float64:
+        if (!std::isnan(item.constant.floats[0]))
+          set->floats.push_back(item.constant.floats[0]);
+        break;
+      case type_id::string:
+        set->strings.emplace_back(item.constant.str(0));
+        break;
+      default:
+        return;
+    }
+  }
+  std::sort(set->ints.begin(), set->ints.end());
+  std::sort(set->floats.begin(), set->floats.end());
+  std::sort(set->strings.begin(), set->strings.end());
+  n.set = std::move(set);
+}
+
 } // namespace
 
 void fold(node_ptr& n) {
@@ -170,6 +210,8 @@ void fold(node_ptr& n) {
     n = make_literal(c, 0, n->offset);
     return;
   }
+  if (n->kind == node_kind::in_list)
+    build_in_set(*n);
   if (n->kind == node_kind::like && n->children[1]->is_literal())
     n->pattern = std::make_shared<const like_pattern>(
       like_pattern::make(n->children[1]->constant.str(0)));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Function kernels and the `like` matcher.
 #include "node.hpp"
-#include "weir/expr/timestamp.hpp"
+#include "weir/core/timestamp.hpp"
 
 #include <algorithm>
 #include <charconv>

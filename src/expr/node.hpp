@@ -58,6 +58,15 @@ struct like_pattern {
 /// The general `like` matcher: `%` any run, `_` one UTF-8 character.
 bool like_match(std::string_view s, std::string_view pattern) noexcept;
 
+/// The items of `x in (...)` when all are literals, sorted for binary search
+/// (built by fold for long lists; only the vector of x's type is used).
+struct in_set {
+  std::vector<std::int64_t> ints;   ///< int64 and timestamp items
+  std::vector<double> floats;       ///< float64 items, NaN dropped (never equal)
+  std::vector<std::string> strings; ///< string items
+  bool has_null = false;            ///< some item is null
+};
+
 struct node;
 using node_ptr = std::unique_ptr<node>;
 
@@ -79,6 +88,7 @@ struct node {
   std::size_t depth = 1;      ///< levels in this subtree (parser limit)
   column constant;           ///< literal value, one row
   std::shared_ptr<const like_pattern> pattern; ///< constant `like` pattern
+  std::shared_ptr<const in_set> set; ///< literal `in` items, when many
   std::vector<node_ptr> children;
 
   bool is_literal() const noexcept { return kind == node_kind::literal; }

@@ -36,12 +36,23 @@ struct load_options {
 /// Loads a TOML pipeline (DESIGN.md §9, every key in config/reference.toml)
 /// and builds the job through the public API in weir/api/job.hpp.
 ///
-/// Reports every problem at once, each with file:line:col: TOML syntax,
-/// unknown keys, wrong types, missing required keys, duplicate stream names,
-/// inputs that name no stream, cycles, bad durations, bad enum values and
-/// expression errors (pointing inside the expression string). Relative paths
-/// in the file are taken relative to the current working directory. Nothing is
-/// started; no output file is created.
+/// Operators may appear in any order: inputs are resolved by name and the
+/// job is built sources first, then operators in topological order, then
+/// sinks. Reports every problem at once, each with file:line:col (columns in
+/// code points), sorted by position: TOML syntax (toml++'s message), unknown
+/// keys (with a did-you-mean within edit distance 2), wrong types, missing
+/// required keys (at the table's header), bad enum values, duplicate names
+/// (sources, operators, late outputs and sinks share one namespace), inputs
+/// that name no stream, cycles, bad durations, source files that cannot be
+/// read, and errors the API returns (expression errors point inside the
+/// expression string when it is a one-line string with no escape before the
+/// problem, else at the string's start). An element with an error that
+/// changes what it produces is not built, and whatever reads it is skipped
+/// silently, so errors do not cascade; lesser problems (parallelism,
+/// durations, presentation keys) are reported and a stand-in is built so that
+/// dependents are still checked. Relative paths in the file are taken
+/// relative to the current working directory. Nothing is started; no output
+/// file is created. The job's name defaults to the file's stem.
 [[nodiscard]] expected<std::unique_ptr<job>, std::vector<diagnostic>>
 load_pipeline_file(const std::string& path, const load_options& opts = {});
 

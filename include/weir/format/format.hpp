@@ -98,13 +98,6 @@ public:
 [[nodiscard]] expected<std::unique_ptr<record_decoder>>
 make_decoder(const decoder_options& opts);
 
-/// Parses an ISO-8601 date-time to ms since the epoch, UTC; nullopt if bad.
-///
-/// Accepts `YYYY-MM-DD` (midnight UTC) and `YYYY-MM-DD[T| ]HH:MM[:SS[.f+]]`
-/// followed by nothing (UTC), `Z`, or an offset `+HH:MM`, `+HHMM`, `+HH`.
-/// Fractions beyond ms are truncated. Years 0000..9999; pre-1970 dates give
-/// negative values (Hinnant's days-from-civil; no timegm, no locale).
-std::optional<event_time> parse_iso8601(std::string_view text) noexcept;
 
 /// Options of a file source split.
 struct file_source_options {

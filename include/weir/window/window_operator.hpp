@@ -62,6 +62,8 @@ private:
 /// Start of the window of `size` (shifted by `offset`) containing `ts`:
 /// `ts - floor_mod(ts - offset, size)` (Flink's
 /// `TimeWindow.getWindowStartWithOffset`, with a floored modulo).
+/// Preconditions: `size > 0`, `|offset| < size`, and `ts` at least `size`
+/// away from the ends of the int64 range.
 event_time window_start(event_time ts, std::int64_t offset, std::int64_t size) noexcept;
 
 /// One named aggregate of a window result, e.g. {"bytes", "sum(bytes)"}.
@@ -97,7 +99,11 @@ struct window_operator_spec {
 /// threaded like every operator.
 ///
 /// `process_batch` throws `std::logic_error` for a non-empty batch without
-/// timestamps (a window needs event time).
+/// timestamps (a window needs event time). `process_watermark` ignores (and
+/// does not forward) a watermark that is not above the current one. Firing
+/// walks an end-ordered map of windows from the last fired end, so a
+/// watermark costs O(log windows) plus sorting the keys of the windows it
+/// fires and erasing the ones it cleans up, not a scan of all state.
 class window_operator : public stream_operator {
 public:
   /// Rows that were late for every window they belong to; each was also

@@ -46,7 +46,7 @@ TEST_CASE("csv without a header maps columns by position") {
   CHECK(d.rows[1] == std::vector<value>{S("b"), I(-2), F(3.0), B(false), I(7)});
 }
 
-TEST_CASE("csv quoted fields keep delimiters, doubled quotes and newlines") {
+TEST_CASE("csv quoted fields keep delimiters and doubled quotes and newlines") {
   auto dec = decoder(csv(make_schema({{"a", type_id::string}, {"b", type_id::string}})));
   auto d = decode_text(*dec,
                        "a,b\n"

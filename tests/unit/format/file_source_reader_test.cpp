@@ -66,7 +66,7 @@ TEST_CASE("file source reader gives the same rows with a 7-byte chunk as with a 
   CHECK(small.rows[49] == std::vector<value>{S("k49"), I(49000)});
 }
 
-TEST_CASE("file source reader reports line numbers, offsets and raw text of bad records") {
+TEST_CASE("file source reader reports line numbers and offsets and raw text of bad records") {
   temp_dir dir{"bad"};
   const std::string text = "{\"key\": \"a\"}\n"    // line 1, offset 0
                            "not json\n"            // line 2, offset 13

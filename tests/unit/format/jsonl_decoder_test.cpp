@@ -37,7 +37,7 @@ TEST_CASE("jsonl decodes every type by field name in any key order") {
                                         I(1431849903000)});
 }
 
-TEST_CASE("jsonl missing fields and JSON null are null, unknown keys are ignored") {
+TEST_CASE("jsonl missing fields and JSON null are null and unknown keys are ignored") {
   auto dec = decoder(jsonl(all_types()));
   auto d = decode_text(*dec, R"({"key": null, "extra": [1, {"x": 2}], "value": 3})" "\n{}\n");
   CHECK(d.bad.empty());
@@ -131,34 +131,5 @@ TEST_CASE("jsonl event time must be present and not null") {
   CHECK(d.bad[1] == "event time field 'ts' is null");
   CHECK(d.rows.size() == 2);
   CHECK(d.timestamps == std::vector<event_time>{5, 1000});
-}
-
-TEST_CASE("make_decoder rejects a missing schema and a bad event time field") {
-  decoder_options o;
-  o.kind = format_kind::jsonl;
-  auto no_schema = make_decoder(o);
-  REQUIRE_FALSE(no_schema);
-  CHECK(no_schema.error().code == errc::invalid_argument);
-  o.kind = format_kind::csv;
-  CHECK_FALSE(make_decoder(o));
-
-  o = jsonl(all_types());
-  o.event_time_field = "nope";
-  auto missing = make_decoder(o);
-  REQUIRE_FALSE(missing);
-  CHECK(missing.error().code == errc::invalid_argument);
-  CHECK(missing.error().message.find("'nope'") != std::string::npos);
-  o.event_time_field = "key";
-  auto wrong = make_decoder(o);
-  REQUIRE_FALSE(wrong);
-  CHECK(wrong.error().message.find("timestamp or int64") != std::string::npos);
-  o.event_time_field = "value"; // int64 is allowed
-  CHECK(make_decoder(o));
-}
-
-TEST_CASE("parse_format and to_string round trip") {
-  for (auto k : {format_kind::jsonl, format_kind::csv, format_kind::apache_combined})
-    CHECK(parse_format(to_string(k)) == k);
-  CHECK_FALSE(parse_format("json"));
 }
 }

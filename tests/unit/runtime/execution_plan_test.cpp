@@ -30,7 +30,7 @@ stream_edge edge(std::size_t a, std::size_t b, partitioning m, std::size_t port 
 } // namespace
 
 TEST_SUITE("runtime") {
-TEST_CASE("forward edges of equal parallelism chain; key_by edges do not") {
+TEST_CASE("forward edges of equal parallelism chain, key_by edges do not") {
   job_graph g;
   g.nodes = {node(0, "src", 1, true), node(1, "parse", 1), node(2, "win", 2),
              node(3, "sink", 2)};

@@ -348,7 +348,7 @@ TEST_CASE("a window's state is dropped once the watermark reaches end - 1 + late
 
 // -- aggregates ----------------------------------------------------------------
 
-TEST_CASE("aggregates ignore nulls; over only nulls they are null and count is 0") {
+TEST_CASE("aggregates ignore nulls, over only nulls they are null and count is 0") {
   auto s = weir::make_schema({{"key", type_id::string}, {"v", type_id::int64}});
   auto plan = plan_for(s, {"key"},
                        {{"rows", "count(*)"},
@@ -387,7 +387,7 @@ TEST_CASE("aggregates ignore nulls; over only nulls they are null and count is 0
   CHECK(std::holds_alternative<std::monostate>(b.at("mean")));
 }
 
-TEST_CASE("min and max keep the input type; sum and avg of floats are floats") {
+TEST_CASE("min and max keep the input type, sum and avg of floats are floats") {
   auto s = weir::make_schema({{"key", type_id::string},
                               {"f", type_id::float64},
                               {"name", type_id::string},

@@ -1,23 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/expr/timestamp.hpp"
+#include "weir/core/timestamp.hpp"
 
 #include <cstdint>
 
-namespace weir::expr {
+namespace weir {
 
 namespace {
 
 constexpr std::int64_t ms_per_day = 86'400'000;
 
-// Howard Hinnant's days_from_civil / civil_from_days (proleptic Gregorian).
-constexpr std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2 ? 1 : 0;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
+// Howard Hinnant's civil_from_days (proleptic Gregorian); days_from_civil is in the header.
 
 struct civil {
   std::int64_t year;
@@ -36,15 +28,6 @@ constexpr civil civil_from_days(std::int64_t z) {
   const unsigned d = doy - (153 * mp + 2) / 5 + 1;
   const unsigned m = mp < 10 ? mp + 3 : mp - 9;
   return {y + (m <= 2 ? 1 : 0), m, d};
-}
-
-constexpr bool is_leap(std::int64_t y) {
-  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-constexpr unsigned days_in_month(std::int64_t y, unsigned m) {
-  constexpr unsigned days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return m == 2 && is_leap(y) ? 29 : days[m - 1];
 }
 
 // Reads exactly `n` digits at `pos`.
@@ -189,4 +172,4 @@ std::string format_iso8601(event_time ms) {
   return out;
 }
 
-} // namespace weir::expr
+} // namespace weir
