@@ -3,6 +3,7 @@
 
 #include "task_actor.hpp"
 #include "weir/core/messages.hpp"
+#include "weir/core/timestamp.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -11,7 +12,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <unordered_set>
 
 namespace weir::runtime {
@@ -21,12 +21,7 @@ std::string format_event_time(event_time ts) {
     return "-inf";
   if (ts == max_watermark)
     return "+inf";
-  auto secs = static_cast<std::time_t>(ts >= 0 ? ts / 1000 : (ts - 999) / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return format_iso8601(ts);
 }
 
 std::string format_status(const job_context& ctx, const job_totals& now,
