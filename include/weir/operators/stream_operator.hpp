@@ -4,8 +4,16 @@
 #include "weir/core/record_batch.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+
+namespace weir::state {
+class keyed_state_snapshot; // include/weir/state/keyed_state_backend.hpp
+} // namespace weir::state
 
 namespace weir {
 
@@ -36,6 +44,31 @@ struct operator_context {
   std::size_t max_parallelism = 128;
 };
 
+/// What an operator subtask hands to checkpoint n (DESIGN.md §7).
+struct operator_snapshot {
+  /// Frozen keyed state: taken in O(1) or O(buckets) at the barrier, then
+  /// serialized key group by key group off the processing path (by the state
+  /// writer) while the operator keeps changing its live state. Null when the
+  /// operator has no keyed state.
+  std::shared_ptr<const state::keyed_state_snapshot> keyed_state;
+  /// Operator (non-keyed) state, serialized synchronously at the barrier: a
+  /// source's position, a sink's pending commits. Empty when none.
+  std::string operator_state;
+};
+
+/// What a restored operator subtask receives.
+struct operator_restore {
+  std::uint64_t checkpoint_id = 0;
+  /// Serialized keyed state of every key group in this subtask's key-group
+  /// range that has state (as written by keyed_state_snapshot). After a
+  /// change of parallelism the range differs from the one that wrote them.
+  std::vector<std::pair<std::uint16_t, std::string>> key_groups;
+  /// Operator state of the previous run's subtasks that this subtask takes
+  /// over (one for an unchanged parallelism; possibly several or none after
+  /// rescaling; sources and sinks keep parallelism 1 for files).
+  std::vector<std::string> operator_states;
+};
+
 /// A synchronous, single-threaded operator: the unit a task chains and a unit
 /// test drives without an actor system (Flink's `StreamOperator`).
 ///
@@ -62,6 +95,38 @@ public:
 
   /// Called once after the end of every input.
   virtual void finish(output_collector& out) { (void) out; }
+
+  /// Processing time (ms) of the job's clock has advanced to `now`: fire
+  /// processing-time timers due at or before it. With the wall clock the
+  /// task calls this when `next_processing_timer()` is due; with the replay
+  /// clock (processing time taken from the input) it arrives in-band, in
+  /// order with the records, so runs are reproducible.
+  virtual void on_processing_time(event_time now, output_collector& out) {
+    (void) now;
+    (void) out;
+  }
+
+  /// The earliest pending processing-time timer, if any; the task schedules
+  /// a wake-up for it under the wall clock.
+  virtual std::optional<event_time> next_processing_timer() const { return std::nullopt; }
+
+  /// Checkpoint barrier n has been aligned at this subtask: capture state
+  /// into `out` (Carbone et al. 2015, asynchronous barrier snapshotting).
+  /// Must be cheap: freeze, don't serialize keyed state here.
+  virtual void snapshot_state(std::uint64_t checkpoint_id, operator_snapshot& out) {
+    (void) checkpoint_id;
+    (void) out;
+  }
+
+  /// Restores state before any element arrives (after `open`).
+  virtual void restore_state(const operator_restore& in) { (void) in; }
+
+  /// Checkpoint n is complete (its manifest is durable): sinks commit what
+  /// they pre-committed for n (two-phase commit, Flink's
+  /// `CheckpointListener.notifyCheckpointComplete`).
+  virtual void notify_checkpoint_complete(std::uint64_t checkpoint_id) {
+    (void) checkpoint_id;
+  }
 };
 
 using stream_operator_ptr = std::unique_ptr<stream_operator>;
