@@ -30,6 +30,15 @@ struct job_context {
   /// Batches a receiver grants each input channel (DESIGN.md §5).
   std::uint32_t credits_per_channel = 8;
 
+  /// True when some source takes processing time from its input: the whole
+  /// job then runs on the replay clock, carried in-band.
+  bool replay_clock() const {
+    for (const auto& n : graph->nodes)
+      if (n.processing_time_field)
+        return true;
+    return false;
+  }
+
   /// Records the first failure; later ones are dropped (they are usually
   /// consequences of the first).
   void fail(std::string message) {

@@ -2,11 +2,13 @@
 // The `weir` executable: load a TOML pipeline, run it, report, exit.
 //   exit 0: the job finished; 1: the job failed; 2: the configuration is bad.
 #include "weir/api/job.hpp"
+#include "weir/checkpoint/checkpoint_report.hpp"
 #include "weir/config/loader.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace {
@@ -66,10 +68,32 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Check a pipeline and exit");
   validate->add_option("pipeline", path, "Pipeline TOML file")->required();
 
+  // `weir checkpoints list DIR` / `show DIR [ID]`: read-only, no pipeline.
+  auto* checkpoints = app.add_subcommand("checkpoints", "Inspect a checkpoint directory");
+  checkpoints->require_subcommand(1);
+  std::string checkpoint_dir;
+  std::uint64_t checkpoint_id = 0;
+  auto* cp_list = checkpoints->add_subcommand("list", "One line per stored checkpoint");
+  cp_list->add_option("dir", checkpoint_dir, "checkpoint.dir of a job")->required();
+  auto* cp_show = checkpoints->add_subcommand("show", "Details of one checkpoint");
+  cp_show->add_option("dir", checkpoint_dir, "checkpoint.dir of a job")->required();
+  auto* cp_id = cp_show->add_option("id", checkpoint_id,
+                                    "Checkpoint id (default: the newest restorable)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  if (checkpoints->parsed()) {
+    std::string out, err;
+    auto id = cp_id->count() > 0 ? std::optional<std::uint64_t>{checkpoint_id} : std::nullopt;
+    int rc = weir::checkpoint::run_checkpoints_command(cp_list->parsed() ? "list" : "show",
+                                                       checkpoint_dir, id, out, err);
+    std::fputs(out.c_str(), stdout);
+    std::fputs(err.c_str(), stderr);
+    return rc;
   }
 
   if (batch_size > 0)

@@ -4,6 +4,7 @@
 #include "weir/core/key_group.hpp"
 #include "weir/core/messages.hpp"
 #include "weir/runtime/input_gate.hpp"
+#include "weir/time/source_watermarks.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -14,16 +15,45 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
-#include <variant>
 
 namespace weir::runtime {
 
 namespace {
 
+event_time system_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+/// The subtask's processing-time clock: the system clock, or the replay
+/// clock driven by in-band processing_time elements.
+class task_clock final : public processing_clock {
+public:
+  explicit task_clock(bool replay) : replay_(replay) {}
+  event_time now() const override { return replay_ ? replay_now_ : system_now_ms(); }
+  bool is_replay() const noexcept { return replay_; }
+  /// Replay only: advances the clock; false if `t` is not ahead of it.
+  bool advance(event_time t) {
+    if (t <= replay_now_)
+      return false;
+    replay_now_ = t;
+    return true;
+  }
+
+private:
+  bool replay_;
+  event_time replay_now_ = 0;
+};
+
+/// An element that travels on a channel: a batch, or control elements that
+/// keep their order relative to batches.
+enum class element_kind { batch, watermark, end_of_input, idle, active, processing_time };
+
 /// Something waiting on an output channel for credit (or behind a batch that
 /// waits): order on a channel is preserved.
 struct pending_element {
-  enum kind_t { batch, wm, eoi } kind = batch;
+  element_kind kind = element_kind::batch;
   record_batch_ptr data;
   event_time ts = min_watermark;
 };
@@ -37,7 +67,7 @@ struct out_channel {
 
 /// An input element held back while the subtask is backpressured.
 struct inbox_element {
-  enum kind_t { batch, wm, eoi } kind = batch;
+  element_kind kind = element_kind::batch;
   std::uint32_t channel = 0;
   record_batch_ptr data;
   event_time ts = min_watermark;
@@ -55,8 +85,8 @@ struct chain_collector final : output_collector {
   void emit_watermark(event_time wm) override;
 };
 
-/// The runtime of one subtask: its operator chain, input gate and output
-/// channels. All methods run inside the actor's handlers.
+/// The runtime of one subtask: its operator chain, input gate, clock and
+/// output channels. All methods run inside the actor's handlers.
 class subtask_state {
 public:
   subtask_state(caf::event_based_actor* self, subtask_spec spec)
@@ -64,7 +94,8 @@ public:
       spec_(std::move(spec)),
       graph_(*spec_.ctx->graph),
       vertex_(spec_.ctx->plan.vertices[spec_.vertex]),
-      gate_(spec_.ctx->plan.input_channels[spec_.vertex]) {
+      gate_(spec_.ctx->plan.input_channels[spec_.vertex]),
+      clock_(spec_.ctx->replay_clock()) {
   }
 
   std::string describe(std::size_t k) const {
@@ -96,30 +127,40 @@ public:
       current_ = k;
       const auto& node = graph_.nodes[vertex_.nodes[k]];
       operator_context octx{node.name, spec_.subtask, vertex_.parallelism,
-                            graph_.options.max_parallelism};
+                            graph_.options.max_parallelism, &clock_};
       if (node.is_source) {
         ops_.push_back(nullptr);
-        auto* m = metrics_[k];
-        auto policy = graph_.options.on_bad_record;
-        auto* dlq = ctx.dead_letters.get();
-        reader_ = node.make_source(spec_.subtask, vertex_.parallelism,
-                                   [m, policy, dlq](const bad_record& r) {
-                                     m->bad_records.fetch_add(1, std::memory_order_relaxed);
-                                     if (policy == bad_record_policy::fail)
-                                       throw std::runtime_error(
-                                         "bad record at " + r.origin + ":"
-                                         + std::to_string(r.line) + ": " + r.reason);
-                                     if (policy == bad_record_policy::dead_letter && dlq)
-                                       dlq->write(r);
-                                   });
-        reader_->open(octx);
-        bound_ = node.watermark.max_out_of_orderness.count();
+        open_source(node, octx);
       } else {
         ops_.push_back(node.make_operator());
         ops_.back()->open(octx);
       }
     }
     current_ = 0;
+  }
+
+  void open_source(const stream_node& node, const operator_context& octx) {
+    auto* m = metrics_[0];
+    auto policy = graph_.options.on_bad_record;
+    auto* dlq = spec_.ctx->dead_letters.get();
+    reader_ = node.make_source(spec_.subtask, vertex_.parallelism,
+                               [m, policy, dlq](const bad_record& r) {
+                                 m->bad_records.fetch_add(1, std::memory_order_relaxed);
+                                 if (policy == bad_record_policy::fail)
+                                   throw std::runtime_error("bad record at " + r.origin + ":"
+                                                            + std::to_string(r.line) + ": "
+                                                            + r.reason);
+                                 if (policy == bad_record_policy::dead_letter && dlq)
+                                   dlq->write(r);
+                               });
+    reader_->open(octx);
+    time::source_watermarks::options wo;
+    wo.max_out_of_orderness = node.watermark.max_out_of_orderness;
+    wo.idle_timeout = node.watermark.idle_timeout;
+    wo.declared_partitions = node.partitions;
+    watermarks_.emplace(std::move(wo));
+    partition_field_ = node.partition_field;
+    processing_time_field_ = node.processing_time_field;
   }
 
   bool is_source() const { return reader_ != nullptr; }
@@ -153,12 +194,17 @@ public:
     }
   }
 
-  void emit_watermark(std::size_t k, event_time wm) {
-    metrics_[k]->watermark.store(wm, std::memory_order_relaxed);
+  /// Sends a control element on every network output of chain member `k`.
+  void broadcast_from(std::size_t k, element_kind kind, event_time ts) {
     for (auto& port_writers : writers_of_[k])
       for (auto w : port_writers)
         for (auto ch : spec_.writers[w].channels)
-          push(ch, pending_element{pending_element::wm, nullptr, wm});
+          push(ch, pending_element{kind, nullptr, ts});
+  }
+
+  void emit_watermark(std::size_t k, event_time wm) {
+    metrics_[k]->watermark.store(wm, std::memory_order_relaxed);
+    broadcast_from(k, element_kind::watermark, wm);
     if (k + 1 < ops_.size()) {
       metrics_[k + 1]->watermark.store(wm, std::memory_order_relaxed);
       auto saved = current_;
@@ -168,22 +214,46 @@ public:
     }
   }
 
+  /// Fires processing-time timers of every operator of the chain in order,
+  /// then (replay clock) carries the advance downstream.
+  void fire_processing_time(event_time now) {
+    for (std::size_t k = 0; k < ops_.size(); ++k) {
+      if (!ops_[k])
+        continue;
+      current_ = k;
+      ops_[k]->on_processing_time(now, collectors_[k]);
+    }
+    current_ = 0;
+    if (clock_.is_replay())
+      for (std::size_t k = 0; k < ops_.size(); ++k)
+        broadcast_from(k, element_kind::processing_time, now);
+  }
+
+  /// Idleness of this whole subtask's output (all its inputs idle).
+  void set_output_idle(bool idle) {
+    if (idle == output_idle_)
+      return;
+    output_idle_ = idle;
+    for (std::size_t k = 0; k < ops_.size(); ++k)
+      broadcast_from(k, idle ? element_kind::idle : element_kind::active, 0);
+  }
+
   void write(std::size_t w, const record_batch_ptr& batch) {
     auto& ws = spec_.writers[w];
     switch (ws.mode) {
       case partitioning::forward:
-        push(ws.channels[0], pending_element{pending_element::batch, batch, 0});
+        push(ws.channels[0], pending_element{element_kind::batch, batch, 0});
         break;
       case partitioning::rebalance: {
         auto d = round_robin_[w]++ % ws.channels.size();
-        push(ws.channels[d], pending_element{pending_element::batch, batch, 0});
+        push(ws.channels[d], pending_element{element_kind::batch, batch, 0});
         break;
       }
       case partitioning::hash: {
         const auto p = ws.target_parallelism;
         const auto maxp = graph_.options.max_parallelism;
         if (p == 1) {
-          push(ws.channels[0], pending_element{pending_element::batch, batch, 0});
+          push(ws.channels[0], pending_element{element_kind::batch, batch, 0});
           break;
         }
         std::vector<std::vector<std::uint32_t>> rows(p);
@@ -200,7 +270,7 @@ public:
           auto part = rows[d].size() == batch->num_rows
                         ? batch
                         : std::make_shared<const record_batch>(batch->take(rows[d]));
-          push(ws.channels[d], pending_element{pending_element::batch, part, 0});
+          push(ws.channels[d], pending_element{element_kind::batch, part, 0});
         }
         break;
       }
@@ -209,7 +279,7 @@ public:
 
   void push(std::uint32_t ch, pending_element e) {
     auto& c = channels_[ch];
-    if (c.backlog.empty() && (e.kind != pending_element::batch || c.credits > 0))
+    if (c.backlog.empty() && (e.kind != element_kind::batch || c.credits > 0))
       send_now(ch, e);
     else
       c.backlog.push_back(std::move(e));
@@ -218,15 +288,23 @@ public:
   void send_now(std::uint32_t ch, const pending_element& e) {
     auto& c = channels_[ch];
     switch (e.kind) {
-      case pending_element::batch:
+      case element_kind::batch:
         --c.credits;
         self_->send(c.target, batch_message{c.target_channel, ch, e.data});
         break;
-      case pending_element::wm:
+      case element_kind::watermark:
         self_->send(c.target, watermark{c.target_channel, e.ts});
         break;
-      case pending_element::eoi:
+      case element_kind::end_of_input:
         self_->send(c.target, end_of_input{c.target_channel});
+        break;
+      case element_kind::idle:
+      case element_kind::active:
+        self_->send(c.target,
+                    watermark_status{c.target_channel, e.kind == element_kind::idle});
+        break;
+      case element_kind::processing_time:
+        self_->send(c.target, processing_time{c.target_channel, e.ts});
         break;
     }
   }
@@ -236,7 +314,7 @@ public:
     c.credits += x.batches;
     while (!c.backlog.empty()) {
       auto& front = c.backlog.front();
-      if (front.kind == pending_element::batch && c.credits == 0)
+      if (front.kind == element_kind::batch && c.credits == 0)
         break;
       send_now(x.channel, front);
       c.backlog.pop_front();
@@ -264,23 +342,41 @@ public:
   /// Reads and emits one batch; returns false once the input is exhausted.
   bool poll_once() {
     current_ = 0;
+    auto& gen = *watermarks_;
+    gen.on_processing_time(clock_.now());
     auto batch = reader_->poll_next(graph_.options.batch_size);
     if (!batch)
       return false;
-    if (batch->num_rows == 0)
-      return true;
-    for (auto ts : batch->timestamps)
-      max_ts_ = std::max(max_ts_, ts);
-    emit(0, 0, batch);
-    if (batch->has_timestamps() && max_ts_ != min_watermark) {
-      // Flink's BoundedOutOfOrdernessWatermarks: max - bound - 1, emitted
-      // after each batch, never decreasing.
-      auto wm = max_ts_ - bound_ - 1;
-      if (wm > last_watermark_) {
-        last_watermark_ = wm;
-        emit_watermark(0, wm);
+    if (batch->num_rows > 0) {
+      if (processing_time_field_) {
+        // Replay clock: the batch arrives at its first row's processing time.
+        const auto& col = batch->columns[*processing_time_field_];
+        if (col.is_valid(0) && clock_.advance(col.ints[0]))
+          fire_processing_time(clock_.now());
       }
+      if (batch->has_timestamps()) {
+        const auto now = clock_.now();
+        const column* part = partition_field_ ? &batch->columns[*partition_field_] : nullptr;
+        for (std::size_t r = 0; r < batch->num_rows; ++r) {
+          partition_name_.clear();
+          if (part != nullptr && part->is_valid(r))
+            partition_name_ = to_display_string(part->get(r));
+          gen.on_record(partition_name_, batch->timestamps[r], now);
+        }
+      }
+      set_output_idle(false);
+      emit(0, 0, batch);
     }
+    if (auto t = reader_->take_processing_time_advance(); t && clock_.advance(*t)) {
+      gen.on_processing_time(clock_.now());
+      fire_processing_time(clock_.now());
+    }
+    // Flink's BoundedOutOfOrdernessWatermarks: max - bound - 1 per partition,
+    // minimum over active partitions, emitted after each batch.
+    if (auto wm = gen.poll())
+      emit_watermark(0, *wm);
+    if (gen.all_idle())
+      set_output_idle(true);
     return true;
   }
 
@@ -323,17 +419,28 @@ public:
   void process(inbox_element& e) {
     current_ = 0;
     switch (e.kind) {
-      case inbox_element::batch:
+      case element_kind::batch:
         metrics_[0]->records_in.fetch_add(e.data->num_rows, std::memory_order_relaxed);
         ops_[0]->process_batch(e.data, collectors_[0]);
         // Processed: return the credit to the sender.
         self_->send(caf::actor_cast<caf::actor>(e.sender), credit{e.credit_channel, 1});
         break;
-      case inbox_element::wm:
+      case element_kind::watermark:
         if (auto wm = gate_.on_watermark(e.channel, e.ts))
           advance_watermark(*wm);
+        set_output_idle(gate_.all_idle());
         break;
-      case inbox_element::eoi:
+      case element_kind::idle:
+      case element_kind::active:
+        if (auto wm = gate_.on_idle(e.channel, e.kind == element_kind::idle))
+          advance_watermark(*wm);
+        set_output_idle(gate_.all_idle());
+        break;
+      case element_kind::processing_time:
+        if (clock_.advance(e.ts))
+          fire_processing_time(clock_.now());
+        break;
+      case element_kind::end_of_input:
         if (auto wm = gate_.on_end_of_input(e.channel))
           advance_watermark(*wm);
         if (gate_.all_ended())
@@ -361,6 +468,29 @@ public:
     maybe_quit();
   }
 
+  // -- wall-clock processing-time timers ---------------------------------------
+
+  /// Schedules a wake-up for the earliest processing-time timer of the chain.
+  void schedule_wakeup() {
+    if (clock_.is_replay() || finishing_)
+      return;
+    std::optional<event_time> next;
+    for (const auto& op : ops_)
+      if (op)
+        if (auto t = op->next_processing_timer(); t && (!next || *t < *next))
+          next = t;
+    if (!next || (wakeup_at_ && *wakeup_at_ <= *next))
+      return;
+    wakeup_at_ = next;
+    auto delay = std::max<event_time>(0, *next - system_now_ms());
+    self_->delayed_send(self_, std::chrono::milliseconds{delay}, wake_atom::value);
+  }
+
+  void on_wake() {
+    wakeup_at_.reset();
+    fire_processing_time(clock_.now());
+  }
+
   // -- ending ----------------------------------------------------------------
 
   void end_of_chain() {
@@ -370,7 +500,7 @@ public:
         ops_[k]->finish(collectors_[k]);
     }
     for (std::uint32_t ch = 0; ch < channels_.size(); ++ch)
-      push(ch, pending_element{pending_element::eoi, nullptr, 0});
+      push(ch, pending_element{element_kind::end_of_input, nullptr, 0});
     finishing_ = true;
     maybe_quit();
   }
@@ -386,14 +516,13 @@ public:
     self_->quit(caf::make_error(caf::sec::runtime_error, msg));
   }
 
-  std::string& scratch() { return scratch_; }
-
 private:
   caf::event_based_actor* self_;
   subtask_spec spec_;
   const job_graph& graph_;
   const chain_vertex& vertex_;
   input_gate gate_;
+  task_clock clock_;
   std::vector<stream_operator_ptr> ops_;
   std::vector<chain_collector> collectors_;
   std::vector<std::vector<std::vector<std::size_t>>> writers_of_;
@@ -402,12 +531,15 @@ private:
   std::vector<subtask_metrics*> metrics_;
   std::deque<inbox_element> inbox_;
   source_reader_ptr reader_;
-  event_time bound_ = 0;
-  event_time max_ts_ = min_watermark;
-  event_time last_watermark_ = min_watermark;
+  std::optional<time::source_watermarks> watermarks_;
+  std::optional<std::size_t> partition_field_;
+  std::optional<std::size_t> processing_time_field_;
+  std::string partition_name_;
+  bool output_idle_ = false;
   bool poll_scheduled_ = false;
   bool finishing_ = false;
   std::size_t current_ = 0;
+  std::optional<event_time> wakeup_at_;
   std::optional<std::chrono::steady_clock::time_point> blocked_since_;
   std::string scratch_;
 };
@@ -424,11 +556,13 @@ void chain_collector::emit_watermark(event_time wm) {
   st->emit_watermark(k, wm);
 }
 
-/// Runs `f`, turning any exception into a failure of the subtask.
+/// Runs `f`, turning any exception into a failure of the subtask; then
+/// re-arms the wall-clock timer wake-up.
 template <class F>
 bool guarded(subtask_state& st, F&& f) {
   try {
     f();
+    st.schedule_wakeup();
     return true;
   } catch (const std::exception& e) {
     st.fail(e.what());
@@ -448,24 +582,28 @@ caf::behavior subtask_actor(caf::event_based_actor* self, subtask_spec spec) {
   bool ok = guarded(*st, [&] { st->open(); });
   if (ok && st->is_source())
     st->schedule_poll();
+  auto input = [st](element_kind kind, std::uint32_t channel, event_time ts) {
+    guarded(*st, [&] {
+      st->on_input(inbox_element{kind, channel, nullptr, ts, nullptr, 0});
+    });
+  };
   return {
     [st](poll_atom) { guarded(*st, [&] { st->on_poll(); }); },
+    [st](wake_atom) { guarded(*st, [&] { st->on_wake(); }); },
     [st, self](batch_message& m) {
       guarded(*st, [&] {
-        st->on_input(inbox_element{inbox_element::batch, m.channel, std::move(m.batch), 0,
+        st->on_input(inbox_element{element_kind::batch, m.channel, std::move(m.batch), 0,
                                    self->current_sender(), m.credit_channel});
       });
     },
-    [st](const watermark& m) {
-      guarded(*st, [&] {
-        st->on_input(inbox_element{inbox_element::wm, m.channel, nullptr, m.ts, nullptr, 0});
-      });
+    [input](const watermark& m) { input(element_kind::watermark, m.channel, m.ts); },
+    [input](const watermark_status& m) {
+      input(m.idle ? element_kind::idle : element_kind::active, m.channel, 0);
     },
-    [st](const end_of_input& m) {
-      guarded(*st, [&] {
-        st->on_input(inbox_element{inbox_element::eoi, m.channel, nullptr, 0, nullptr, 0});
-      });
+    [input](const processing_time& m) {
+      input(element_kind::processing_time, m.channel, m.ts);
     },
+    [input](const end_of_input& m) { input(element_kind::end_of_input, m.channel, 0); },
     [st](const credit& m) { guarded(*st, [&] { st->on_credit(m); }); },
   };
 }

@@ -2,9 +2,12 @@
 #include "weir/api/job.hpp"
 
 #include "internal/operators.hpp"
+#include "weir/connectors/blackhole_sink.hpp"
 #include "weir/connectors/file_sink.hpp"
+#include "weir/connectors/generator_source.hpp"
 #include "weir/connectors/summary_sink.hpp"
 #include "weir/runtime/job_graph.hpp"
+#include "weir/state/keyed_process_function.hpp"
 
 #include <stdexcept>
 
@@ -350,6 +353,24 @@ expected<std::monostate> data_stream::sink_to_summary(summary_sink_spec spec,
   return std::monostate{};
 }
 
+expected<std::monostate> data_stream::sink_to_blackhole(blackhole_sink_spec spec,
+                                                        operator_options opts) const {
+  auto factory = make_blackhole_sink_factory(output_schema(), spec);
+  if (!factory)
+    return factory.error();
+  auto name_ = claim_name(*graph_, opts.name, "blackhole_sink");
+  if (!name_)
+    return name_.error();
+  stream_node node;
+  node.name = *name_;
+  node.kind = "blackhole_sink";
+  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
+  node.is_sink = true;
+  node.make_operator = std::move(*factory);
+  add_node(*graph_, std::move(node), {{node_, port_}});
+  return std::monostate{};
+}
+
 // -- keyed_stream -------------------------------------------------------------
 
 expected<data_stream>
@@ -366,6 +387,8 @@ keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
   spec.assigner = std::move(assigner);
   spec.aggregates = std::move(aggregates);
   spec.allowed_lateness = wopts.allowed_lateness;
+  spec.trigger = std::move(wopts.trigger);
+  spec.evictor = std::move(wopts.evictor);
   auto plan = window::window_plan::make(input_.output_schema(), std::move(spec));
   if (!plan)
     return plan.error();
@@ -420,6 +443,35 @@ expected<data_stream> keyed_stream::count(std::string output_field,
   return data_stream{g, id, 0};
 }
 
+expected<data_stream> keyed_stream::process(
+  std::string name, schema_ptr output_schema,
+  std::function<std::unique_ptr<state::keyed_process_function>()> factory,
+  operator_options opts) const {
+  if (!output_schema)
+    return invalid("process: an output schema is required");
+  if (!factory)
+    return invalid("process: a function factory is required");
+  auto& g = input_.graph_;
+  if (!name.empty())
+    opts.name = std::move(name);
+  auto name_ = claim_name(*g, opts.name, "process");
+  if (!name_)
+    return name_.error();
+  stream_node node;
+  node.name = *name_;
+  node.kind = "process";
+  node.parallelism = resolve_parallelism(*g, opts.parallelism);
+  node.outputs.push_back(output_port{*name_, output_schema, false});
+  node.make_operator = [output_schema, keys = key_idx_, factory = std::move(factory)] {
+    auto fn = factory();
+    if (!fn)
+      throw std::runtime_error("process: the factory returned no function");
+    return state::make_keyed_process_operator(keys, output_schema, std::move(fn));
+  };
+  auto id = add_node(*g, std::move(node), {{input_.node_, input_.port_}}, key_idx_);
+  return data_stream{g, id, 0};
+}
+
 // -- job ----------------------------------------------------------------------
 
 job::job(job_options opts) : graph_(std::make_shared<job_graph>()) {
@@ -462,6 +514,28 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
   }
   if (opts.parallelism > 1)
     return invalid("a file source reads one split per file; its parallelism must be 1");
+  std::optional<std::size_t> partition_field;
+  if (!spec.partition_by.empty()) {
+    partition_field = spec.decoder.schema->index_of(spec.partition_by);
+    if (!partition_field)
+      return invalid("partition_by '" + spec.partition_by + "' is not in the schema (fields: "
+                     + spec.decoder.schema->to_string() + ")");
+  } else if (!spec.partitions.empty()) {
+    return invalid("partitions are declared without partition_by");
+  }
+  std::optional<std::size_t> proc_field;
+  if (!spec.processing_time_field.empty()) {
+    proc_field = spec.decoder.schema->index_of(spec.processing_time_field);
+    if (!proc_field)
+      return invalid("processing_time.field '" + spec.processing_time_field
+                     + "' is not in the schema (fields: " + spec.decoder.schema->to_string()
+                     + ")");
+    auto t = spec.decoder.schema->at(*proc_field).type;
+    if (t != type_id::timestamp && t != type_id::int64)
+      return invalid("processing_time.field '" + spec.processing_time_field
+                     + "' must be a timestamp or int64, got " + std::string{to_string(t)});
+    spec.decoder.control_lines = true;
+  }
   auto name_ = claim_name(*graph_, opts.name, "file_source");
   if (!name_)
     return name_.error();
@@ -471,6 +545,9 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
   node.parallelism = 1;
   node.is_source = true;
   node.watermark = spec.watermark;
+  node.partition_field = partition_field;
+  node.partitions = spec.partitions;
+  node.processing_time_field = proc_field;
   node.outputs.push_back(output_port{*name_, spec.decoder.schema, false});
   node.make_source = [spec](std::size_t, std::size_t, bad_record_handler on_bad) {
     format::file_source_options fo;
@@ -478,6 +555,69 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
     fo.decoder = spec.decoder;
     fo.event_time_field = spec.event_time_field;
     auto reader = format::make_file_source_reader(fo, std::move(on_bad));
+    if (!reader)
+      throw std::runtime_error(reader.error().message);
+    return std::move(*reader);
+  };
+  auto id = add_node(*graph_, std::move(node), {});
+  return data_stream{graph_, id, 0};
+}
+
+expected<data_stream> job::from_generator(generator_source_spec spec,
+                                          operator_options opts) {
+  auto schema = generator_output_schema(spec);
+  if (!schema)
+    return schema.error();
+  auto name_ = claim_name(*graph_, opts.name, "generator_source");
+  if (!name_)
+    return name_.error();
+  stream_node node;
+  node.name = *name_;
+  node.kind = "generator_source";
+  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
+  node.is_source = true;
+  node.watermark = spec.watermark;
+  node.outputs.push_back(output_port{*name_, *schema, false});
+  // The options are read when the job runs: they may change until then.
+  const job_options* options = &graph_->options;
+  node.make_source = [spec, options](std::size_t subtask, std::size_t parallelism,
+                                     bad_record_handler) {
+    auto reader = make_generator_reader(spec, subtask, parallelism, options->buffer_timeout);
+    if (!reader)
+      throw std::runtime_error(reader.error().message);
+    return std::move(*reader);
+  };
+  auto id = add_node(*graph_, std::move(node), {});
+  return data_stream{graph_, id, 0};
+}
+
+expected<data_stream> job::from_nexmark(nexmark_source_spec spec, operator_options opts) {
+  const auto& g = spec.generator;
+  if (spec.rate < 0)
+    return invalid("a nexmark source's rate must not be negative");
+  if (g.event_rate <= 0 || g.person_proportion <= 0 || g.auction_proportion <= 0
+      || g.bid_proportion <= 0 || g.hot_auction_ratio <= 0 || g.hot_bidder_ratio <= 0
+      || g.hot_seller_ratio <= 0 || g.avg_person_bytes <= 0 || g.avg_auction_bytes <= 0
+      || g.avg_bid_bytes <= 0)
+    return invalid("a nexmark source needs a positive event_rate, proportions, hot ratios "
+                   "and average sizes");
+  auto schema = nexmark_output_schema(spec);
+  if (!schema)
+    return schema.error();
+  auto name_ = claim_name(*graph_, opts.name, "nexmark_source");
+  if (!name_)
+    return name_.error();
+  stream_node node;
+  node.name = *name_;
+  node.kind = "nexmark_source";
+  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
+  node.is_source = true;
+  node.watermark = spec.watermark;
+  node.outputs.push_back(output_port{*name_, *schema, false});
+  const job_options* options = &graph_->options;
+  node.make_source = [spec, options](std::size_t subtask, std::size_t parallelism,
+                                     bad_record_handler) {
+    auto reader = make_nexmark_reader(spec, subtask, parallelism, options->buffer_timeout);
     if (!reader)
       throw std::runtime_error(reader.error().message);
     return std::move(*reader);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/config/loader.hpp"
 
+#include "weir/connectors/generator_source.hpp"
 #include "weir/connectors/summary_sink.hpp"
+#include "weir/core/timestamp.hpp"
 #include "weir/expr/expression.hpp"
 #include "weir/format/format.hpp"
 #include "weir/window/window_operator.hpp"
@@ -54,6 +56,19 @@ const std::vector<std::string> key_catalogue = {
   "source[].csv.header",
   "source[].csv.delimiter",
   "source[].parallelism",
+  "source[].count",
+  "source[].rate",
+  "source[].fields",
+  "source[].seed",
+  "source[].events",
+  "source[].stream",
+  "source[].event_rate",
+  "source[].base_time",
+  "source[].generation_time_field",
+  "source[].partition_by",
+  "source[].partitions",
+  "source[].processing_time",
+  "source[].processing_time.field",
   "operator[].name",
   "operator[].type",
   "operator[].input",
@@ -66,6 +81,13 @@ const std::vector<std::string> key_catalogue = {
   "operator[].window.type",
   "operator[].window.size",
   "operator[].window.offset",
+  "operator[].window.slide",
+  "operator[].window.gap",
+  "operator[].window.time",
+  "operator[].trigger",
+  "operator[].trigger.type",
+  "operator[].trigger.count",
+  "operator[].trigger.purge",
   "operator[].aggregate",
   "operator[].allowed_lateness",
   "operator[].late_output",
@@ -83,6 +105,10 @@ const std::vector<std::string> key_catalogue = {
   "sink[].highlight",
   "sink[].highlight.label",
   "sink[].highlight.where",
+  "sink[].rate",
+  "sink[].report",
+  "sink[].digest",
+  "sink[].latency_field",
 };
 
 /// The direct children of `prefix` ("job.", "operator[].window.") in the
@@ -106,23 +132,46 @@ const std::map<std::string, key_list, std::less<>> operator_type_keys = {
   {"filter", {"where"}},
   {"select", {"fields"}},
   {"map", {"fields"}},
-  {"window", {"key_by", "window", "aggregate", "allowed_lateness", "late_output"}},
+  {"window",
+   {"key_by", "window", "trigger", "aggregate", "allowed_lateness", "late_output"}},
   {"union", {}},
 };
 
 const std::map<std::string, key_list, std::less<>> sink_type_keys = {
   {"file", {"path", "format"}},
   {"stdout", {"format"}},
+  {"blackhole", {"rate", "report", "digest", "latency_field"}},
   {"summary",
    {"title", "group_by", "aggregate", "order_by", "ascending", "limit", "highlight"}},
 };
 
-const key_list source_types = {"file"};
-const key_list unavailable_source_types = {"kafka", "generator"};
+const key_list source_types = {"file", "generator", "nexmark"};
+const key_list unavailable_source_types = {"kafka"};
+// The keys of generated sources; only they take the keys in
+// generated_source_only_keys.
+const key_list generator_source_keys = {"name", "type", "count", "rate", "fields", "seed",
+                                        "event_time", "watermark", "parallelism",
+                                        "generation_time_field"};
+const key_list nexmark_source_keys = {"name", "type", "events", "stream", "seed", "rate",
+                                      "event_rate", "base_time", "watermark", "parallelism",
+                                      "generation_time_field"};
+const key_list generated_source_only_keys = {"count", "rate", "fields", "seed", "events",
+                                             "stream", "event_rate", "base_time",
+                                             "generation_time_field"};
+const key_list nexmark_streams = {"bid", "auction", "person"};
 const key_list operator_types = {"filter", "select", "map", "window", "union"};
-const key_list sink_types = {"file", "stdout", "summary"};
-const key_list window_types = {"tumbling"};
-const key_list unavailable_window_types = {"sliding", "session", "global", "count"};
+const key_list sink_types = {"file", "stdout", "summary", "blackhole"};
+const key_list window_types = {"tumbling", "sliding", "session", "global", "count"};
+// The keys of `window = {...}` that each window type takes.
+const std::map<std::string, key_list, std::less<>> window_type_keys = {
+  {"tumbling", {"type", "size", "offset", "time"}},
+  {"sliding", {"type", "size", "slide", "offset", "time"}},
+  {"session", {"type", "gap", "time"}},
+  {"global", {"type"}},
+  {"count", {"type", "size", "slide"}},
+};
+const key_list window_times = {"event", "processing"};
+const key_list trigger_types = {"event_time", "processing_time", "count"};
 const key_list source_formats = {"jsonl", "csv", "apache_combined"};
 const key_list file_sink_formats = {"jsonl", "csv"};
 const key_list stdout_formats = {"jsonl"};
@@ -344,9 +393,40 @@ struct source_def : element {
   format::decoder_options decoder;
   located event_time_field;
   watermark_options watermark;
+  located partition_by;
+  std::vector<std::string> partitions;
+  located processing_time_field;
+  // Generated sources (type = "generator" or "nexmark"):
+  std::string generated; ///< the type, empty for a file source
+  generator_source_spec generator;
+  nexmark_source_spec nexmark;
+  std::vector<named_text> generator_fields;
+  const toml::node* fields_node = nullptr;
+  const toml::node* event_time_node = nullptr;
+  std::size_t generated_parallelism = 0;
 };
 
 enum class op_kind { filter, select, map, window, union_ };
+
+/// `window = {...}` of a window operator; `type` is empty when broken.
+struct window_def {
+  std::string type;
+  milliseconds size{0};
+  milliseconds slide{0};
+  milliseconds offset{0};
+  milliseconds gap{0};
+  std::int64_t count_size = 0;  ///< count windows: records per window
+  std::int64_t count_slide = 0; ///< count windows: records per firing; 0 = size
+  bool processing_time = false; ///< time = "processing"
+};
+
+/// `trigger = {...}` of a window operator; `type` is empty when broken.
+struct trigger_def {
+  std::string type;
+  std::int64_t count = 0;
+  bool purge = false;
+  const toml::node* node = nullptr;
+};
 
 struct operator_def : element {
   std::optional<op_kind> op;
@@ -358,16 +438,17 @@ struct operator_def : element {
   const toml::node* fields_node = nullptr;
   std::vector<located> key_by;
   const toml::node* key_by_node = nullptr;
-  milliseconds size{0};
-  milliseconds offset{0};
+  window_def window;
   const toml::node* window_node = nullptr;
+  std::optional<trigger_def> trigger;
+  const toml::node* trigger_node = nullptr;
   std::vector<named_text> aggregates;
   const toml::node* aggregate_node = nullptr;
   milliseconds allowed_lateness{0};
   located late_output;
 };
 
-enum class sink_kind { file, stdout_, summary };
+enum class sink_kind { file, stdout_, summary, blackhole };
 
 struct sink_def : element {
   std::optional<sink_kind> sink;
@@ -382,6 +463,8 @@ struct sink_def : element {
   std::size_t limit = 10;
   std::string highlight_label;
   located highlight_where;
+  blackhole_sink_spec blackhole;
+  const toml::node* latency_node = nullptr;
 };
 
 std::string context_note(std::string_view kind, std::size_t index,
@@ -716,6 +799,8 @@ private:
   void parse_top(const toml::table& root);
   void parse_job(const toml::table& root);
   void parse_source(const toml::table& t, std::size_t index);
+  void parse_generated_source(const toml::table& t, std::size_t index, const std::string& type);
+  void build_generated_source(job& j, source_def& s);
   void parse_operator(const toml::table& t, std::size_t index);
   void parse_sink(const toml::table& t, std::size_t index);
   template <class F>
@@ -900,7 +985,35 @@ void loader::parse_job(const toml::table& root) {
     job_opts_.parallelism = *opts_.parallelism;
 }
 
+/// A rate: a positive integer or float (rows or events per second).
+std::optional<double> positive_rate(reader& r, std::string_view key) {
+  auto* n = r.get(key);
+  if (!n)
+    return std::nullopt;
+  double v = 0;
+  if (auto* i = n->as_integer()) {
+    v = static_cast<double>(i->get());
+  } else if (auto* f = n->as_floating_point()) {
+    v = f->get();
+  } else {
+    r.wrong_type(*n, key, "a number (per second)");
+    return std::nullopt;
+  }
+  if (!(v > 0) || v > 1e15) {
+    auto* i = n->as_integer();
+    r.fail(pos_of(*n), r.path(key) + " must be a positive number per second, got " +
+                         (i ? std::to_string(i->get()) : std::to_string(v)));
+    return std::nullopt;
+  }
+  return v;
+}
+
 void loader::parse_source(const toml::table& t, std::size_t index) {
+  if (auto* ty = t.get_as<std::string>("type");
+      ty && (ty->get() == "generator" || ty->get() == "nexmark")) {
+    parse_generated_source(t, index, ty->get());
+    return;
+  }
   auto& d = sources_.emplace_back();
   d.index = index;
   d.table = &t;
@@ -910,7 +1023,18 @@ void loader::parse_source(const toml::table& t, std::size_t index) {
   // do not stop it from being built, so that its dependents are checked too.
   bool soft_ok = true;
   reader soft(*this, t, "", d.notes, soft_ok);
-  r.check_keys(children("source[]."));
+  key_list file_keys;
+  for (const auto& k : children("source[]."))
+    if (!contains(generated_source_only_keys, k))
+      file_keys.push_back(k);
+  r.check_keys(file_keys, [](std::string_view key)
+                 -> std::optional<std::pair<std::string, std::vector<std::string>>> {
+    if (!contains(generated_source_only_keys, key))
+      return std::nullopt;
+    return std::pair{"'" + std::string(key) + "' does not apply to a file source",
+                     std::vector<std::string>{"hint: '" + std::string(key) +
+                                              "' is a key of generator and nexmark sources"}};
+  });
   if (auto v = r.string("name", true, true)) {
     d.name = v->value;
     d.name_node = v->node;
@@ -1019,6 +1143,49 @@ void loader::parse_source(const toml::table& t, std::size_t index) {
     if (auto v = wr.duration("idle_timeout"))
       d.watermark.idle_timeout = *v;
   }
+  // Checks that `f` names a field of the schema (with a did-you-mean hint).
+  auto field_of_schema = [&](reader& rr, const located& f, const std::string& what)
+    -> std::optional<type_id> {
+    const auto& s = d.decoder.schema;
+    if (!s)
+      return std::nullopt;
+    auto idx = s->index_of(f.value);
+    if (idx)
+      return s->at(*idx).type;
+    key_list names;
+    for (const auto& fl : s->fields())
+      names.push_back(fl.name);
+    std::vector<std::string> extra;
+    if (auto c = closest(f.value, names))
+      extra.push_back("hint: did you mean " + quote(*c) + "?");
+    extra.push_back("hint: the fields are " + s->to_string());
+    rr.fail(pos_of(*f.node), what + " " + quote(f.value) + " is not a field of the schema",
+            std::move(extra));
+    return std::nullopt;
+  };
+  if (auto v = r.string("partition_by", false, true)) {
+    d.partition_by = *v;
+    field_of_schema(r, *v, "partition_by");
+  }
+  if (auto ps = r.string_array("partitions", false, 1)) {
+    for (const auto& p : *ps)
+      d.partitions.push_back(p.value);
+    if (d.partition_by.value.empty())
+      r.fail(pos_of(*r.get("partitions")), "partitions needs partition_by",
+                {"hint: partition_by names the field whose values are the partitions"});
+  }
+  if (auto* pt = r.subtable("processing_time")) {
+    auto pr = r.sub(*pt, "processing_time");
+    pr.check_keys(children("source[].processing_time."));
+    if (auto f = pr.string("field", true, true)) {
+      d.processing_time_field = *f;
+      if (auto ty = field_of_schema(pr, *f, "processing_time.field");
+          ty && *ty != type_id::timestamp && *ty != type_id::int64)
+        pr.fail(pos_of(*f->node), "processing_time.field " + quote(f->value) +
+                                    " must name a timestamp or int64 field, got " +
+                                    std::string(to_string(*ty)));
+    }
+  }
   if (auto* c = soft.subtable("csv")) {
     auto cr = soft.sub(*c, "csv");
     cr.check_keys(children("source[].csv."));
@@ -1055,6 +1222,203 @@ std::string plain_list(const key_list& xs) {
     if (!out.empty())
       out += ", ";
     out += x;
+  }
+  return out;
+}
+
+/// Reads the keys of `window = {...}` (table `w`) for window type `type`.
+void parse_window(operator_def& op, const toml::table& w, const std::string& type,
+                  reader& wr) {
+  auto& wd = op.window;
+  const auto& allowed = window_type_keys.at(type);
+  wr.check_keys(allowed, [&](std::string_view key)
+                  -> std::optional<std::pair<std::string, std::vector<std::string>>> {
+    key_list users;
+    for (const auto& [t, keys] : window_type_keys)
+      if (contains(keys, key))
+        users.push_back(t);
+    if (users.empty()) {
+      // A typo of a key of another window type ('slid' in a tumbling window)?
+      key_list all = children("operator[].window.");
+      if (closest(key, allowed) || !closest(key, all))
+        return std::nullopt;
+      auto c = *closest(key, all);
+      key_list owners;
+      for (const auto& [t, keys] : window_type_keys)
+        if (contains(keys, c))
+          owners.push_back(t);
+      return std::pair{"unknown key 'window." + std::string(key) + "'",
+                       std::vector<std::string>{"hint: did you mean '" + c + "'? It is a key of " +
+                                                plain_list(owners) + " windows"}};
+    }
+    return std::pair{"'" + std::string(key) + "' does not apply to a " + type + " window",
+                     std::vector<std::string>{"hint: '" + std::string(key) + "' is a key of " +
+                                              plain_list(users) + " windows"}};
+  });
+  bool ok = true;
+  if (contains(allowed, "time")) {
+    if (auto t = wr.choice("time", window_times))
+      wd.processing_time = t->value == "processing";
+    else if (w.get("time"))
+      ok = false;
+  }
+  if (type == "tumbling" || type == "sliding") {
+    auto size = wr.duration("size", reader::sign::positive, true);
+    std::optional<milliseconds> slide;
+    if (type == "sliding") {
+      slide = wr.duration("slide", reader::sign::positive, true);
+      ok = ok && slide.has_value();
+    }
+    auto offset = wr.duration("offset", reader::sign::any);
+    ok = ok && size.has_value() && (offset.has_value() || !w.get("offset"));
+    if (size && offset && (offset->count() >= size->count() ||
+                           -offset->count() >= size->count())) {
+      wr.fail(pos_of(*w.get("offset")),
+              "window.offset must be smaller than window.size (" + format_duration(*size) +
+                ") in magnitude, got " + quote(w.get("offset")->as_string()->get()));
+      ok = false;
+    }
+    if (size)
+      wd.size = *size;
+    if (slide)
+      wd.slide = *slide;
+    if (offset)
+      wd.offset = *offset;
+  } else if (type == "session") {
+    auto gap = wr.duration("gap", reader::sign::positive, true);
+    ok = ok && gap.has_value();
+    if (gap)
+      wd.gap = *gap;
+  } else if (type == "count") {
+    const std::vector<std::string> hint = {
+      "hint: a count window's size and slide are numbers of records: "
+      "window = { type = \"count\", size = 100, slide = 10 }"};
+    constexpr auto max = std::numeric_limits<std::int64_t>::max();
+    if (!w.get("size")) {
+      wr.missing("size", hint);
+      ok = false;
+    } else if (auto v = wr.integer("size", 1, max)) {
+      wd.count_size = *v;
+    } else {
+      ok = false;
+    }
+    if (w.get("slide")) {
+      if (auto v = wr.integer("slide", 1, max))
+        wd.count_slide = *v;
+      else
+        ok = false;
+    }
+  }
+  if (ok)
+    wd.type = type;
+}
+
+/// The cross-checks of a window operator's keys: a trigger where none
+/// applies, lateness where nothing is ever late.
+void check_window_options(operator_def& op, reader& soft) {
+  const auto& wd = op.window;
+  if (wd.type.empty())
+    return;
+  if (wd.type == "count" && op.trigger_node) {
+    soft.fail(pos_of(*op.trigger_node), "a count window has its own trigger",
+              {"hint: for another trigger write window = { type = \"global\" } and the "
+               "trigger"});
+  }
+  if (wd.type == "global" && !op.trigger_node) {
+    soft.fail(pos_of(*op.window_node), "a global window needs a trigger, or it never fires",
+              {"hint: add trigger = { type = \"count\", count = 100 } (purge = true to emit "
+               "disjoint batches)"});
+  }
+  const bool event_time = !wd.processing_time && wd.type != "global" && wd.type != "count";
+  if (event_time)
+    return;
+  const std::string kind = wd.processing_time ? "a processing-time" : "a " + wd.type;
+  if (auto* n = soft.get("allowed_lateness"); n && op.allowed_lateness.count() > 0)
+    soft.fail(pos_of(*n), "allowed_lateness applies to event-time windows only; " + kind +
+                            " window is never late");
+  if (op.late_output.node)
+    soft.fail(pos_of(*op.late_output.node),
+              "late_output applies to event-time windows only; " + kind +
+                " window is never late");
+}
+
+/// The assigner, trigger and evictor a window operator's keys describe.
+struct windowing {
+  std::shared_ptr<const window::window_assigner> assigner;
+  std::shared_ptr<const window::trigger> trigger; ///< null = the assigner's default
+  std::shared_ptr<const window::evictor> evictor;
+};
+
+template <class T>
+std::shared_ptr<const T> shared(T x) {
+  return std::make_shared<const T>(std::move(x));
+}
+
+/// Builds the windowing of `op`; a broken window table (already reported)
+/// gets a 1ms tumbling window as a stand-in so that the rest is checked.
+expected<windowing> make_windowing(const operator_def& op) {
+  const auto& wd = op.window;
+  windowing out;
+  auto take = [&out](auto made) -> expected<std::monostate> {
+    if (!made)
+      return made.error();
+    out.assigner = shared(std::move(*made));
+    return std::monostate{};
+  };
+  expected<std::monostate> ok = std::monostate{};
+  if (wd.type == "sliding") {
+    ok = wd.processing_time
+           ? take(window::sliding_processing_time_windows::make(wd.size, wd.slide, wd.offset))
+           : take(window::sliding_event_time_windows::make(wd.size, wd.slide, wd.offset));
+  } else if (wd.type == "session") {
+    ok = wd.processing_time ? take(window::processing_time_session_windows::make(wd.gap))
+                            : take(window::event_time_session_windows::make(wd.gap));
+  } else if (wd.type == "global" || wd.type == "count") {
+    out.assigner = std::make_shared<const window::global_windows>();
+  } else if (wd.type == "tumbling" && wd.processing_time) {
+    ok = take(window::tumbling_processing_time_windows::make(wd.size, wd.offset));
+  } else if (wd.type.empty()) {
+    ok = take(window::tumbling_event_time_windows::make(milliseconds{1}));
+  } else {
+    ok = take(window::tumbling_event_time_windows::make(wd.size, wd.offset));
+  }
+  if (!ok)
+    return ok.error();
+
+  if (wd.type == "count") {
+    // Flink's KeyedStream.countWindow(size[, slide]).
+    auto count = window::count_trigger::make(wd.count_slide > 0 ? wd.count_slide
+                                                                : wd.count_size);
+    if (!count)
+      return count.error();
+    if (wd.count_slide > 0) {
+      auto ev = window::count_evictor::make(wd.count_size);
+      if (!ev)
+        return ev.error();
+      out.evictor = shared(std::move(*ev));
+      out.trigger = shared(std::move(*count));
+    } else {
+      out.trigger = std::make_shared<const window::purging_trigger>(shared(std::move(*count)));
+    }
+    return out;
+  }
+  if (op.trigger && !op.trigger->type.empty()) {
+    const auto& td = *op.trigger;
+    if (td.type == "event_time") {
+      out.trigger = std::make_shared<const window::event_time_trigger>();
+    } else if (td.type == "processing_time") {
+      out.trigger = std::make_shared<const window::processing_time_trigger>();
+    } else {
+      auto count = window::count_trigger::make(td.count);
+      if (!count)
+        return count.error();
+      out.trigger = shared(std::move(*count));
+    }
+    if (td.purge)
+      out.trigger = std::make_shared<const window::purging_trigger>(out.trigger);
+  } else if (wd.type == "global") {
+    // Reported by check_window_options; a never-firing trigger stands in.
+    out.trigger = out.assigner->default_trigger();
   }
   return out;
 }
@@ -1167,37 +1531,47 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
       op.key_by = std::move(*kb);
     op.window_node = r.get("window");
     if (auto* w = soft.subtable("window", true)) {
-      auto wr = soft.sub(*w, "window");
-      auto wt = wr.string("type", true);
-      key_list all_types = window_types;
-      all_types.insert(all_types.end(), unavailable_window_types.begin(),
-                       unavailable_window_types.end());
-      if (wt && contains(unavailable_window_types, wt->value)) {
-        wr.fail(pos_of(*wt->node), "window type '" + wt->value + "' is not supported yet",
-                {"hint: supported window types: " + quoted_list(window_types)});
-      } else if (wt && !contains(window_types, wt->value)) {
+      // The type fixes the output schema (global and count windows number
+      // their firings), so a broken type stops the operator's dependents.
+      auto hard = r.sub(*w, "window");
+      auto wt = hard.string("type", true);
+      if (wt && !contains(window_types, wt->value)) {
         std::vector<std::string> extra;
-        if (auto c = closest(wt->value, all_types))
+        if (auto c = closest(wt->value, window_types))
           extra.push_back("hint: did you mean " + quote(*c) + "?");
-        extra.push_back("hint: supported window types: " + quoted_list(window_types));
-        wr.fail(pos_of(*wt->node), "unknown window type '" + wt->value + "'",
-                std::move(extra));
-      } else {
-        // Other window types take other keys (slide, gap): check only tumbling's.
-        wr.check_keys(children("operator[].window."));
-        auto size = wr.duration("size", reader::sign::positive, true);
-        auto offset = wr.duration("offset", reader::sign::any);
-        if (size)
-          op.size = *size;
-        if (size && offset && (offset->count() >= size->count() ||
-                               -offset->count() >= size->count()))
-          wr.fail(pos_of(*w->get("offset")),
-                  "window.offset must be smaller than window.size (" +
-                    format_duration(*size) + ") in magnitude, got " +
-                    quote(w->get("offset")->as_string()->get()));
-        else if (offset)
-          op.offset = *offset;
+        extra.push_back("hint: window types: " + quoted_list(window_types));
+        hard.fail(pos_of(*wt->node), "unknown window type '" + wt->value + "'",
+                  std::move(extra));
+      } else if (wt) {
+        auto wr = soft.sub(*w, "window");
+        parse_window(op, *w, wt->value, wr);
       }
+    }
+    op.trigger_node = r.get("trigger");
+    if (auto* tt = soft.subtable("trigger")) {
+      auto tr = soft.sub(*tt, "trigger");
+      tr.check_keys(children("operator[].trigger."));
+      trigger_def td;
+      td.node = op.trigger_node;
+      if (auto ty = tr.choice("type", trigger_types, true)) {
+        td.type = ty->value;
+        if (td.type == "count") {
+          if (!tt->get("count")) {
+            tr.missing("count", {"hint: count is the number of records per firing: "
+                                 "trigger = { type = \"count\", count = 100 }"});
+            td.type.clear();
+          } else if (auto c = tr.integer("count", 1, std::numeric_limits<std::int64_t>::max()))
+            td.count = *c;
+          else
+            td.type.clear();
+        } else if (auto* c = tt->get("count")) {
+          tr.fail(pos_of(*c), "trigger.count applies to a count trigger only, not to " +
+                                quote(td.type));
+        }
+      }
+      if (auto pg = tr.boolean("purge"))
+        td.purge = *pg;
+      op.trigger = td;
     }
     op.aggregate_node = r.get("aggregate");
     if (auto a = r.string_table("aggregate", true, "a call string such as \"sum(bytes)\""))
@@ -1206,6 +1580,7 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
       op.allowed_lateness = *v;
     if (auto v = soft.string("late_output", false, true))
       op.late_output = *v;
+    check_window_options(op, soft);
   }
 }
 
@@ -1233,9 +1608,10 @@ void loader::parse_sink(const toml::table& t, std::size_t index) {
       r.fail(pos_of(*ty->node), "unknown sink type '" + ty->value + "'", std::move(extra));
     } else {
       type = ty->value;
-      s.sink = *type == "file"     ? sink_kind::file
-               : *type == "stdout" ? sink_kind::stdout_
-                                   : sink_kind::summary;
+      s.sink = *type == "file"        ? sink_kind::file
+               : *type == "stdout"    ? sink_kind::stdout_
+               : *type == "blackhole" ? sink_kind::blackhole
+                                      : sink_kind::summary;
     }
   }
   key_list allowed;
@@ -1273,6 +1649,17 @@ void loader::parse_sink(const toml::table& t, std::size_t index) {
         f->value == "csv" ? format::format_kind::csv : format::format_kind::jsonl;
   } else if (*type == "stdout") {
     soft.choice("format", stdout_formats);
+  } else if (*type == "blackhole") {
+    if (auto v = positive_rate(soft, "rate"))
+      s.blackhole.rate = *v;
+    if (auto v = soft.boolean("report"))
+      s.blackhole.report = *v;
+    if (auto v = soft.boolean("digest"))
+      s.blackhole.digest = *v;
+    if (auto v = r.string("latency_field", false, true)) {
+      s.blackhole.latency_field = v->value;
+      s.latency_node = v->node;
+    }
   } else {
     if (auto v = soft.string("title"))
       s.title = v->value;
@@ -1470,6 +1857,168 @@ bool loader::check_fields_exist(element& e, const schema& in,
   return good;
 }
 
+void loader::parse_generated_source(const toml::table& t, std::size_t index,
+                                    const std::string& type) {
+  auto& d = sources_.emplace_back();
+  d.index = index;
+  d.table = &t;
+  d.generated = type;
+  d.notes = {context_note("source", index, t)};
+  reader r(*this, t, "", d.notes, d.ok);
+  bool soft_ok = true;
+  reader soft(*this, t, "", d.notes, soft_ok);
+  const bool is_nexmark = type == "nexmark";
+  const key_list& allowed = is_nexmark ? nexmark_source_keys : generator_source_keys;
+  r.check_keys(allowed, [&](std::string_view key)
+                 -> std::optional<std::pair<std::string, std::vector<std::string>>> {
+    if (!contains(children("source[]."), key))
+      return std::nullopt;
+    key_list users;
+    if (contains(generator_source_keys, key))
+      users.push_back("generator");
+    if (contains(nexmark_source_keys, key))
+      users.push_back("nexmark");
+    if (!contains(generated_source_only_keys, key))
+      users.insert(users.begin(), "file");
+    return std::pair{"'" + std::string(key) + "' does not apply to a " + type + " source",
+                     std::vector<std::string>{"hint: '" + std::string(key) +
+                                              "' is a key of " + plain_list(users) +
+                                              " sources"}};
+  });
+  if (auto v = r.string("name", true, true)) {
+    d.name = v->value;
+    d.name_node = v->node;
+  }
+  constexpr auto unbounded = std::numeric_limits<std::int64_t>::max();
+  std::optional<std::uint64_t> count;
+  if (auto v = r.integer(is_nexmark ? "events" : "count", 0, unbounded))
+    count = static_cast<std::uint64_t>(*v);
+  std::uint64_t seed = 0;
+  if (auto* n = r.get("seed")) {
+    if (auto* i = n->as_integer())
+      seed = static_cast<std::uint64_t>(i->get());
+    else
+      r.wrong_type(*n, "seed", "an integer");
+  }
+  double rate = 0;
+  if (auto v = positive_rate(r, "rate"))
+    rate = *v;
+  std::string generation_time_field;
+  if (auto v = r.string("generation_time_field", false, true))
+    generation_time_field = v->value;
+  if (auto v = soft.integer("parallelism", 1, max_key_groups)) {
+    if (static_cast<std::size_t>(*v) > job_opts_.max_parallelism)
+      soft.fail(pos_of(*soft.get("parallelism")),
+                "parallelism must not exceed job.max_parallelism (" +
+                  std::to_string(job_opts_.max_parallelism) + "), got " + std::to_string(*v));
+    else
+      d.generated_parallelism = static_cast<std::size_t>(*v);
+  }
+  watermark_options wm;
+  if (auto* w = soft.subtable("watermark")) {
+    auto wr = soft.sub(*w, "watermark");
+    wr.check_keys(children("source[].watermark."));
+    if (auto v = wr.duration("max_out_of_orderness"))
+      wm.max_out_of_orderness = *v;
+    if (auto v = wr.duration("idle_timeout"))
+      wm.idle_timeout = *v;
+  }
+  if (is_nexmark) {
+    auto& spec = d.nexmark;
+    spec.events = count;
+    spec.generator.seed = seed;
+    spec.rate = rate;
+    spec.generation_time_field = generation_time_field;
+    spec.watermark = wm;
+    if (auto v = r.choice("stream", nexmark_streams))
+      spec.stream = v->value == "bid"       ? nexmark_stream::bid
+                    : v->value == "auction" ? nexmark_stream::auction
+                                            : nexmark_stream::person;
+    if (auto v = r.integer("event_rate", 1, unbounded))
+      spec.generator.event_rate = *v;
+    if (auto* n = r.get("base_time")) {
+      if (auto* i = n->as_integer()) {
+        spec.generator.base_time = i->get();
+      } else if (auto* str = n->as_string()) {
+        if (auto ms = parse_iso8601(str->get()))
+          spec.generator.base_time = *ms;
+        else
+          r.fail(pos_of(*n), "base_time must be an ISO-8601 time, got " + quote(str->get()),
+                 {"hint: write \"2015-07-15T00:00:00Z\" or an integer of ms since the epoch"});
+      } else {
+        r.wrong_type(*n, "base_time", "an ISO-8601 string or an integer of ms");
+      }
+    }
+    return;
+  }
+  auto& spec = d.generator;
+  spec.count = count;
+  spec.seed = seed;
+  spec.rate = rate;
+  spec.generation_time_field = generation_time_field;
+  spec.watermark = wm;
+  d.fields_node = r.get("fields");
+  if (auto f = r.string_table("fields", true, "an expression string")) {
+    d.generator_fields = std::move(*f);
+    for (const auto& e : d.generator_fields)
+      spec.fields.emplace_back(e.name, e.text);
+  }
+  if (auto* et = r.subtable("event_time")) {
+    auto er = r.sub(*et, "event_time");
+    er.check_keys(children("source[].event_time."));
+    if (auto f = er.string("field", true, true)) {
+      spec.event_time_field = f->value;
+      d.event_time_node = f->node;
+      if (!d.generator_fields.empty()) {
+        key_list names;
+        for (const auto& e : d.generator_fields)
+          names.push_back(e.name);
+        if (!contains(names, f->value)) {
+          std::vector<std::string> extra;
+          if (auto c = closest(f->value, names))
+            extra.push_back("hint: did you mean " + quote(*c) + "?");
+          extra.push_back("hint: the fields are " + plain_list(names));
+          er.fail(pos_of(*f->node),
+                  "event_time.field " + quote(f->value) + " is not a field of the generator",
+                  std::move(extra));
+        }
+      }
+    }
+  }
+}
+
+void loader::build_generated_source(job& j, source_def& s) {
+  const operator_options oo{s.name, s.generated_parallelism};
+  if (s.generated == "nexmark") {
+    auto r = j.from_nexmark(s.nexmark, oo);
+    if (!r)
+      report_api(s, s.table->get("generation_time_field"), "", r.error());
+    return;
+  }
+  auto r = j.from_generator(s.generator, oo);
+  if (r)
+    return;
+  // Point at every field expression that does not compile.
+  bool found = false;
+  for (const auto& f : s.generator_fields) {
+    auto c = expr::compile(f.text, *generator_input_schema(),
+                           expr::compile_options{s.generator.seed});
+    if (!c) {
+      report_api(s, f.node, "fields." + f.name, c.error());
+      found = true;
+    }
+  }
+  if (found)
+    return;
+  const auto& msg = r.error().message;
+  const toml::node* at = nullptr;
+  if (msg.rfind("event_time", 0) == 0)
+    at = s.event_time_node;
+  else if (msg.rfind("generation_time_field", 0) == 0)
+    at = s.table->get("generation_time_field");
+  report_api(s, at, "", error{r.error().code, msg, error::npos});
+}
+
 void loader::build_operator(job& j, operator_def& op) {
   if (!op.ok || !op.op)
     return;
@@ -1527,28 +2076,26 @@ void loader::build_operator(job& j, operator_def& op) {
                    error{keyed.error().code, keyed.error().message, error::npos});
         return;
       }
-      // A broken window table was reported; 1ms stands in to check the rest.
-      const auto size = op.size.count() > 0 ? op.size : milliseconds{1};
-      auto assigner = window::tumbling_event_time_windows::make(size, op.offset);
-      if (!assigner) {
+      auto w = make_windowing(op);
+      if (!w) {
         report_api(op, op.window_node, "window",
-                   error{assigner.error().code, assigner.error().message, error::npos});
+                   error{w.error().code, w.error().message, error::npos});
         return;
       }
-      std::shared_ptr<const window::window_assigner> shared =
-        std::make_shared<window::tumbling_event_time_windows>(std::move(assigner.value()));
+      const auto& shared = w->assigner;
       std::vector<window::aggregate_spec> aggs;
       for (const auto& a : op.aggregates)
         aggs.push_back(window::aggregate_spec{a.name, a.text});
-      auto r = keyed->window(shared, aggs, window_options{op.allowed_lateness,
-                                                          op.late_output.value},
+      auto r = keyed->window(shared, aggs,
+                             window_options{op.allowed_lateness, op.late_output.value,
+                                            w->trigger, w->evictor},
                              oo);
       if (r)
         break;
       bool found = false;
       for (const auto& a : op.aggregates) {
         window::window_operator_spec spec{keys, shared, {{a.name, a.text}},
-                                          op.allowed_lateness};
+                                          op.allowed_lateness, w->trigger, w->evictor};
         if (auto p = window::window_plan::make(input_schema, std::move(spec)); !p) {
           report_api(op, a.node, "", p.error()); // the message names the aggregate
           found = true;
@@ -1586,6 +2133,12 @@ void loader::build_sink(job& j, sink_def& s) {
     case sink_kind::stdout_:
       in->print(oo);
       break;
+    case sink_kind::blackhole: {
+      auto r = in->sink_to_blackhole(s.blackhole, oo);
+      if (!r)
+        report_api(s, s.latency_node, "", without_prefix(r.error(), "blackhole: "));
+      break;
+    }
     case sink_kind::summary: {
       const auto& input_schema = in->output_schema();
       if (!check_fields_exist(s, *input_schema, s.group_by, "group_by"))
@@ -1645,11 +2198,18 @@ void loader::build() {
   for (auto& s : sources_) {
     if (!s.ok)
       continue;
+    if (!s.generated.empty()) {
+      build_generated_source(*job_, s);
+      continue;
+    }
     file_source_spec spec;
     spec.path = s.path.value;
     spec.decoder = s.decoder;
     spec.event_time_field = s.event_time_field.value;
     spec.watermark = s.watermark;
+    spec.partition_by = s.partition_by.value;
+    spec.partitions = s.partitions;
+    spec.processing_time_field = s.processing_time_field.value;
     auto r = job_->from_file(std::move(spec), operator_options{s.name, 1});
     if (!r && !s.file_error)
       report_api(s, nullptr, "", r.error());

@@ -2,6 +2,7 @@
 #include "weir/expr/expression.hpp"
 
 #include "node.hpp"
+#include "weir/expr/random.hpp"
 
 namespace weir::expr {
 
@@ -48,12 +49,31 @@ compiled_expression::select(const record_batch& batch) const {
   return out;
 }
 
+namespace {
+
+// Gives every call the seed its rand_* kernel hashes with; before folding,
+// which evaluates calls whose arguments are all literals.
+void set_seed(node& n, std::uint64_t mixed) {
+  if (n.kind == node_kind::call)
+    n.mixed_seed = mixed;
+  for (auto& c : n.children)
+    set_seed(*c, mixed);
+}
+
+} // namespace
+
 expected<compiled_expression> compile(std::string_view text,
                                       const schema& input) {
+  return compile(text, input, compile_options{});
+}
+
+expected<compiled_expression> compile(std::string_view text, const schema& input,
+                                      const compile_options& opts) {
   auto tree = parse(text);
   if (!tree)
     return tree.error();
   node_ptr root = std::move(*tree);
+  set_seed(*root, mixed_seed(opts.random_seed));
   if (auto err = type_check(*root, input))
     return std::move(*err);
   fold(root);

@@ -2,6 +2,7 @@
 // Function kernels and the `like` matcher.
 #include "node.hpp"
 #include "weir/core/timestamp.hpp"
+#include "weir/expr/random.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -230,6 +231,62 @@ column to_timestamp(const column& c, std::size_t rows) {
   return out;
 }
 
+// rand_int / rand_float / rand_string: a stateless hash of (seed, seq,
+// salt) per row (weir/expr/random.hpp); null if any argument is null, and
+// rand_int is null when lo > hi.
+column random_values(const node& n, const std::vector<operand>& args,
+                     std::size_t rows) {
+  column out{n.type};
+  out.validity.assign(rows, 1);
+  for (const auto& a : args) {
+    const std::uint8_t* v = a.col().validity.data();
+    const std::size_t s = a.stride();
+    for (std::size_t i = 0; i < rows; ++i)
+      out.validity[i] &= v[i * s];
+  }
+  const std::int64_t* seq = args[0].col().ints.data();
+  const std::int64_t* salt = args[1].col().ints.data();
+  const std::size_t sq = args[0].stride(), ss = args[1].stride();
+  const std::uint64_t seed = n.mixed_seed;
+  switch (n.fn) {
+    case function_id::rand_int: {
+      out.ints.resize(rows);
+      const std::int64_t* lo = args[2].col().ints.data();
+      const std::int64_t* hi = args[3].col().ints.data();
+      const std::size_t sl = args[2].stride(), sh = args[3].stride();
+      for (std::size_t i = 0; i < rows; ++i) {
+        const std::int64_t l = lo[i * sl], h = hi[i * sh];
+        if (l > h)
+          out.validity[i] = 0;
+        out.ints[i] = out.validity[i]
+                        ? random_int(random_word(seed, seq[i * sq], salt[i * ss]), l, h)
+                        : 0;
+      }
+      break;
+    }
+    case function_id::rand_float:
+      out.floats.resize(rows);
+      for (std::size_t i = 0; i < rows; ++i)
+        out.floats[i] = out.validity[i]
+                          ? random_unit(random_word(seed, seq[i * sq], salt[i * ss]))
+                          : 0.0;
+      break;
+    default: {
+      const std::int64_t* len = args[2].col().ints.data();
+      const std::size_t sl = args[2].stride();
+      out.offsets.reserve(rows + 1);
+      for (std::size_t i = 0; i < rows; ++i) {
+        if (out.validity[i])
+          append_random_letters(out.chars, random_word(seed, seq[i * sq], salt[i * ss]),
+                                len[i * sl]);
+        out.offsets.push_back(static_cast<std::uint32_t>(out.chars.size()));
+      }
+      break;
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 bool like_match(std::string_view s, std::string_view p) noexcept {
@@ -331,6 +388,11 @@ operand evaluate_call(const node& n, std::vector<operand>& args,
       break;
     case function_id::to_timestamp:
       result.owned = to_timestamp(a0, rows);
+      break;
+    case function_id::rand_int:
+    case function_id::rand_float:
+    case function_id::rand_string:
+      result.owned = random_values(n, args, rows);
       break;
   }
   return result;

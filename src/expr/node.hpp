@@ -44,6 +44,9 @@ enum class function_id : std::uint8_t {
   floor,
   coalesce,
   to_timestamp,
+  rand_int,    ///< rand_int(seq, salt, lo, hi), see weir/expr/random.hpp
+  rand_float,  ///< rand_float(seq, salt)
+  rand_string, ///< rand_string(seq, salt, length)
 };
 
 /// A compiled `like` pattern with fast paths for the common shapes.
@@ -86,6 +89,7 @@ struct node {
   std::string name;          ///< field or function name
   std::size_t field_index = 0;
   std::size_t depth = 1;      ///< levels in this subtree (parser limit)
+  std::uint64_t mixed_seed = 0; ///< rand_* calls: mix64(compile_options::random_seed)
   column constant;           ///< literal value, one row
   std::shared_ptr<const like_pattern> pattern; ///< constant `like` pattern
   std::shared_ptr<const in_set> set; ///< literal `in` items, when many

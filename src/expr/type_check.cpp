@@ -74,7 +74,7 @@ struct function_info {
 
 constexpr std::size_t variadic = static_cast<std::size_t>(-1);
 
-constexpr std::array<function_info, 9> functions{{
+constexpr std::array<function_info, 12> functions{{
   {"lower", function_id::lower, 1, 1},
   {"upper", function_id::upper, 1, 1},
   {"length", function_id::length, 1, 1},
@@ -84,6 +84,9 @@ constexpr std::array<function_info, 9> functions{{
   {"floor", function_id::floor, 1, 1},
   {"coalesce", function_id::coalesce, 1, variadic},
   {"to_timestamp", function_id::to_timestamp, 1, 1},
+  {"rand_int", function_id::rand_int, 4, 4},
+  {"rand_float", function_id::rand_float, 2, 2},
+  {"rand_string", function_id::rand_string, 3, 3},
 }};
 
 class checker {
@@ -315,7 +318,7 @@ private:
         msg += ", did you mean " + quoted(*near) + "?";
       else
         msg += " (functions: lower, upper, length, substr, concat, abs, floor, "
-               "coalesce, to_timestamp)";
+               "coalesce, to_timestamp, rand_int, rand_float, rand_string)";
       return type_error(std::move(msg), n.op_offset);
     }
     n.fn = info->id;
@@ -383,6 +386,17 @@ private:
                     type_id::string}))
           return arg_error(0, "int64 (ms), float64 (ms), timestamp or string");
         n.type = type_id::timestamp;
+        break;
+      case function_id::rand_int:
+      case function_id::rand_float:
+      case function_id::rand_string:
+        // Every argument is an int64: seq, salt, then lo and hi or length.
+        for (std::size_t i = 0; i < argc; ++i)
+          if (!is(i, {type_id::int64}))
+            return arg_error(i, "int64");
+        n.type = n.fn == function_id::rand_int     ? type_id::int64
+                 : n.fn == function_id::rand_float ? type_id::float64
+                                                   : type_id::string;
         break;
     }
     return std::nullopt;

@@ -88,7 +88,14 @@ public:
       skip_header_pending_ = false;
       ++consumed;
       reason_.clear();
-      if (dec_->decode(rec, builder_, reason_) == record_decoder::status::bad && on_bad_) {
+      auto st = dec_->decode(rec, builder_, reason_);
+      if (st == record_decoder::status::control) {
+        // A control line ends the batch so that the clock advance travels
+        // after exactly the rows before it.
+        pending_control_ = dec_->control_time();
+        break;
+      }
+      if (st == record_decoder::status::bad && on_bad_) {
         bad_record r;
         r.origin = opts_.path;
         r.line = rec_line;
@@ -104,6 +111,12 @@ public:
   }
 
   std::uint64_t position() const override { return buf_offset_ + start_; }
+
+  std::optional<event_time> take_processing_time_advance() override {
+    auto out = pending_control_;
+    pending_control_.reset();
+    return out;
+  }
 
 private:
   // Drops the consumed prefix and appends up to chunk_bytes from the file.
@@ -160,6 +173,7 @@ private:
   bool bom_checked_ = false;
   bool skip_header_pending_ = false;
   std::string reason_;
+  std::optional<event_time> pending_control_;
 };
 
 } // namespace

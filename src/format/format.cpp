@@ -69,7 +69,7 @@ expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& op
   }
   switch (opts.kind) {
     case format_kind::jsonl:
-      return internal::make_jsonl_decoder(std::move(s), std::move(rc));
+      return internal::make_jsonl_decoder(std::move(s), std::move(rc), opts.control_lines);
     case format_kind::csv:
       if (opts.csv_delimiter == '"' || opts.csv_delimiter == '\r'
           || opts.csv_delimiter == '\n')

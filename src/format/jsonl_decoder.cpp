@@ -42,8 +42,9 @@ struct string_hash {
 
 class jsonl_decoder final : public record_decoder {
 public:
-  jsonl_decoder(schema_ptr s, row_committer rc)
-    : schema_(std::move(s)), rc_(std::move(rc)), slots_(schema_->size()),
+  jsonl_decoder(schema_ptr s, row_committer rc, bool control_lines)
+    : schema_(std::move(s)), rc_(std::move(rc)), control_lines_(control_lines),
+      slots_(schema_->size()),
       present_(schema_->size(), 0) {
     for (std::size_t i = 0; i < schema_->size(); ++i)
       index_.emplace(schema_->at(i).name, i);
@@ -77,6 +78,23 @@ public:
                + std::string{json_type_name(doc.type())};
       return status::bad;
     }
+    if (control_lines_) {
+      simdjson::dom::element control;
+      if (!obj["control"].get(control)) {
+        std::string_view kind;
+        std::int64_t at = 0;
+        if (control.get_string().get(kind) || kind != "advance_processing_time") {
+          reason = "unknown control line (known: \"advance_processing_time\")";
+          return status::bad;
+        }
+        if (obj["proc_time"].get_int64().get(at)) {
+          reason = "control line advance_processing_time needs an integer proc_time";
+          return status::bad;
+        }
+        control_time_ = at;
+        return status::control;
+      }
+    }
     std::fill(present_.begin(), present_.end(), 0);
     for (auto kv : obj) {
       auto it = index_.find(kv.key);
@@ -98,6 +116,8 @@ public:
     }
     return rc_.commit(out, reason);
   }
+
+  event_time control_time() const override { return control_time_; }
 
 private:
   bool type_error(std::size_t i, simdjson::dom::element v, std::string& reason) const {
@@ -159,6 +179,8 @@ private:
 
   schema_ptr schema_;
   row_committer rc_;
+  bool control_lines_ = false;
+  event_time control_time_ = 0;
   std::unordered_map<std::string, std::size_t, string_hash, std::equal_to<>> index_;
   simdjson::dom::parser parser_;
   std::vector<char> padded_;
@@ -168,8 +190,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, row_committer rc) {
-  return std::make_unique<jsonl_decoder>(std::move(s), std::move(rc));
+std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, row_committer rc,
+                                                   bool control_lines) {
+  return std::make_unique<jsonl_decoder>(std::move(s), std::move(rc), control_lines);
 }
 
 } // namespace weir::format::internal

@@ -4,46 +4,16 @@
 #include "aggregates.hpp"
 
 #include "weir/core/key_group.hpp"
+#include "weir/state/keyed_process_function.hpp"
+#include "weir/state/keyed_state_backend.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <stdexcept>
-#include <unordered_map>
 #include <utility>
 
 namespace weir::window {
-
-event_time window_start(event_time ts, std::int64_t offset, std::int64_t size) noexcept {
-  // Floored modulo keeps pre-epoch timestamps in the right window (C++'s %
-  // truncates towards zero: -1 % 10 == -1). Reducing both operands first
-  // keeps `ts - offset` from overflowing near the ends of the int64 range.
-  std::int64_t r = (ts % size - offset % size) % size;
-  if (r < 0)
-    r += size;
-  return ts - r;
-}
-
-expected<tumbling_event_time_windows>
-tumbling_event_time_windows::make(std::chrono::milliseconds size,
-                                  std::chrono::milliseconds offset) {
-  if (size.count() <= 0)
-    return make_error(errc::invalid_argument,
-                      "tumbling window size must be positive, got "
-                        + std::to_string(size.count()) + "ms");
-  if (offset.count() <= -size.count() || offset.count() >= size.count())
-    return make_error(errc::invalid_argument,
-                      "tumbling window offset must satisfy |offset| < size, got offset "
-                        + std::to_string(offset.count()) + "ms for size "
-                        + std::to_string(size.count()) + "ms");
-  return tumbling_event_time_windows{size, offset};
-}
-
-void tumbling_event_time_windows::assign(event_time ts,
-                                         std::vector<time_window>& out) const {
-  auto start = window_start(ts, offset_.count(), size_.count());
-  out.push_back(time_window{start, start + size_.count()});
-}
 
 expected<type_id> check_aggregate(std::string_view call, const schema& input) {
   auto fn = internal::parse_aggregate(call, input);
@@ -57,112 +27,136 @@ struct window_plan::impl {
   schema_ptr output;
   std::vector<std::size_t> key_fields;
   std::shared_ptr<const window_assigner> assigner;
+  std::shared_ptr<const window::trigger> trigger;
+  std::shared_ptr<const window::evictor> evictor;
   internal::aggregate_set aggregates;
   std::int64_t allowed_lateness = 0; // ms
+  bool buffered = false;             // keep records, aggregate when firing
 };
 
 namespace {
 
-// Windows ordered by end first: that is firing order (then start, so
-// windows sharing an end but not a start stay distinct).
-struct by_end {
-  bool operator()(const time_window& a, const time_window& b) const noexcept {
-    return a.end != b.end ? a.end < b.end : a.start < b.start;
-  }
-};
+// -- names of the operator's keyed state -------------------------------------
 
-// Flink's WindowOperator.cleanupTime: max_timestamp + allowed_lateness,
-// saturating at Long.MAX_VALUE.
-event_time cleanup_time(const time_window& w, std::int64_t lateness) noexcept {
+constexpr std::string_view contents_state = "window-contents";
+constexpr std::string_view rows_state = "window-rows";
+constexpr std::string_view trigger_state = "window-trigger";
+constexpr std::string_view fires_state = "window-fires";
+constexpr std::string_view merging_state = "window-merging-set";
+
+// A window as a state namespace: start and end as big-endian u64 with the
+// sign bit flipped, so that byte order is numeric order.
+void put_ordered(std::string& out, std::int64_t x) {
+  auto u = static_cast<std::uint64_t>(x) ^ (std::uint64_t{1} << 63);
+  for (int shift = 56; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((u >> shift) & 0xFF));
+}
+
+std::int64_t get_ordered(std::string_view in) {
+  std::uint64_t u = 0;
+  for (std::size_t i = 0; i < 8; ++i)
+    u = (u << 8) | static_cast<unsigned char>(in[i]);
+  return static_cast<std::int64_t>(u ^ (std::uint64_t{1} << 63));
+}
+
+std::string encode_window(const time_window& w) {
+  std::string out;
+  out.reserve(16);
+  put_ordered(out, w.start);
+  put_ordered(out, w.end);
+  return out;
+}
+
+time_window decode_window(std::string_view ns) {
+  if (ns.size() != 16)
+    throw std::logic_error("window operator: a timer has a namespace that is not a window");
+  return time_window{get_ordered(ns.substr(0, 8)), get_ordered(ns.substr(8, 8))};
+}
+
+// Flink's WindowOperator.cleanupTime: for event time, max_timestamp +
+// allowed_lateness (saturating at Long.MAX_VALUE); otherwise max_timestamp.
+event_time saturating_add(event_time a, std::int64_t b) noexcept {
   event_time out;
-  if (__builtin_add_overflow(w.max_timestamp(), lateness, &out))
+  if (__builtin_add_overflow(a, b, &out))
     return max_watermark;
   return out;
 }
 
-struct key_state {
-  std::vector<value> key_values;
-  std::vector<internal::accumulator> accs;
-  bool refire_pending = false;
+// One record as the aggregating state's input.
+struct row_input {
+  const record_batch* batch = nullptr;
+  const std::vector<column>* args = nullptr;
+  std::uint32_t row = 0;
+  std::uint64_t seq = 0;
 };
 
-struct window_state {
-  std::unordered_map<std::string, key_state> keys;
+using accumulators = std::vector<internal::accumulator>;
+
+class contents_function final
+  : public state::aggregate_function<row_input, accumulators, std::monostate> {
+public:
+  explicit contents_function(const internal::aggregate_set* aggs) : aggs_(aggs) {}
+  accumulators create_accumulator() const override { return accumulators(aggs_->size()); }
+  void add(const row_input& in, accumulators& acc) const override {
+    aggs_->update_row(*in.batch, *in.args, in.row, in.seq, acc.data());
+  }
+  std::monostate get_result(const accumulators&) const override { return {}; }
+  void merge(accumulators& into, const accumulators& from) const override {
+    aggs_->merge(into.data(), from.data());
+  }
+
+private:
+  const internal::aggregate_set* aggs_;
 };
 
-using window_map = std::map<time_window, window_state, by_end>;
+/// A buffered record: arrival number, event time (ms), every input field.
+using buffered_row = std::tuple<std::uint64_t, std::int64_t, std::vector<value>>;
+using window_pair = std::pair<std::int64_t, std::int64_t>;
+
+template <class T>
+T must(expected<T> x) {
+  if (!x)
+    throw std::logic_error("window operator state: " + x.error().message);
+  return std::move(*x);
+}
 
 class window_operator_impl final : public window_operator {
 public:
   explicit window_operator_impl(std::shared_ptr<const window_plan::impl> plan)
-    : plan_(std::move(plan)) {
+    : plan_(std::move(plan)),
+      contents_fn_(std::make_shared<const contents_function>(&plan_->aggregates)) {
+    init_backend(state::key_group_range{0, 127}, 128);
+  }
+
+  void open(const operator_context& ctx) override {
+    clock_ = ctx.clock;
+    init_backend(state::key_group_range_for_subtask(ctx.max_parallelism, ctx.parallelism,
+                                                    ctx.subtask_index),
+                 ctx.max_parallelism);
   }
 
   void process_batch(const record_batch_ptr& batch, output_collector& out) override {
     const record_batch& in = *batch;
     if (in.num_rows == 0)
       return;
-    if (!in.has_timestamps())
+    const auto& p = *plan_;
+    const bool by_event_time = p.assigner->is_event_time();
+    if (by_event_time && !in.has_timestamps())
       throw std::logic_error("window operator received a batch without event "
                              "timestamps; assign event time at the source");
-    const auto& p = *plan_;
-    const std::size_t num_aggs = p.aggregates.size();
+    const event_time now = processing_now();
     auto args = p.aggregates.evaluate(in);
-
-    targets_.clear();
     late_rows_.clear();
-    refires_.clear();
-    for (std::size_t row = 0; row < in.num_rows; ++row) {
-      const event_time ts = in.timestamps[row];
-      assigned_.clear();
-      p.assigner->assign(ts, assigned_);
-      bool key_encoded = false;
-      bool accepted = false;
-      for (const auto& w : assigned_) {
-        if (cleanup_time(w, p.allowed_lateness) <= watermark_)
-          continue; // late for this window: its state is gone
-        accepted = true;
-        if (!key_encoded) {
-          key_scratch_.clear();
-          encode_key(in, p.key_fields, row, key_scratch_);
-          key_encoded = true;
-        }
-        auto wit = windows_.try_emplace(w).first;
-        auto& keys = wit->second.keys;
-        auto kit = keys.find(key_scratch_);
-        if (kit == keys.end()) {
-          key_state ks;
-          ks.key_values.reserve(p.key_fields.size());
-          for (auto idx : p.key_fields)
-            ks.key_values.push_back(in.columns[idx].get(row));
-          ks.accs.resize(num_aggs);
-          kit = keys.emplace(key_scratch_, std::move(ks)).first;
-          ++num_states_;
-        }
-        key_state& ks = kit->second;
-        targets_.push_back(
-          internal::row_target{static_cast<std::uint32_t>(row), ks.accs.data()});
-        // EventTimeTrigger.onElement: FIRE when the watermark is already past
-        // the window (a late firing within allowed lateness).
-        if (w.max_timestamp() <= watermark_ && !ks.refire_pending) {
-          ks.refire_pending = true;
-          refires_.emplace_back(w, &ks);
-        }
-      }
-      if (!accepted)
-        late_rows_.push_back(static_cast<std::uint32_t>(row));
+    for (std::uint32_t row = 0; row < in.num_rows; ++row) {
+      const event_time ts = in.has_timestamps() ? in.timestamps[row] : now;
+      key_scratch_.clear();
+      encode_key(in, p.key_fields, row, key_scratch_);
+      backend_->set_current_key(key_scratch_);
+      const std::uint64_t seq = next_seq_++;
+      if (!process_row(in, args, row, seq, by_event_time ? ts : now, ts))
+        late_rows_.push_back(row);
     }
-    p.aggregates.update(args, targets_);
-
-    if (!refires_.empty()) {
-      batch_builder builder{p.output};
-      for (auto& [w, ks] : refires_) {
-        append_result(builder, w, *ks);
-        ks->refire_pending = false;
-      }
-      emitted_ += builder.rows();
-      out.collect(builder.finish());
-    }
+    flush(out);
     if (!late_rows_.empty()) {
       late_ += late_rows_.size();
       out.collect_side(1, std::make_shared<const record_batch>(in.take(late_rows_)));
@@ -170,73 +164,521 @@ public:
   }
 
   void process_watermark(event_time wm, output_collector& out) override {
-    if (wm <= watermark_)
+    if (wm <= backend_->current_watermark())
       return; // a watermark never goes back; nothing new to fire
-    const event_time prev = watermark_;
-    watermark_ = wm;
-    const auto& p = *plan_;
-
-    // Windows with max_timestamp <= prev fired when prev arrived (or, if
-    // created later, on the element that created them): start after them.
-    auto it = windows_.upper_bound(
-      time_window{std::numeric_limits<event_time>::max(), prev + 1});
-    batch_builder builder{p.output};
-    std::vector<std::pair<const std::string*, const key_state*>> sorted;
-    for (; it != windows_.end() && it->first.max_timestamp() <= wm; ++it) {
-      sorted.clear();
-      for (const auto& [k, ks] : it->second.keys)
-        sorted.emplace_back(&k, &ks);
-      std::sort(sorted.begin(), sorted.end(),
-                [](const auto& a, const auto& b) { return *a.first < *b.first; });
-      for (const auto& [k, ks] : sorted)
-        append_result(builder, it->first, *ks);
-    }
-    if (builder.rows() > 0) {
-      emitted_ += builder.rows();
-      out.collect(builder.finish());
-    }
-
-    // Drop windows whose cleanup time has passed; ordered by end, so a
-    // prefix of the map (every window has the same allowed lateness).
-    while (!windows_.empty()
-           && cleanup_time(windows_.begin()->first, p.allowed_lateness) <= wm) {
-      num_states_ -= windows_.begin()->second.keys.size();
-      windows_.erase(windows_.begin());
-    }
+    backend_->advance_watermark(wm, [this](event_time t) { on_timer(t, true); });
+    flush(out);
     out.emit_watermark(wm);
+  }
+
+  void on_processing_time(event_time now, output_collector& out) override {
+    backend_->advance_processing_time(now, [this](event_time t) { on_timer(t, false); });
+    flush(out);
+  }
+
+  std::optional<event_time> next_processing_timer() const override {
+    return backend_->next_processing_timer();
+  }
+
+  void snapshot_state(std::uint64_t, operator_snapshot& out) override {
+    out.keyed_state = backend_->snapshot();
+    out.operator_state.clear();
+    state::wire::put_u64(out.operator_state, next_seq_);
+  }
+
+  void restore_state(const operator_restore& in) override {
+    for (const auto& [group, bytes] : in.key_groups) {
+      auto r = backend_->restore_key_group(group, bytes);
+      if (!r)
+        throw std::runtime_error("window operator: cannot restore key group "
+                                 + std::to_string(group) + " of checkpoint "
+                                 + std::to_string(in.checkpoint_id) + ": " + r.error().message);
+    }
+    // Arrival numbers only order records of one key; after rescaling, the
+    // largest counter of the previous subtasks keeps them increasing.
+    for (const auto& s : in.operator_states) {
+      std::string_view v = s;
+      std::uint64_t seq = 0;
+      if (!state::wire::get_u64(v, seq))
+        throw std::runtime_error("window operator: malformed operator state in checkpoint "
+                                 + std::to_string(in.checkpoint_id));
+      next_seq_ = std::max(next_seq_, seq);
+    }
   }
 
   std::uint64_t late_records() const noexcept override { return late_; }
   std::uint64_t emitted_results() const noexcept override { return emitted_; }
-  std::size_t active_states() const noexcept override { return num_states_; }
-  event_time current_watermark() const noexcept override { return watermark_; }
+  std::size_t active_states() const noexcept override {
+    return backend_->num_entries(contents_state) + backend_->num_entries(rows_state);
+  }
+  event_time current_watermark() const noexcept override {
+    return backend_->current_watermark();
+  }
 
 private:
-  void append_result(batch_builder& b, const time_window& w, const key_state& ks) {
+  // -- trigger context ------------------------------------------------------
+
+  class context final : public on_merge_context {
+  public:
+    context(window_operator_impl& op, const time_window& w,
+            const std::vector<time_window>* merged = nullptr)
+      : op_(op), window_(w), merged_(merged) {}
+
+    event_time current_watermark() const override { return op_.backend_->current_watermark(); }
+    event_time current_processing_time() const override { return op_.processing_now(); }
+    void register_event_time_timer(event_time t) override {
+      op_.set_namespace(window_);
+      op_.backend_->register_event_time_timer(t);
+    }
+    void delete_event_time_timer(event_time t) override {
+      op_.set_namespace(window_);
+      op_.backend_->delete_event_time_timer(t);
+    }
+    void register_processing_time_timer(event_time t) override {
+      op_.set_namespace(window_);
+      op_.backend_->register_processing_time_timer(t);
+    }
+    void delete_processing_time_timer(event_time t) override {
+      op_.set_namespace(window_);
+      op_.backend_->delete_processing_time_timer(t);
+    }
+    std::optional<std::int64_t> state() const override {
+      op_.set_namespace(window_);
+      return op_.trigger_state_.value();
+    }
+    void set_state(std::int64_t v) override {
+      op_.set_namespace(window_);
+      op_.trigger_state_.update(v);
+    }
+    void clear_state() override {
+      op_.set_namespace(window_);
+      op_.trigger_state_.clear();
+    }
+    void merge_state(std::int64_t (*combine)(std::int64_t, std::int64_t)) override {
+      std::optional<std::int64_t> acc;
+      auto fold = [&](std::optional<std::int64_t> v) {
+        if (v)
+          acc = acc ? combine(*acc, *v) : *v;
+      };
+      if (merged_) {
+        for (const auto& m : *merged_) {
+          if (m == window_)
+            continue;
+          op_.set_namespace(m);
+          fold(op_.trigger_state_.value());
+          op_.trigger_state_.clear();
+        }
+      }
+      op_.set_namespace(window_);
+      fold(op_.trigger_state_.value());
+      if (acc)
+        op_.trigger_state_.update(*acc);
+    }
+
+  private:
+    window_operator_impl& op_;
+    time_window window_;
+    const std::vector<time_window>* merged_;
+  };
+
+  // -- setup ------------------------------------------------------------------
+
+  void init_backend(state::key_group_range range, std::size_t max_parallelism) {
+    backend_ = std::make_unique<state::keyed_state_backend>(range, max_parallelism);
     const auto& p = *plan_;
-    const std::size_t nk = p.key_fields.size();
+    if (p.buffered)
+      rows_ = must(backend_->get_list_state<buffered_row>(rows_state));
+    else
+      contents_ = must(backend_->get_aggregating_state<row_input, accumulators, std::monostate>(
+        contents_state, contents_fn_));
+    trigger_state_ = must(backend_->get_value_state<std::int64_t>(trigger_state));
+    if (p.assigner->is_global())
+      fires_ = must(backend_->get_value_state<std::int64_t>(fires_state));
+    if (p.assigner->as_merging())
+      merging_set_ = must(backend_->get_map_state<window_pair, window_pair>(merging_state));
+  }
+
+  event_time processing_now() const {
+    if (clock_)
+      return clock_->now();
+    // Driven directly (tests): the last time given to on_processing_time.
+    const auto t = backend_->current_processing_time();
+    return t == min_watermark ? 0 : t;
+  }
+
+  void set_namespace(const time_window& w) {
+    ns_scratch_ = encode_window(w);
+    backend_->set_current_namespace(ns_scratch_);
+  }
+
+  event_time cleanup_time(const time_window& w) const noexcept {
+    if (plan_->assigner->is_event_time())
+      return saturating_add(w.max_timestamp(), plan_->allowed_lateness);
+    return w.max_timestamp();
+  }
+
+  bool is_window_late(const time_window& w) const noexcept {
+    return plan_->assigner->is_event_time()
+           && cleanup_time(w) <= backend_->current_watermark();
+  }
+
+  void register_cleanup_timer(const time_window& w) {
+    if (plan_->assigner->is_global())
+      return; // the global window never ends
+    const auto t = cleanup_time(w);
+    if (t == max_watermark)
+      return; // no timer for the end of time
+    set_namespace(w);
+    if (plan_->assigner->is_event_time())
+      backend_->register_event_time_timer(t);
+    else
+      backend_->register_processing_time_timer(t);
+  }
+
+  void delete_cleanup_timer(const time_window& w) {
+    if (plan_->assigner->is_global())
+      return;
+    const auto t = cleanup_time(w);
+    if (t == max_watermark)
+      return;
+    set_namespace(w);
+    if (plan_->assigner->is_event_time())
+      backend_->delete_event_time_timer(t);
+    else
+      backend_->delete_processing_time_timer(t);
+  }
+
+  // -- merging window set (Flink's MergingWindowSet) ----------------------------
+
+  using window_mapping = std::map<time_window, time_window>;
+
+  window_mapping load_mapping() {
+    backend_->set_current_namespace({});
+    window_mapping m;
+    for (const auto& [w, s] : merging_set_.entries())
+      m.emplace(time_window{w.first, w.second}, time_window{s.first, s.second});
+    return m;
+  }
+
+  void persist_mapping(const window_mapping& m) {
+    backend_->set_current_namespace({});
+    merging_set_.clear();
+    for (const auto& [w, s] : m)
+      merging_set_.put(window_pair{w.start, w.end}, window_pair{s.start, s.end});
+  }
+
+  // Adds `w` to the key's windows, merging as the assigner says; returns the
+  // window `w` ended up in (Flink's MergingWindowSet.addWindow).
+  time_window add_window(window_mapping& mapping, const time_window& w) {
+    std::vector<time_window> all;
+    all.reserve(mapping.size() + 1);
+    for (const auto& [k, v] : mapping)
+      all.push_back(k);
+    all.push_back(w);
+    merges_.clear();
+    plan_->assigner->as_merging()->merge_windows(std::move(all), merges_);
+
+    time_window result = w;
+    bool merged_new = false;
+    for (auto& g : merges_) {
+      auto& merged = g.merged;
+      if (auto it = std::find(merged.begin(), merged.end(), w); it != merged.end()) {
+        merged.erase(it);
+        merged_new = true;
+        result = g.result;
+      }
+      const time_window target_state = mapping.at(merged.front());
+      std::vector<time_window> merged_states;
+      for (const auto& m : merged) {
+        auto it = mapping.find(m);
+        if (it != mapping.end()) {
+          merged_states.push_back(it->second);
+          mapping.erase(it);
+        }
+      }
+      mapping[g.result] = target_state;
+      std::erase(merged_states, target_state);
+      if (!(merged.size() == 1 && merged.front() == g.result))
+        on_merge(g.result, merged, target_state, merged_states);
+    }
+    if (merges_.empty() || (result == w && !merged_new))
+      mapping[result] = result;
+    return result;
+  }
+
+  void on_merge(const time_window& result, const std::vector<time_window>& merged,
+                const time_window& state_window, const std::vector<time_window>& merged_states) {
+    const auto& p = *plan_;
+    {
+      context ctx{*this, result, &merged};
+      p.trigger->on_merge(result, ctx);
+    }
+    for (const auto& m : merged) {
+      context ctx{*this, m};
+      p.trigger->clear(m, ctx);
+      delete_cleanup_timer(m);
+    }
+    if (merged_states.empty())
+      return;
+    std::vector<std::string> sources;
+    for (const auto& s : merged_states)
+      sources.push_back(encode_window(s));
+    const auto target = encode_window(state_window);
+    if (p.buffered) {
+      rows_.merge_namespaces(target, sources);
+      backend_->set_current_namespace(target);
+      std::vector<buffered_row> rows{rows_.get().begin(), rows_.get().end()};
+      std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+        return std::get<0>(a) < std::get<0>(b);
+      });
+      rows_.update(std::move(rows));
+    } else {
+      contents_.merge_namespaces(target, sources);
+    }
+  }
+
+  // -- elements -------------------------------------------------------------------
+
+  // Flink's WindowOperator.processElement for one row (the current key is
+  // set). `at` places the row (event or processing time), `ts` is its event
+  // time. Returns false when the row was late for every window.
+  bool process_row(const record_batch& in, const std::vector<column>& args,
+                   std::uint32_t row, std::uint64_t seq, event_time at, event_time ts) {
+    const auto& p = *plan_;
+    assigned_.clear();
+    p.assigner->assign(at, assigned_);
+    bool skipped = true;
+    if (p.assigner->as_merging()) {
+      auto mapping = load_mapping();
+      for (const auto& w : assigned_) {
+        const time_window actual = add_window(mapping, w);
+        if (is_window_late(actual)) {
+          mapping.erase(actual);
+          continue;
+        }
+        skipped = false;
+        add_to_window(in, args, row, seq, ts, mapping.at(actual), actual);
+      }
+      persist_mapping(mapping);
+    } else {
+      for (const auto& w : assigned_) {
+        if (is_window_late(w))
+          continue;
+        skipped = false;
+        add_to_window(in, args, row, seq, ts, w, w);
+      }
+    }
+    if (!skipped)
+      return true;
+    // Skipped elements of event-time windows are late (ts + lateness <=
+    // watermark); other windows never skip.
+    return !p.assigner->is_event_time();
+  }
+
+  void add_to_window(const record_batch& in, const std::vector<column>& args,
+                     std::uint32_t row, std::uint64_t seq, event_time ts,
+                     const time_window& state_window, const time_window& actual) {
+    const auto& p = *plan_;
+    set_namespace(state_window);
+    if (p.buffered) {
+      std::vector<value> fields;
+      fields.reserve(in.columns.size());
+      for (const auto& c : in.columns)
+        fields.push_back(c.get(row));
+      rows_.add(buffered_row{seq, ts, std::move(fields)});
+    } else {
+      contents_.add(row_input{&in, &args, row, seq});
+    }
+    trigger_result r;
+    {
+      context ctx{*this, actual};
+      r = p.trigger->on_element(ts, actual, ctx);
+    }
+    apply(r, actual, state_window);
+    register_cleanup_timer(actual);
+  }
+
+  void apply(trigger_result r, const time_window& actual, const time_window& state_window) {
+    if (is_fire(r))
+      emit(actual, state_window);
+    if (is_purge(r)) {
+      set_namespace(state_window);
+      if (plan_->buffered)
+        rows_.clear();
+      else
+        contents_.clear();
+    }
+  }
+
+  // -- timers -----------------------------------------------------------------------
+
+  // Flink's WindowOperator.onEventTime / onProcessingTime; the backend set
+  // the timer's key and namespace.
+  void on_timer(event_time t, bool event_time_timer) {
+    const auto& p = *plan_;
+    const time_window w = decode_window(backend_->current_namespace());
+    window_mapping mapping;
+    time_window state_window = w;
+    const bool merging = p.assigner->as_merging() != nullptr;
+    if (merging) {
+      mapping = load_mapping();
+      auto it = mapping.find(w);
+      if (it == mapping.end())
+        return; // a timer of a window merged away (its trigger did not delete it)
+      state_window = it->second;
+    }
+    trigger_result r;
+    {
+      context ctx{*this, w};
+      r = event_time_timer ? p.trigger->on_event_time(t, w, ctx)
+                           : p.trigger->on_processing_time(t, w, ctx);
+    }
+    apply(r, w, state_window);
+    if (event_time_timer == p.assigner->is_event_time() && !p.assigner->is_global()
+        && t == cleanup_time(w)) {
+      clear_all_state(w, state_window);
+      if (merging) {
+        mapping.erase(w);
+        persist_mapping(mapping);
+      }
+    }
+  }
+
+  void clear_all_state(const time_window& w, const time_window& state_window) {
+    const auto& p = *plan_;
+    set_namespace(state_window);
+    if (p.buffered)
+      rows_.clear();
+    else
+      contents_.clear();
+    {
+      context ctx{*this, w};
+      p.trigger->clear(w, ctx);
+    }
+    if (fires_) {
+      set_namespace(w);
+      fires_.clear();
+    }
+  }
+
+  // -- output -------------------------------------------------------------------------
+
+  void emit(const time_window& actual, const time_window& state_window) {
+    const auto& p = *plan_;
+    set_namespace(state_window);
+    if (p.buffered ? !fold_buffered(actual) : contents_.accumulator() == nullptr)
+      return; // nothing in the window (Flink: "if (contents == null) return")
+    std::int64_t fire = 0;
+    if (p.assigner->is_global()) {
+      set_namespace(actual);
+      fire = fires_.value_or(0) + 1;
+      fires_.update(fire);
+    }
+    // Read the accumulators after the last state write: a write may move them.
+    const internal::accumulator* accs = fold_.data();
+    if (!p.buffered) {
+      set_namespace(state_window);
+      accs = contents_.accumulator()->data();
+    }
+    if (!builder_)
+      builder_.emplace(p.output);
+    auto& b = *builder_;
+    auto key_values = must(state::decode_key(backend_->current_key()));
+    const std::size_t nk = key_values.size();
     for (std::size_t k = 0; k < nk; ++k)
-      b.col(k).append_value(ks.key_values[k]);
-    b.col(nk).append_int(w.start);
-    b.col(nk + 1).append_int(w.end);
-    p.aggregates.append_results(ks.accs.data(), &b.col(nk + 2));
-    b.timestamps().push_back(w.max_timestamp());
+      b.col(k).append_value(key_values[k]);
+    std::size_t next = nk;
+    if (p.assigner->is_global()) {
+      b.col(next++).append_int(fire);
+      b.timestamps().push_back(max_watermark);
+    } else {
+      b.col(next++).append_int(actual.start);
+      b.col(next++).append_int(actual.end);
+      b.timestamps().push_back(actual.max_timestamp());
+    }
+    p.aggregates.append_results(accs, &b.col(next));
     b.commit_row();
   }
 
+  // Evicts and aggregates the buffered rows of the current namespace into
+  // fold_; false when there are none (Flink's EvictingWindowOperator).
+  bool fold_buffered(const time_window& w) {
+    const auto& p = *plan_;
+    auto span = rows_.get();
+    if (span.empty())
+      return false;
+    std::vector<buffered_row> rows{span.begin(), span.end()};
+    bool changed = false;
+    auto evict = [&](bool before) {
+      if (!p.evictor)
+        return;
+      stamps_.clear();
+      for (const auto& r : rows)
+        stamps_.push_back(std::get<1>(r));
+      std::vector<bool> drop(rows.size(), false);
+      if (before)
+        p.evictor->evict_before(stamps_, w, drop);
+      else
+        p.evictor->evict_after(stamps_, w, drop);
+      std::vector<buffered_row> kept;
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        if (!drop[i])
+          kept.push_back(std::move(rows[i]));
+      changed = changed || kept.size() != rows.size();
+      rows = std::move(kept);
+    };
+    evict(true);
+    fold_.assign(p.aggregates.size(), internal::accumulator{});
+    if (!rows.empty()) {
+      batch_builder bb{p.input};
+      for (const auto& r : rows) {
+        const auto& fields = std::get<2>(r);
+        for (std::size_t c = 0; c < fields.size(); ++c)
+          bb.col(c).append_value(fields[c]);
+        bb.timestamps().push_back(std::get<1>(r));
+        bb.commit_row();
+      }
+      auto batch = bb.finish();
+      auto args = p.aggregates.evaluate(*batch);
+      for (std::uint32_t i = 0; i < batch->num_rows; ++i)
+        p.aggregates.update_row(*batch, args, i, std::get<0>(rows[i]), fold_.data());
+    }
+    const bool any = !rows.empty();
+    evict(false);
+    if (changed)
+      rows_.update(std::move(rows));
+    return any;
+  }
+
+  void flush(output_collector& out) {
+    if (!builder_ || builder_->rows() == 0)
+      return;
+    emitted_ += builder_->rows();
+    out.collect(builder_->finish());
+  }
+
   std::shared_ptr<const window_plan::impl> plan_;
-  window_map windows_;
-  event_time watermark_ = min_watermark;
+  std::shared_ptr<const contents_function> contents_fn_;
+  std::unique_ptr<state::keyed_state_backend> backend_;
+  state::aggregating_state<row_input, accumulators, std::monostate> contents_;
+  state::list_state<buffered_row> rows_;
+  state::value_state<std::int64_t> trigger_state_;
+  state::value_state<std::int64_t> fires_;
+  state::map_state<window_pair, window_pair> merging_set_;
+  const processing_clock* clock_ = nullptr;
+  std::uint64_t next_seq_ = 0;
   std::uint64_t late_ = 0;
   std::uint64_t emitted_ = 0;
-  std::size_t num_states_ = 0;
 
-  // Scratch buffers reused across batches.
+  // Scratch reused across rows and batches.
+  std::optional<batch_builder> builder_;
   std::vector<time_window> assigned_;
+  std::vector<merging_window_assigner::merge_group> merges_;
   std::string key_scratch_;
-  std::vector<internal::row_target> targets_;
+  std::string ns_scratch_;
   std::vector<std::uint32_t> late_rows_;
-  std::vector<std::pair<time_window, key_state*>> refires_;
+  std::vector<event_time> stamps_;
+  accumulators fold_;
 };
 
 } // namespace
@@ -254,7 +696,13 @@ expected<window_plan> window_plan::make(const schema_ptr& input,
   auto p = std::make_shared<impl>();
   p->input = input;
   p->assigner = std::move(spec.assigner);
-  p->allowed_lateness = spec.allowed_lateness.count();
+  p->trigger = spec.trigger ? std::move(spec.trigger) : p->assigner->default_trigger();
+  p->evictor = std::move(spec.evictor);
+  p->allowed_lateness = p->assigner->is_event_time() ? spec.allowed_lateness.count() : 0;
+  if (p->assigner->as_merging() && !p->trigger->can_merge())
+    return make_error(errc::invalid_argument,
+                      "window: " + p->trigger->describe() + " cannot be used with "
+                        + p->assigner->describe() + ", whose windows merge");
 
   std::vector<field> out_fields;
   for (const auto& name : spec.key_by) {
@@ -270,31 +718,39 @@ expected<window_plan> window_plan::make(const schema_ptr& input,
     p->key_fields.push_back(*idx);
     out_fields.push_back(input->at(*idx));
   }
-  for (const char* name : {"window_start", "window_end"}) {
-    if (std::find(spec.key_by.begin(), spec.key_by.end(), name) != spec.key_by.end())
+  const bool global = p->assigner->is_global();
+  const std::vector<field> shape_fields =
+    global ? std::vector<field>{{"fire", type_id::int64}}
+           : std::vector<field>{{"window_start", type_id::timestamp},
+                                {"window_end", type_id::timestamp}};
+  for (const auto& f : shape_fields) {
+    if (std::find(spec.key_by.begin(), spec.key_by.end(), f.name) != spec.key_by.end())
       return make_error(errc::invalid_argument,
-                        std::string{"window: key field '"} + name
+                        "window: key field '" + f.name
                           + "' clashes with the window field of that name");
-    out_fields.push_back(field{name, type_id::timestamp});
+    out_fields.push_back(f);
   }
 
-  auto aggs = internal::aggregate_set::make(spec.aggregates, *input);
+  auto aggs = internal::aggregate_set::make(spec.aggregates, *input, true);
   if (!aggs)
     return aggs.error();
   for (auto& f : aggs->output_fields()) {
     for (const auto& existing : out_fields)
-      if (existing.name == f.name)
+      if (existing.name == f.name) {
+        const bool window_field = std::any_of(
+          shape_fields.begin(), shape_fields.end(),
+          [&](const field& s) { return s.name == existing.name; });
         return make_error(errc::invalid_argument,
-                          "aggregate '" + f.name
-                            + "': name clashes with the "
-                            + (existing.name == "window_start"
-                                   || existing.name == "window_end"
-                                 ? "window"
-                                 : "key")
-                            + " field of that name");
+                          "aggregate '" + f.name + "': name clashes with the "
+                            + (window_field ? "window" : "key") + " field of that name");
+      }
     out_fields.push_back(std::move(f));
   }
   p->aggregates = std::move(*aggs);
+  // Evictors need the records; a fold (reduce) cannot merge two partial
+  // results, so merging windows with one keep the records too.
+  p->buffered = p->evictor != nullptr
+                || (p->assigner->as_merging() != nullptr && p->aggregates.has_reduce());
   p->output = make_schema(std::move(out_fields));
   return window_plan{std::move(p)};
 }

@@ -16,6 +16,10 @@ the case folder) on stderr.
 The pipeline runs with its working directory in a fresh temporary folder next
 to a link to ../shared, so the TOML's relative paths ("../shared/...",
 "out/...") resolve exactly as they do from the repository root.
+
+A case that is not one of ../shared/cases keeps its own input and
+expected*.jsonl in its folder, which is linked as ../case (the TOML reads
+"../case/input.jsonl").
 """
 import argparse
 import json
@@ -76,6 +80,9 @@ def run(args):
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="weir-golden-"))
     try:
         os.symlink(shared, tmp / "shared")
+        local = any(case_dir.glob("expected*.jsonl"))
+        if local:
+            os.symlink(case_dir, tmp / "case")
         work = tmp / "work"
         work.mkdir()
         error_file = case_dir / "expected_error.txt"
@@ -98,7 +105,7 @@ def run(args):
         if proc.returncode != 0:
             print(f"weir exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
             return 1
-        shared_case = shared / "cases" / case_dir.name
+        shared_case = case_dir if local else shared / "cases" / case_dir.name
         expected = sorted(shared_case.glob("expected*.jsonl"))
         if not expected:
             print(f"no expected*.jsonl in {shared_case}")

@@ -236,6 +236,31 @@ def test_embedded_example(args):
         box.close()
 
 
+def test_click_counter(args):
+    box = Sandbox(args)
+    try:
+        out = box.work / "clicks.jsonl"
+        proc = subprocess.run([args.example, str(box.tmp / "shared" / LOG), str(out), "2"],
+                              capture_output=True, text=True, timeout=300)
+        check(proc.returncode == 0, f"example exited {proc.returncode}: {proc.stderr}")
+        rows = load_jsonl(out)
+        want = collections.Counter(r["client"] for r in load_jsonl(pathlib.Path(args.shared) / JSONL))
+        final = {}
+        seen = collections.Counter()
+        for r in rows:
+            client = r["client"]
+            seen[client] += 1
+            # Per client the counts arrive in order: 1, 2, 3, ...
+            check(r["clicks"] == seen[client],
+                  f"client {client}: count {r['clicks']} where {seen[client]} was expected")
+            final[client] = r["clicks"]
+        check(final == dict(want), f"click counts differ: {len(final)} clients vs {len(want)}")
+        check(len(rows) == sum(want.values()), "one running count per request expected")
+        check("read 9999 records (1 bad)" in proc.stdout, f"unexpected report: {proc.stdout}")
+    finally:
+        box.close()
+
+
 TESTS = {
     "dashboard": test_dashboard,
     "parallelism-invariance": test_parallelism_invariance,
@@ -243,6 +268,7 @@ TESTS = {
     "bad-record-skip": test_bad_record_skip,
     "subtask-failure": test_subtask_failure,
     "embedded-example": test_embedded_example,
+    "click-counter": test_click_counter,
 }
 
 

@@ -3,6 +3,7 @@
 
 #include "weir/core/expected.hpp"
 #include "weir/core/record_batch.hpp"
+#include "weir/connectors/nexmark.hpp"
 #include "weir/format/format.hpp"
 #include "weir/operators/stream_operator.hpp"
 #include "weir/window/window_operator.hpp"
@@ -23,6 +24,10 @@ namespace weir {
 namespace runtime {
 struct job_graph;
 } // namespace runtime
+
+namespace state {
+class keyed_process_function; // include/weir/state/keyed_process_function.hpp
+} // namespace state
 
 /// What happens to a record that cannot be decoded (DESIGN.md §8).
 enum class bad_record_policy { fail, skip, dead_letter };
@@ -60,12 +65,71 @@ struct file_source_spec {
   format::decoder_options decoder;
   std::string event_time_field; ///< empty: records carry no event time
   watermark_options watermark;
+  /// Splits the file into partitions by this field's value, each with its
+  /// own watermark generator and idleness, as Kafka partitions behave.
+  std::string partition_by;
+  /// The partitions' values when known up front: a declared partition holds
+  /// the watermark back until it produces (or goes idle). Empty: discovered.
+  std::vector<std::string> partitions;
+  /// Replay clock: processing time (ms) is taken from this int64/timestamp
+  /// field of each record (and from `{"control": "advance_processing_time",
+  /// "proc_time": N}` lines in jsonl), carried in-band to every operator.
+  std::string processing_time_field;
 };
 
 /// A file sink; parallelism is always 1 (one output file).
 struct file_sink_spec {
   std::string path;
   format::format_kind format = format::format_kind::jsonl;
+};
+
+/// A generator source (`type = "generator"`): row `seq` = 0, 1, 2, ... gets
+/// one value per field, each an expression (DESIGN.md §3) over the int64
+/// field `seq` with the seeded rand_int / rand_float / rand_string functions
+/// (weir/expr/expression.hpp), so a row is a pure function of (seed, seq).
+/// With parallelism p, subtask i generates the seqs congruent to i mod p.
+struct generator_source_spec {
+  std::optional<std::uint64_t> count; ///< rows over all subtasks; none = unbounded
+  double rate = 0;  ///< rows/s over all subtasks; 0 = as fast as possible
+  /// (name, expression) in output order; the schema takes their types.
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::uint64_t seed = 0;
+  std::string event_time_field; ///< a timestamp or int64 field; empty: none
+  /// Adds an int64 field of this name: the row's generation time in ns of
+  /// the steady clock (its scheduled time when rate-limited), for the
+  /// blackhole sink's latency measurement. Empty: none.
+  std::string generation_time_field;
+  watermark_options watermark;
+};
+
+/// Which Nexmark stream a `nexmark` source emits.
+enum class nexmark_stream { person, auction, bid };
+
+/// A Nexmark source (`type = "nexmark"`): events 0 .. events-1 of
+/// `nexmark::generator` (persons, auctions and bids in proportion 1:3:46 by
+/// default), of which it emits those of `stream`, with event time
+/// `date_time`. With parallelism p, subtask i generates the events
+/// congruent to i mod p. `rate` and `generation_time_field` as for
+/// `generator_source_spec`, counted in events.
+struct nexmark_source_spec {
+  nexmark::generator_config generator;
+  std::optional<std::uint64_t> events; ///< none = unbounded
+  nexmark_stream stream = nexmark_stream::bid;
+  double rate = 0; ///< events/s over all subtasks; 0 = as fast as possible
+  std::string generation_time_field;
+  watermark_options watermark;
+};
+
+/// A sink that drops every row (`type = "blackhole"`), optionally slowly
+/// and optionally reporting what it saw, one JSON line per subtask on
+/// stdout at the end (see `make_blackhole_sink`).
+struct blackhole_sink_spec {
+  double rate = 0;     ///< rows/s over all subtasks (it sleeps); 0 = no limit
+  bool report = false; ///< print rows received (implied by the next two)
+  bool digest = false; ///< also an order-independent digest of the rows
+  /// An int64 field holding generation times (ns, steady clock): report
+  /// p50/p99/p99.9 of arrival minus generation time. Empty: no latency.
+  std::string latency_field;
 };
 
 /// A summary table printed on stdout at the end of the job: rows of the
@@ -152,6 +216,12 @@ public:
   [[nodiscard]] expected<std::monostate> sink_to_summary(summary_sink_spec spec,
                                                 operator_options opts = {}) const;
 
+  /// Drops the stream (a benchmark sink); parallelism as for operators, so
+  /// it chains to its input. Errors: `errc::invalid_argument` for a
+  /// negative rate or a latency_field that is not an int64 field.
+  [[nodiscard]] expected<std::monostate> sink_to_blackhole(blackhole_sink_spec spec = {},
+                                                  operator_options opts = {}) const;
+
 private:
   friend class job;
   friend class keyed_stream;
@@ -167,6 +237,10 @@ private:
 struct window_options {
   std::chrono::milliseconds allowed_lateness{0};
   std::string late_output; ///< name of the late-record stream; empty = none
+  /// When the window fires; null = the assigner's default trigger.
+  std::shared_ptr<const window::trigger> trigger;
+  /// Drops records of a window when it fires; null = none.
+  std::shared_ptr<const window::evictor> evictor;
 };
 
 /// A stream partitioned by key (Flink's `KeyedStream`).
@@ -185,6 +259,18 @@ public:
   /// Running count per key: emits {keys..., count} for every input row.
   [[nodiscard]] expected<data_stream> count(std::string output_field = "count",
                                             operator_options opts = {}) const;
+
+  /// Runs a user `state::keyed_process_function` (Flink's
+  /// `KeyedStream.process`): `factory` makes one instance per subtask; each
+  /// gets keyed state and timers for its key groups (snapshotted with
+  /// checkpoints) and emits rows of `output_schema`. Event-time timers fire
+  /// as the watermark passes them, before it is forwarded.
+  /// Errors: `errc::invalid_argument` for a null schema or factory, or a
+  /// duplicate name.
+  [[nodiscard]] expected<data_stream>
+  process(std::string name, schema_ptr output_schema,
+          std::function<std::unique_ptr<state::keyed_process_function>()> factory,
+          operator_options opts = {}) const;
 
 private:
   friend class data_stream;
@@ -223,6 +309,21 @@ public:
   /// timestamp/int64.
   [[nodiscard]] expected<data_stream> from_file(file_source_spec spec,
                                                 operator_options opts = {});
+
+  /// Adds a generator source. Errors: `errc::invalid_argument` for a
+  /// duplicate name, no fields, a duplicate field, a negative rate, an
+  /// event-time field that is absent or not a timestamp/int64, or a
+  /// generation_time_field that clashes with a field; a field expression
+  /// that does not compile keeps its `errc` and `offset`, and the message
+  /// names the field ("field 'x': ...").
+  [[nodiscard]] expected<data_stream> from_generator(generator_source_spec spec,
+                                                     operator_options opts = {});
+
+  /// Adds a Nexmark source. Errors: `errc::invalid_argument` for a duplicate
+  /// name, a negative rate, or a non-positive event_rate, proportion, hot
+  /// ratio or average size.
+  [[nodiscard]] expected<data_stream> from_nexmark(nexmark_source_spec spec,
+                                                   operator_options opts = {});
 
   /// The stream called `name` (an operator's main output or a side output).
   std::optional<data_stream> stream(std::string_view name) const;

@@ -20,7 +20,8 @@ namespace weir {
 /// closes the file. The operator emits nothing downstream (neither batches
 /// nor watermarks). Any open or write error throws
 /// `std::runtime_error("cannot write <path>: <strerror>")`, failing the
-/// subtask. Output is at-least-once: rows are written as they arrive.
+/// subtask. Output is at-least-once: rows are written as they arrive (for
+/// exactly-once output see `make_transactional_file_sink`).
 ///
 /// Errors: `errc::invalid_argument` for `apache_combined`, which is a
 /// read-only format. The path itself is only checked in `open()`.

@@ -4,8 +4,10 @@
 #include "weir/core/record_batch.hpp"
 #include "weir/operators/stream_operator.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace weir {
@@ -44,6 +46,21 @@ public:
   /// Position to resume from after the records returned so far (byte offset
   /// for files); recorded in checkpoints.
   virtual std::uint64_t position() const = 0;
+
+  /// A replay-clock advance (processing time, ms) read from the input after
+  /// the rows of the batch just returned, and cleared by this call; the source
+  /// subtask sends it in-band, in order with the records.
+  virtual std::optional<event_time> take_processing_time_advance() {
+    return std::nullopt;
+  }
+
+  /// After `poll_next` returned a batch of 0 rows: how long the source
+  /// subtask may wait before polling again because nothing can be emitted
+  /// sooner (a rate-limited generator between batches). 0 = poll again at
+  /// once (the default).
+  virtual std::chrono::nanoseconds next_poll_delay() const {
+    return std::chrono::nanoseconds{0};
+  }
 };
 
 using source_reader_ptr = std::unique_ptr<source_reader>;

@@ -45,6 +45,30 @@ typename Inspector::result_type inspect(Inspector& f, end_of_input& x) {
   return f(caf::meta::type_name("end_of_input"), x.channel);
 }
 
+/// The input on `channel` is idle (or active again): it stops holding back
+/// the minimum watermark (Flink's WatermarkStatus).
+struct watermark_status {
+  std::uint32_t channel = 0;
+  bool idle = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, watermark_status& x) {
+  return f(caf::meta::type_name("watermark_status"), x.channel, x.idle);
+}
+
+/// Replay clock: processing time (ms) has advanced to `ts`; carried in-band
+/// from the source so processing-time behaviour is reproducible.
+struct processing_time {
+  std::uint32_t channel = 0;
+  event_time ts = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, processing_time& x) {
+  return f(caf::meta::type_name("processing_time"), x.channel, x.ts);
+}
+
 /// Returns `batches` credits to the sender's output channel `channel`.
 struct credit {
   std::uint32_t channel = 0;
@@ -58,6 +82,8 @@ typename Inspector::result_type inspect(Inspector& f, credit& x) {
 
 /// A source subtask reads its next batch.
 using poll_atom = caf::atom_constant<caf::atom("poll")>;
+/// Wall clock: a processing-time timer of this subtask is due.
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
 /// The job manager prints its status line.
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 

@@ -23,7 +23,11 @@ struct node; // the typed syntax tree; defined in src/expr
 /// (`=`/`==`, `<>`/`!=`, `< <= > >=`), `and or not`, `x in (a, b)`,
 /// `x is [not] null`, `x [not] like 'pat%_'`, and the functions lower, upper,
 /// length, substr(s, start1[, len]), concat(...), abs, floor, coalesce(...),
-/// to_timestamp(x). SQL null semantics: arithmetic and comparisons with null
+/// to_timestamp(x), and the seeded random functions rand_int(seq, salt, lo,
+/// hi) (int64 in [lo, hi], null if lo > hi), rand_float(seq, salt) (float64
+/// in [0, 1)) and rand_string(seq, salt, length) (lowercase letters), each a
+/// stateless hash of (compile_options::random_seed, seq, salt) as
+/// weir/expr/random.hpp defines it. SQL null semantics: arithmetic and comparisons with null
 /// give null, `and`/`or` use three-valued logic, a filter keeps a row only
 /// when its condition is true. Integer division by zero gives null.
 ///
@@ -91,6 +95,18 @@ private:
 ///   (offset of the argument).
 [[nodiscard]] expected<compiled_expression>
 compile(std::string_view text, const schema& input);
+
+/// Settings of `compile` beyond the text and the schema.
+struct compile_options {
+  /// Seed of rand_int, rand_float and rand_string: the same (seed, seq,
+  /// salt) always gives the same value. 0 (the default) is a seed like any
+  /// other.
+  std::uint64_t random_seed = 0;
+};
+
+/// As `compile(text, input)`, with `opts`.
+[[nodiscard]] expected<compiled_expression>
+compile(std::string_view text, const schema& input, const compile_options& opts);
 
 /// As `compile`, and the result must be bool (or the literal null): a filter
 /// condition. Otherwise `errc::type_error` "condition must be bool, got int64"

@@ -37,6 +37,11 @@ struct decoder_options {
   /// (ms) to `batch_builder::timestamps()`, and a record in which the field is
   /// null or missing is bad ("event time field 'ts' is null").
   std::string event_time_field;
+  /// jsonl only: an object with a "control" key is a control line, not data.
+  /// `{"control": "advance_processing_time", "proc_time": N}` moves the
+  /// replay clock to N ms (decode returns `status::control`); any other
+  /// control line is a bad record.
+  bool control_lines = false;
 };
 
 /// Splits a byte stream into records and decodes each into a batch_builder.
@@ -87,9 +92,13 @@ public:
   /// `ok` = one row committed; `skipped` = nothing committed and nothing wrong
   /// (a CSV header, an empty line); `bad` = nothing committed (the partial row
   /// is rolled back) and `reason` says why.
-  enum class status { ok, skipped, bad };
+  enum class status { ok, skipped, bad, control };
   virtual status decode(std::string_view record, batch_builder& out,
                         std::string& reason) = 0;
+
+  /// After `decode` returned `status::control`: the processing time (ms) the
+  /// control line advances the replay clock to.
+  virtual event_time control_time() const { return 0; }
 };
 
 /// Makes a decoder. Errors: `errc::invalid_argument` when jsonl/csv lack a

@@ -36,12 +36,25 @@ public:
   virtual void emit_watermark(event_time wm) = 0;
 };
 
+/// The job's processing-time clock as one subtask sees it (ms since the
+/// epoch). Under the wall clock it is the system clock; under the replay
+/// clock it is the processing time carried in-band from the source (taken
+/// from a field of the input), so runs are reproducible. Never decreases.
+class processing_clock {
+public:
+  virtual ~processing_clock() = default;
+  virtual event_time now() const = 0;
+};
+
 /// Per-subtask facts an operator may need when it opens.
 struct operator_context {
   std::string operator_name;
   std::size_t subtask_index = 0;
   std::size_t parallelism = 1;
   std::size_t max_parallelism = 128;
+  /// The subtask's processing-time clock; never null while the job runs
+  /// (tests driving an operator directly may pass their own).
+  const processing_clock* clock = nullptr;
 };
 
 /// What an operator subtask hands to checkpoint n (DESIGN.md §7).

@@ -27,6 +27,14 @@ public:
   /// Marks `channel` ended; returns the combined watermark if that advanced it.
   std::optional<event_time> on_end_of_input(std::size_t channel);
 
+  /// Marks `channel` idle or active again (Flink's WatermarkStatus). An idle
+  /// channel does not hold back the minimum; returns the combined watermark
+  /// if that advanced it. A channel becomes active with its next watermark.
+  std::optional<event_time> on_idle(std::size_t channel, bool idle);
+
+  /// True when every channel that has not ended is idle.
+  bool all_idle() const noexcept;
+
   bool all_ended() const noexcept { return ended_count_ == watermarks_.size(); }
   bool has_ended(std::size_t channel) const noexcept { return ended_[channel]; }
   event_time current() const noexcept { return combined_; }
@@ -36,6 +44,7 @@ private:
 
   std::vector<event_time> watermarks_;
   std::vector<bool> ended_;
+  std::vector<bool> idle_;
   std::size_t ended_count_ = 0;
   event_time combined_ = min_watermark;
 };

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct stream_node {
   source_factory make_source;       ///< sources only
   operator_factory make_operator;   ///< everything but sources
   watermark_options watermark;      ///< sources only
+  std::optional<std::size_t> partition_field;       ///< sources: partition_by column
+  std::vector<std::string> partitions;              ///< sources: declared partitions
+  std::optional<std::size_t> processing_time_field; ///< sources: replay clock column
 };
 
 /// A connection from (source node, port) to a target node.

@@ -4,6 +4,15 @@
 #include "weir/core/expected.hpp"
 #include "weir/core/record_batch.hpp"
 #include "weir/operators/stream_operator.hpp"
+#include "weir/window/evictor.hpp"
+#include "weir/window/global_windows.hpp"
+#include "weir/window/session_windows.hpp"
+#include "weir/window/sliding_windows.hpp"
+#include "weir/window/time_window.hpp"
+#include "weir/window/trigger.hpp"
+#include "weir/window/triggers.hpp"
+#include "weir/window/tumbling_windows.hpp"
+#include "weir/window/window_assigner.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -15,74 +24,42 @@
 
 namespace weir::window {
 
-/// A half-open event-time window `[start, end)` in ms; its last instant,
-/// `max_timestamp()`, is `end - 1` (Flink's `TimeWindow`).
-struct time_window {
-  event_time start = 0;
-  event_time end = 0;
-
-  event_time max_timestamp() const noexcept { return end - 1; }
-  friend auto operator<=>(const time_window&, const time_window&) = default;
-};
-
-/// Assigns each timestamp to the windows that contain it.
-class window_assigner {
-public:
-  virtual ~window_assigner() = default;
-  /// Appends every window containing `ts` to `out`.
-  virtual void assign(event_time ts, std::vector<time_window>& out) const = 0;
-};
-
-/// Fixed-size, non-overlapping windows `[k*size + offset, (k+1)*size + offset)`
-/// (Flink's `TumblingEventTimeWindows`; Akidau et al., "The Dataflow Model",
-/// VLDB 2015). Alignment uses floored division, so pre-epoch timestamps land
-/// in the right window.
-class tumbling_event_time_windows final : public window_assigner {
-public:
-  /// Returns an assigner, or `errc::invalid_argument` unless `size > 0` and
-  /// `|offset| < size`.
-  [[nodiscard]] static expected<tumbling_event_time_windows>
-  make(std::chrono::milliseconds size, std::chrono::milliseconds offset = {});
-
-  /// Appends the one window containing `ts`. O(1); never fails.
-  void assign(event_time ts, std::vector<time_window>& out) const override;
-
-  std::chrono::milliseconds size() const noexcept { return size_; }
-  std::chrono::milliseconds offset() const noexcept { return offset_; }
-
-private:
-  tumbling_event_time_windows(std::chrono::milliseconds size,
-                              std::chrono::milliseconds offset) noexcept
-    : size_(size), offset_(offset) {}
-
-  std::chrono::milliseconds size_;
-  std::chrono::milliseconds offset_;
-};
-
-/// Start of the window of `size` (shifted by `offset`) containing `ts`:
-/// `ts - floor_mod(ts - offset, size)` (Flink's
-/// `TimeWindow.getWindowStartWithOffset`, with a floored modulo).
-/// Preconditions: `size > 0`, `|offset| < size`, and `ts` at least `size`
-/// away from the ends of the int64 range.
-event_time window_start(event_time ts, std::int64_t offset, std::int64_t size) noexcept;
-
 /// One named aggregate of a window result, e.g. {"bytes", "sum(bytes)"}.
 struct aggregate_spec {
   std::string name;
-  std::string call; ///< count(*), count(x), sum(x), min(x), max(x), avg(x)
+  /// count(*), count(x), sum(x), min(x), max(x), avg(x), first(x), last(x),
+  /// count_distinct(x) or reduce(expr, init); see `check_aggregate`.
+  std::string call;
 };
 
 /// Checks one aggregate call against `input` and returns its result type.
 ///
-/// Grammar: `fn(expr)` or `count(*)`, `fn` one of count, sum, min, max, avg
-/// (case-insensitive, whitespace allowed around every token); `expr` is an
-/// expression (DESIGN.md §3) compiled with `weir::expr::compile`. Result
-/// types: count int64; sum int64 over int64 and float64 over float64; min and
-/// max the input type (int64, float64, timestamp or string); avg float64.
+/// Grammar: `fn(expr)`, `count(*)` or `reduce(expr, init)`; `fn` one of
+/// count, sum, min, max, avg, first, last, count_distinct (case-insensitive,
+/// whitespace allowed around every token); `expr` is an expression
+/// (DESIGN.md §3) compiled with `weir::expr::compile`. Every aggregate but
+/// count(*) ignores nulls.
+///
+/// - count int64; sum int64 over int64 and float64 over float64; min and
+///   max the input type (int64, float64, timestamp or string); avg float64.
+/// - first(x) / last(x): the first / last non-null x in arrival order within
+///   the window (any type; Flink SQL's FIRST_VALUE / LAST_VALUE).
+/// - count_distinct(x): int64, the number of distinct non-null x (any type;
+///   -0.0 and 0.0 are one value).
+/// - reduce(expr, init): a fold. The accumulator `acc` starts as `init` (a
+///   constant expression of type T: int64, float64, bool, string or
+///   timestamp; e.g. 0, 0.0, '', false) and becomes `expr` for each record
+///   in arrival order; `expr` sees the record's fields and `acc` (of type
+///   T) and must have type T. The result has type T; a null `expr` makes
+///   `acc` null (use coalesce). Example: `reduce(acc + value, 0)` sums;
+///   `reduce(acc * 2 + 1, 0)` depends on the order. Costs one expression
+///   evaluation over a one-row batch per record.
+///
 /// Errors: `errc::parse_error` (bad call syntax, unknown function, bad
-/// argument) or `errc::type_error` (e.g. "sum needs a number, got string"),
-/// with `offset` = byte offset into `call` (for an argument error: argument
-/// start + the expression's own offset).
+/// argument, reduce without exactly two arguments) or `errc::type_error`
+/// (e.g. "sum needs a number, got string", "reduce: expr has type float64
+/// but init has type int64"), with `offset` = byte offset into `call` (for
+/// an argument error: argument start + the expression's own offset).
 [[nodiscard]] expected<type_id> check_aggregate(std::string_view call,
                                                 const schema& input);
 
@@ -91,19 +68,37 @@ struct window_operator_spec {
   std::vector<std::string> key_by;            ///< key field names, may be empty
   std::shared_ptr<const window_assigner> assigner;
   std::vector<aggregate_spec> aggregates;
+  /// Event-time windows only: how long (ms) a window is kept after it fired
+  /// for late records, which re-fire it. Ignored by other windows.
   std::chrono::milliseconds allowed_lateness{0};
+  /// Null: the assigner's default trigger.
+  std::shared_ptr<const window::trigger> trigger;
+  /// Null: no evictor. With one, the operator buffers the records of each
+  /// window and aggregates them when it fires.
+  std::shared_ptr<const window::evictor> evictor;
 };
 
-/// The operator a `window_plan` makes (Flink's `WindowOperator`): the calls
-/// of `stream_operator` plus counters for the runtime's metrics. Single
+/// The operator a `window_plan` makes (Flink's `WindowOperator`, and its
+/// `EvictingWindowOperator` when an evictor is set): the calls of
+/// `stream_operator` plus counters for the runtime's metrics. Single
 /// threaded like every operator.
 ///
+/// State: everything lives in a `state::keyed_state_backend` scoped to the
+/// record's key and the window (namespace): the aggregates ("window-contents",
+/// or the buffered records, "window-rows"), the trigger's state, firing
+/// numbers of global windows, the per-key merging window set of session
+/// windows, and every timer. `snapshot_state` freezes it (O(key groups));
+/// `restore_state` loads it by key group, so a job may restore with another
+/// parallelism. The operator state is the arrival counter that orders
+/// first/last.
+///
 /// `process_batch` throws `std::logic_error` for a non-empty batch without
-/// timestamps (a window needs event time). `process_watermark` ignores (and
-/// does not forward) a watermark that is not above the current one. Firing
-/// walks an end-ordered map of windows from the last fired end, so a
-/// watermark costs O(log windows) plus sorting the keys of the windows it
-/// fires and erasing the ones it cleans up, not a scan of all state.
+/// timestamps when the windows are in event time. `process_watermark`
+/// ignores (and does not forward) a watermark that is not above the current
+/// one. Timers fire in (time, key bytes, window) order, so one watermark's
+/// results come out ordered by window end, then key. Cost per record: one
+/// state lookup per window it belongs to (plus the merging set for
+/// sessions); per watermark: O(log timers) per fired timer.
 class window_operator : public stream_operator {
 public:
   /// Rows that were late for every window they belong to; each was also
@@ -120,35 +115,49 @@ public:
 /// A window operator checked against an input schema, able to make one
 /// operator instance per subtask.
 ///
-/// Output rows: the key fields (input types), `window_start` and `window_end`
-/// (timestamp, ms, end exclusive), then each aggregate in spec order. count
-/// is int64; sum is int64 over int64 input and float64 over float64; min and
-/// max keep the input type; avg is float64. Nulls are ignored by every
-/// aggregate but count(*); an aggregate over no non-null value is null.
-/// Each output row's event time is `window_end - 1`.
+/// Output rows: the key fields (input types), then `window_start` and
+/// `window_end` (timestamp, ms, end exclusive; event time `window_end - 1`)
+/// for time windows, or `fire` (int64, the 1-based firing number of the key)
+/// for global windows (event time `max_watermark`), then each aggregate in
+/// spec order (types as `check_aggregate` says). Nulls are ignored by every
+/// aggregate but count(*); an aggregate over no non-null value is null (0 for
+/// count and count_distinct, the start value for reduce).
 ///
-/// Semantics (Flink's `WindowOperator` with `EventTimeTrigger`): a window
-/// fires when the watermark reaches `end - 1`; its state is dropped once the
-/// watermark reaches `end - 1 + allowed_lateness`; a record for a window
-/// already past that point is late for it; a record late for all its windows
-/// is emitted unchanged on side output port 1 (the late stream); a record that
-/// arrives for a window that has fired but is still within allowed lateness
-/// re-fires that window with the full updated result. Results of one
-/// watermark are emitted ordered by window end, then key bytes, as one batch
-/// on the main output before the watermark is forwarded.
+/// Semantics, per record in arrival order (Flink's `WindowOperator`): the
+/// assigner places the record (event-time assigners by its timestamp,
+/// others by the processing time of the job's clock); session windows merge
+/// first (Flink's `MergingWindowSet`); a window past its cleanup time
+/// (`end - 1 + allowed_lateness`, event time only) is skipped; otherwise the
+/// record is added and the trigger decides (fire, purge). A record skipped
+/// by every window is late: counted and emitted unchanged on side output
+/// port 1. Each window has a cleanup timer at its cleanup time (processing
+/// time: `end - 1`; global windows: none) that drops all its state. With the
+/// default event-time trigger a window fires when the watermark reaches
+/// `end - 1` and re-fires with the full updated result for every record that
+/// arrives within allowed lateness; processing-time windows fire when the
+/// clock reaches `end - 1` (`on_processing_time`) and are not flushed at the
+/// end of input; global windows fire only as their trigger says (never by
+/// default) and are never flushed.
 ///
-/// Batches: all rows of a batch see the watermark current before it. The
-/// re-firings a batch causes are emitted after the whole batch is added, one
-/// row per (key, window) with its final state, in the order of the rows that
-/// first caused them; the batch's late rows go out as one batch on port 1.
-/// With one row per batch this is exactly Flink's record-at-a-time output.
+/// Processing time: `operator_context::clock` when the operator was opened
+/// with one, else (tests) the last time passed to `on_processing_time`, 0
+/// before that.
+///
+/// Batches: all rows of a batch see the watermark current before it and are
+/// processed one at a time; the results they cause leave as one batch on
+/// the main output after the batch, and its late rows as one batch on port
+/// 1. With one row per batch this is exactly Flink's record-at-a-time
+/// output; with larger batches only the watermark is coarser.
 class window_plan {
 public:
-  /// Checks the spec: key fields exist; each aggregate call parses
-  /// ("fn(expr)" or "count(*)") and its argument type-checks (sum and avg need
-  /// a number); names are unique and don't clash with key or window fields.
-  /// Errors carry `offset` into the aggregate's call text where applicable and
-  /// name the aggregate in the message.
+  /// Checks the spec: an assigner is set; lateness is not negative; the
+  /// trigger (the assigner's default when null) can merge if the assigner's
+  /// windows do; key fields exist; each aggregate call parses and its
+  /// argument type-checks (`check_aggregate`); names are unique and don't
+  /// clash with key or window fields (`window_start`, `window_end`, or
+  /// `fire` for global windows). All errors are `errc::invalid_argument`
+  /// except the aggregates' own; those carry `offset` into the aggregate's
+  /// call text where applicable and name the aggregate in the message.
   [[nodiscard]] static expected<window_plan> make(const schema_ptr& input,
                                                   window_operator_spec spec);
 

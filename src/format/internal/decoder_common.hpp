@@ -113,7 +113,8 @@ struct row_committer {
   }
 };
 
-std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, row_committer rc);
+std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, row_committer rc,
+                                                   bool control_lines = false);
 std::unique_ptr<record_decoder> make_csv_decoder(schema_ptr s, bool header,
                                                  char delimiter, row_committer rc);
 std::unique_ptr<record_decoder> make_apache_combined_decoder(row_committer rc);

@@ -588,32 +588,177 @@ p.toml:24:53: error: window.offset must be smaller than window.size (1h) in magn
 )~");
 }
 
-TEST_CASE("window types other than tumbling are recognised but not supported yet") {
-  CHECK(errors(source_block + R"~(
+namespace {
+
+/// A pipeline with one window operator `w` on the test source, the given
+/// `window = ...` line and extra lines, and a stdout sink of `w`.
+std::string window_pipeline(std::string_view window, std::string_view extra = "",
+                            std::string_view aggregate = R"w(aggregate = { n = "count(*)" })w") {
+  return source_block + R"~(
 [[operator]]
 name = "w"
 type = "window"
 input = "readings"
-window = { type = "sliding", size = "10s", slide = "5s" }
-aggregate = { n = "count(*)" }
-
-[[operator]]
-name = "x"
-type = "window"
-input = "readings"
-window = { type = "hopping", size = "10s" }
-aggregate = { n = "count(*)" }
-
+key_by = ["key"]
+)~" + std::string(window) + "\n" + std::string(aggregate) + "\n" + std::string(extra) +
+         R"~(
 [[sink]]
 name = "out"
-input = "readings"
+input = "w"
 type = "stdout"
-)~") == R"~(p.toml:13:19: error: window type 'sliding' is not supported yet
+)~";
+}
+
+std::string window_schema(std::string_view window, std::string_view extra = "",
+                          std::string_view aggregate = R"w(aggregate = { n = "count(*)" })w") {
+  auto r = load(window_pipeline(window, extra, aggregate));
+  REQUIRE_MESSAGE(r, (r ? "" : weir::config::to_string(r.error())));
+  REQUIRE((*r)->stream("w"));
+  return (*r)->stream("w")->output_schema()->to_string();
+}
+
+const std::string time_shape = "key:string, window_start:timestamp, window_end:timestamp, n:int64";
+const std::string fire_shape = "key:string, fire:int64, n:int64";
+
+} // namespace
+
+TEST_CASE("every window type loads, with the result shape of its kind") {
+  CHECK(window_schema(R"w(window = { type = "tumbling", size = "1d", offset = "-8h" })w") ==
+        time_shape);
+  CHECK(window_schema(R"w(window = { type = "tumbling", size = "10s", time = "processing" })w") ==
+        time_shape);
+  CHECK(window_schema(R"w(window = { type = "sliding", size = "10s", slide = "5s", offset = "-9s" })w",
+                      R"w(allowed_lateness = "1s")w") == time_shape);
+  CHECK(window_schema(R"w(window = { type = "sliding", size = "10s", slide = "5s", time = "processing" })w") ==
+        time_shape);
+  CHECK(window_schema(R"w(window = { type = "session", gap = "5s" })w",
+                      "late_output = \"late\"") == time_shape);
+  CHECK(window_schema(R"w(window = { type = "session", gap = "5s", time = "event" })w",
+                      R"w(trigger = { type = "count", count = 2, purge = true })w") == time_shape);
+  CHECK(window_schema(R"w(window = { type = "global" })w",
+                      R"w(trigger = { type = "count", count = 2 })w") == fire_shape);
+  CHECK(window_schema(R"w(window = { type = "global" })w",
+                      R"w(trigger = { type = "processing_time", purge = false })w") == fire_shape);
+  CHECK(window_schema(R"w(window = { type = "count", size = 3 })w") == fire_shape);
+  CHECK(window_schema(R"w(window = { type = "count", size = 3, slide = 1 })w") == fire_shape);
+  CHECK(window_schema(R"w(window = { type = "tumbling", size = "1s" })w", "",
+                      R"w(aggregate = { f = "first(key)", l = "last(ts)", d = "count_distinct(value)", r = "reduce(acc + value, 0.0)" })w") ==
+        "key:string, window_start:timestamp, window_end:timestamp, f:string, l:timestamp, "
+        "d:int64, r:float64");
+}
+
+TEST_CASE("window keys are checked per window type, with hints") {
+  CHECK(errors(window_pipeline(
+          R"w(window = { type = "tumbling", size = "10s", gap = "1s", slid = "1s" })w")) ==
+        R"~(p.toml:14:45: error: 'gap' does not apply to a tumbling window
   in [[operator]] #1 (name = "w")
-  hint: supported window types: "tumbling"
-p.toml:20:19: error: unknown window type 'hopping'
-  in [[operator]] #2 (name = "x")
-  hint: supported window types: "tumbling"
+  hint: 'gap' is a key of session windows
+p.toml:14:57: error: unknown key 'window.slid'
+  in [[operator]] #1 (name = "w")
+  hint: did you mean 'slide'? It is a key of count, sliding windows
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "sliding", size = "10s" })w")) ==
+        R"~(p.toml:14:10: error: missing required key 'window.slide'
+  in [[operator]] #1 (name = "w")
+)~");
+  CHECK(errors(window_pipeline(
+          R"w(window = { type = "sliding", size = "10s", slide = "0s", offset = "10s" })w")) ==
+        R"~(p.toml:14:52: error: window.slide must be a positive duration, got "0s"
+  in [[operator]] #1 (name = "w")
+  hint: write an integer with a unit (ms, s, m, h, d): "500ms", "10s", "5m"
+p.toml:14:67: error: window.offset must be smaller than window.size (10s) in magnitude, got "10s"
+  in [[operator]] #1 (name = "w")
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "session", size = "5s", time = "wall" })w")) ==
+        R"~(p.toml:14:10: error: missing required key 'window.gap'
+  in [[operator]] #1 (name = "w")
+p.toml:14:30: error: 'size' does not apply to a session window
+  in [[operator]] #1 (name = "w")
+  hint: 'size' is a key of count, sliding, tumbling windows
+p.toml:14:50: error: window.time must be one of "event", "processing", got "wall"
+  in [[operator]] #1 (name = "w")
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "count", size = "3", offset = "1s" })w")) ==
+        R"~(p.toml:14:35: error: window.size must be an integer, got string
+  in [[operator]] #1 (name = "w")
+p.toml:14:40: error: 'offset' does not apply to a count window
+  in [[operator]] #1 (name = "w")
+  hint: 'offset' is a key of sliding, tumbling windows
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "count", slide = 0 })w")) ==
+        R"~(p.toml:14:10: error: missing required key 'window.size'
+  in [[operator]] #1 (name = "w")
+  hint: a count window's size and slide are numbers of records: window = { type = "count", size = 100, slide = 10 }
+p.toml:14:36: error: window.slide must be at least 1, got 0
+  in [[operator]] #1 (name = "w")
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "sesion", gap = "5s" })w")) ==
+        R"~(p.toml:14:19: error: unknown window type 'sesion'
+  in [[operator]] #1 (name = "w")
+  hint: did you mean "session"?
+  hint: window types: "tumbling", "sliding", "session", "global", "count"
+)~");
+}
+
+TEST_CASE("triggers are checked, and required or refused where they must be") {
+  CHECK(errors(window_pipeline(R"w(window = { type = "global" })w")) ==
+        R"~(p.toml:14:10: error: a global window needs a trigger, or it never fires
+  in [[operator]] #1 (name = "w")
+  hint: add trigger = { type = "count", count = 100 } (purge = true to emit disjoint batches)
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "count", size = 2 })w",
+                               R"w(trigger = { type = "count", count = 2 })w")) ==
+        R"~(p.toml:16:11: error: a count window has its own trigger
+  in [[operator]] #1 (name = "w")
+  hint: for another trigger write window = { type = "global" } and the trigger
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "global" })w",
+                               R"w(trigger = { type = "count", purge = 1 })w")) ==
+        R"~(p.toml:16:11: error: missing required key 'trigger.count'
+  in [[operator]] #1 (name = "w")
+  hint: count is the number of records per firing: trigger = { type = "count", count = 100 }
+p.toml:16:37: error: trigger.purge must be a boolean (true or false), got integer
+  in [[operator]] #1 (name = "w")
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "tumbling", size = "1s" })w",
+                               R"w(trigger = { type = "event", count = 0, every = 1 })w")) ==
+        R"~(p.toml:16:20: error: trigger.type must be one of "event_time", "processing_time", "count", got "event"
+  in [[operator]] #1 (name = "w")
+p.toml:16:40: error: unknown key 'trigger.every'
+  in [[operator]] #1 (name = "w")
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "tumbling", size = "1s" })w",
+                               R"w(trigger = { type = "event_time", count = 2 })w")) ==
+        R"~(p.toml:16:42: error: trigger.count applies to a count trigger only, not to "event_time"
+  in [[operator]] #1 (name = "w")
+)~");
+}
+
+TEST_CASE("lateness and a late output are refused where nothing is ever late") {
+  CHECK(errors(window_pipeline(R"w(window = { type = "tumbling", size = "1s", time = "processing" })w",
+                               "allowed_lateness = \"1s\"\nlate_output = \"late\"")) ==
+        R"~(p.toml:16:20: error: allowed_lateness applies to event-time windows only; a processing-time window is never late
+  in [[operator]] #1 (name = "w")
+p.toml:17:15: error: late_output applies to event-time windows only; a processing-time window is never late
+  in [[operator]] #1 (name = "w")
+)~");
+  CHECK(errors(window_pipeline(R"w(window = { type = "count", size = 2 })w",
+                               "late_output = \"late\"")) ==
+        R"~(p.toml:16:15: error: late_output applies to event-time windows only; a count window is never late
+  in [[operator]] #1 (name = "w")
+)~");
+  // Zero lateness is harmless anywhere.
+  CHECK(window_schema(R"w(window = { type = "count", size = 2 })w", "allowed_lateness = \"0s\"") ==
+        fire_shape);
+}
+
+TEST_CASE("a broken reduce points at the column of its problem") {
+  CHECK(errors(window_pipeline(R"w(window = { type = "tumbling", size = "1s" })w", "",
+                               R"w(aggregate = { r = "reduce(acc + value / 2.0, 0)", s = "reduce(acc, 0, 1)" })w")) ==
+        R"~(p.toml:15:27: error: aggregate 'r': reduce: the expression has type float64 but the start value has type int64 (write the start value as 0.0)
+  in [[operator]] #1 (name = "w")
+p.toml:15:69: error: aggregate 's': reduce takes two arguments, an expression over 'acc' and the record and the start value: reduce(acc + value, 0)
+  in [[operator]] #1 (name = "w")
 )~");
 }
 
@@ -668,7 +813,7 @@ input = "bad_time"
 type = "stdout"
 )~") == R"~(p.toml:3:8: error: source type 'kafka' is not supported yet
   in [[source]] #1 (name = "k")
-  hint: supported source types: "file"
+  hint: supported source types: "file", "generator", "nexmark"
 p.toml:8:8: error: cannot read source file "no/such/file.jsonl": No such file or directory
   in [[source]] #2 (name = "missing")
 p.toml:10:17: error: schema.ts has unknown type "time"
@@ -783,7 +928,7 @@ p.toml:19:18: error: key_by: unknown field "kye"
   hint: the input's fields are key:string, ts:timestamp, value:int64
 p.toml:28:44: error: aggregate 'total': sum needs a number, got string
   in [[operator]] #3 (name = "v")
-p.toml:28:58: error: aggregate 'top': unknown aggregate function 'mx' (known: count, sum, min, max, avg)
+p.toml:28:58: error: aggregate 'top': unknown aggregate function 'mx' (known: count, sum, min, max, avg, first, last, count_distinct, reduce)
   in [[operator]] #3 (name = "v")
 p.toml:36:12: error: order_by "nn" names no aggregate or group_by field
   in [[sink]] #1 (name = "out")

@@ -640,7 +640,8 @@ TEST_CASE("function errors name the function and the offending argument") {
          c{"lowr(path)", "unknown function 'lowr', did you mean 'lower'?", 0},
          c{"1 + frobnicate(path)",
            "unknown function 'frobnicate' (functions: lower, upper, length, substr, "
-           "concat, abs, floor, coalesce, to_timestamp)",
+           "concat, abs, floor, coalesce, to_timestamp, rand_int, rand_float, "
+           "rand_string)",
            4},
          c{"lower(path, 1)", "function 'lower' takes 1 argument, got 2", 0},
          c{"substr(path)", "function 'substr' takes 2 or 3 arguments, got 1", 0},

@@ -45,6 +45,7 @@ struct decoded {
   std::vector<event_time> timestamps;
   std::vector<std::string> bad;   ///< reasons, in order
   std::size_t skipped = 0;
+  std::vector<event_time> controls; ///< replay-clock advances, in order
 };
 
 /// Splits `text` with `next_record` (as the file reader does, stripping
@@ -72,6 +73,9 @@ inline decoded decode_text(record_decoder& dec, std::string_view text) {
         break;
       case record_decoder::status::bad:
         out.bad.push_back(reason);
+        break;
+      case record_decoder::status::control:
+        out.controls.push_back(dec.control_time());
         break;
     }
   }

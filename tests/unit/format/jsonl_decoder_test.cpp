@@ -37,6 +37,27 @@ TEST_CASE("jsonl decodes every type by field name in any key order") {
                                         I(1431849903000)});
 }
 
+TEST_CASE("jsonl control lines advance the replay clock only when enabled") {
+  auto opts = jsonl(all_types());
+  opts.control_lines = true;
+  auto dec = decoder(opts);
+  auto d = decode_text(*dec,
+    R"({"key": "a", "value": 1})" "\n"
+    R"({"control": "advance_processing_time", "proc_time": 5000})" "\n"
+    R"({"control": "pause"})" "\n"
+    R"({"control": "advance_processing_time", "proc_time": "soon"})" "\n");
+  CHECK(d.rows.size() == 1);
+  CHECK(d.controls == std::vector<event_time>{5000});
+  REQUIRE(d.bad.size() == 2);
+  CHECK(d.bad[0] == "unknown control line (known: \"advance_processing_time\")");
+  CHECK(d.bad[1] == "control line advance_processing_time needs an integer proc_time");
+
+  auto plain = decoder(jsonl(all_types()));
+  auto p = decode_text(*plain, R"({"control": "advance_processing_time", "proc_time": 5})" "\n");
+  CHECK(p.controls.empty());
+  CHECK(p.rows.size() == 1); // without control lines it is an ordinary record
+}
+
 TEST_CASE("jsonl missing fields and JSON null are null and unknown keys are ignored") {
   auto dec = decoder(jsonl(all_types()));
   auto d = decode_text(*dec, R"({"key": null, "extra": [1, {"x": 2}], "value": 3})" "\n{}\n");

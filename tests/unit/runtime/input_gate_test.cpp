@@ -35,3 +35,28 @@ TEST_CASE("an ended channel stops holding back the minimum") {
   CHECK(gate.all_ended());
 }
 }
+
+TEST_SUITE("runtime") {
+TEST_CASE("an idle channel stops holding back the minimum and rejoins with its next watermark") {
+  input_gate gate{2};
+  gate.on_watermark(0, 100);
+  CHECK(gate.current() == weir::min_watermark);
+  CHECK(gate.on_idle(1, true) == 100);
+  CHECK(gate.on_watermark(0, 150) == 150);
+  // Channel 1 rejoins behind: the combined watermark never goes back.
+  CHECK_FALSE(gate.on_watermark(1, 120).has_value());
+  CHECK(gate.current() == 150);
+  CHECK(gate.on_watermark(0, 300) == std::nullopt); // channel 1 holds at 120
+  CHECK(gate.on_watermark(1, 200) == 200);
+}
+
+TEST_CASE("when every live channel is idle the gate is idle and nothing advances") {
+  input_gate gate{2};
+  gate.on_watermark(0, 10);
+  gate.on_watermark(1, 20);
+  CHECK_FALSE(gate.on_idle(0, true) == std::nullopt); // min over {20}
+  CHECK_FALSE(gate.on_idle(1, true).has_value());
+  CHECK(gate.all_idle());
+  CHECK(gate.current() == 20);
+}
+}

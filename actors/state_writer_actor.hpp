@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// The state writer: a detached actor that owns a job's checkpoint storage
+// (DESIGN.md §7). Tasks hand it frozen snapshots at the barrier and keep
+// processing; it serializes them key group by key group and writes them to
+// LMDB on its own thread, then replies with the state handles the task
+// forwards to the job manager as its acknowledgement.
+//
+// Messages (request/response; every reply carries `ok` and `error` rather
+// than a CAF error, so one `.then` handler covers both outcomes):
+//   (write_state_atom, write_snapshot_request)   -> write_snapshot_result
+//   (commit_ckpt_atom, snapshot_manifest)        -> commit_manifest_result
+//   (discard_ckpt_atom, std::uint64_t id)        -> discard_result
+//   (read_latest_atom)                           -> read_latest_result
+//   (restore_op_atom, restore_request)           -> restore_result
+// Each handler runs its LMDB transactions to completion inside the call.
+
+#include "weir/checkpoint/checkpoint_coordinator.hpp"
+#include "weir/checkpoint/lmdb_checkpoint_store.hpp"
+#include "weir/checkpoint/snapshot_manifest.hpp"
+#include "weir/operators/stream_operator.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace weir::runtime {
+
+/// Write one subtask's snapshot for a checkpoint.
+using write_state_atom = caf::atom_constant<caf::atom("wr_state")>;
+/// Commit a checkpoint's manifest (the checkpoint becomes complete).
+using commit_ckpt_atom = caf::atom_constant<caf::atom("commit_cp")>;
+/// Delete the state of an aborted checkpoint.
+using discard_ckpt_atom = caf::atom_constant<caf::atom("discard_cp")>;
+/// Find the newest restorable checkpoint.
+using read_latest_atom = caf::atom_constant<caf::atom("read_last")>;
+/// Read what one operator subtask restores.
+using restore_op_atom = caf::atom_constant<caf::atom("restore_op")>;
+
+/// What one operator of a chain froze at checkpoint n.
+struct operator_snapshot_entry {
+  std::string operator_uid; ///< stable across runs (the operator's name)
+  std::uint32_t subtask = 0;
+  std::uint32_t parallelism = 1;
+  /// From `stream_operator::snapshot_state`: the frozen keyed state (may be
+  /// null) and the operator state bytes (empty = none).
+  operator_snapshot snapshot;
+  /// A source's position, readable ("byte 1234 of a.log"); else empty.
+  std::string source_position;
+};
+
+/// Write the snapshot of task `task` (the job manager's numbering) for
+/// checkpoint `checkpoint_id`: all its operators in one LMDB transaction.
+struct write_snapshot_request {
+  std::uint64_t checkpoint_id = 0;
+  std::uint32_t task = 0;
+  /// Alignment time measured by the task, echoed into the ack.
+  std::chrono::milliseconds alignment{0};
+  std::vector<operator_snapshot_entry> operators;
+};
+
+/// The reply to a write: on success `ack` is what the task sends to the job
+/// manager (`checkpoint_coordinator::acknowledge`); on failure the task
+/// declines the checkpoint with `error`.
+struct write_snapshot_result {
+  std::uint64_t checkpoint_id = 0;
+  std::uint32_t task = 0;
+  bool ok = false;
+  std::string error;
+  checkpoint::task_ack ack;
+  /// Time spent serializing and writing (ms), off the processing path.
+  std::chrono::milliseconds write_duration{0};
+};
+
+struct commit_manifest_result {
+  std::uint64_t checkpoint_id = 0;
+  bool ok = false;
+  std::string error;
+  /// Checkpoints deleted by `retain`.
+  std::vector<std::uint64_t> deleted;
+};
+
+struct discard_result {
+  std::uint64_t checkpoint_id = 0;
+  bool ok = false;
+  std::string error;
+  std::size_t values_deleted = 0;
+};
+
+struct read_latest_result {
+  bool ok = false;
+  std::string error;
+  /// Null manifest inside: nothing to restore. Warnings name each newer
+  /// checkpoint that was skipped as damaged or incomplete.
+  std::shared_ptr<const checkpoint::latest_checkpoint> latest;
+  /// Highest id present in storage: `checkpoint_coordinator::resume_after`.
+  std::uint64_t highest_id = 0;
+};
+
+/// Read the state of operator `operator_uid` subtask `subtask` of
+/// `parallelism` from checkpoint `manifest` (rescaling by key group).
+struct restore_request {
+  std::shared_ptr<const checkpoint::snapshot_manifest> manifest;
+  std::string operator_uid;
+  std::uint32_t subtask = 0;
+  std::uint32_t parallelism = 1;
+  std::size_t max_parallelism = 128;
+};
+
+struct restore_result {
+  bool ok = false;
+  std::string error;
+  /// Pass to `stream_operator::restore_state`.
+  std::shared_ptr<const operator_restore> restore;
+};
+
+/// Turns the frozen snapshots of one subtask into the store's write request
+/// (serializers that call `keyed_state_snapshot::serialize_key_group` over
+/// the snapshot's key-group range) and writes them in one transaction.
+/// Exposed for tests and for callers that write without the actor.
+[[nodiscard]] write_snapshot_result
+write_subtask_snapshot(checkpoint::lmdb_checkpoint_store& store,
+                       const write_snapshot_request& req);
+
+/// Spawns the state writer of one job: a detached actor (its own thread, so
+/// blocking LMDB I/O never stalls the scheduler) that owns `store`. An
+/// unexpected message ends it with an error; monitor it.
+caf::actor spawn_state_writer(caf::actor_system& sys,
+                              std::shared_ptr<checkpoint::lmdb_checkpoint_store> store);
+
+} // namespace weir::runtime
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::write_snapshot_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::write_snapshot_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::checkpoint::snapshot_manifest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::commit_manifest_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::discard_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::read_latest_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::restore_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::restore_result)

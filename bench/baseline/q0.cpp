@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// Nexmark q0, pass-through: every bid's auction, bidder, price, date_time and
+// extra (bench/nexmark/q0.toml).
+#include "baseline.hpp"
+
+namespace weir::bench {
+
+result run_q0(const options& o) {
+  const nexmark::generator gen{nexmark_config(o)};
+  nexmark::bid b;
+  result r;
+  for (std::uint64_t n = 0; n < o.events; ++n) {
+    if (gen.kind_of(n) != nexmark::event_kind::bid)
+      continue;
+    gen.make_bid(n, b);
+    ++r.rows;
+    if (o.digest) {
+      row_hasher h;
+      h.add_int(b.auction);
+      h.add_int(b.bidder);
+      h.add_int(b.price);
+      h.add_int(b.date_time);
+      h.add_string(b.extra);
+      r.digest += h.finish();
+    } else {
+      r.checksum += static_cast<std::uint64_t>(b.price) + b.extra.size();
+    }
+  }
+  return r;
+}
+
+} // namespace weir::bench

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: Apache-2.0
+package weir.bench;
+
+import java.time.Duration;
+import java.util.Locale;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.api.common.accumulators.LongCounter;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.api.java.tuple.Tuple4;
+import org.apache.flink.api.java.tuple.Tuple5;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.RichSinkFunction;
+import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
+import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
+import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows;
+import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+import org.apache.flink.streaming.api.windowing.time.Time;
+import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.flink.util.Collector;
+
+/**
+ * The benchmark queries of bench/nexmark and bench/ysb as Flink DataStream jobs on a local
+ * mini-cluster, over the Java port of weir's generators; prints one JSON line like
+ * weir_baseline's. Usage: FlinkBench q0|q1|q2|q5|q7|ysb --events N --parallelism P [--digest]
+ * [--seed S].
+ */
+public final class FlinkBench {
+  static final long RANK_SHIFT = 68_719_476_736L; // 2^36
+
+  private FlinkBench() {}
+
+  // -- sources: subtask i of p generates the event numbers congruent to i, like weir --------
+
+  static final class BidSource extends RichParallelSourceFunction<Bid> {
+    private static final long serialVersionUID = 1L;
+    private final long events;
+    private final long seed;
+    private volatile boolean running = true;
+
+    BidSource(long events, long seed) {
+      this.events = events;
+      this.seed = seed;
+    }
+
+    @Override
+    public void run(SourceContext<Bid> ctx) {
+      NexmarkGenerator gen = new NexmarkGenerator(seed);
+      int p = getRuntimeContext().getNumberOfParallelSubtasks();
+      for (long n = getRuntimeContext().getIndexOfThisSubtask(); n < events && running; n += p) {
+        if (gen.kindOf(n) == NexmarkGenerator.BID) {
+          ctx.collect(gen.makeBid(n));
+        }
+      }
+    }
+
+    @Override
+    public void cancel() {
+      running = false;
+    }
+  }
+
+  static final class YsbSource extends RichParallelSourceFunction<YsbEvent> {
+    private static final long serialVersionUID = 1L;
+    private final long events;
+    private final long seed;
+    private volatile boolean running = true;
+
+    YsbSource(long events, long seed) {
+      this.events = events;
+      this.seed = seed;
+    }
+
+    @Override
+    public void run(SourceContext<YsbEvent> ctx) {
+      long mseed = Random64.mixedSeed(seed);
+      int p = getRuntimeContext().getNumberOfParallelSubtasks();
+      for (long n = getRuntimeContext().getIndexOfThisSubtask(); n < events && running; n += p) {
+        ctx.collect(YsbEvent.make(mseed, n));
+      }
+    }
+
+    @Override
+    public void cancel() {
+      running = false;
+    }
+  }
+
+  // -- the sink: counts rows and sums their weir row hashes --------------------------------
+
+  interface RowHash<T> extends java.io.Serializable {
+    long hash(T row);
+  }
+
+  static final class CountingSink<T> extends RichSinkFunction<T> {
+    private static final long serialVersionUID = 1L;
+    private final RowHash<T> hash;
+    private final boolean digest;
+    private final LongCounter rows = new LongCounter();
+    private final LongCounter sum = new LongCounter();
+
+    CountingSink(RowHash<T> hash, boolean digest) {
+      this.hash = hash;
+      this.digest = digest;
+    }
+
+    @Override
+    public void open(Configuration parameters) {
+      getRuntimeContext().addAccumulator("rows", rows);
+      getRuntimeContext().addAccumulator("digest", sum);
+    }
+
+    @Override
+    public void invoke(T value, Context context) {
+      rows.add(1);
+      if (digest) {
+        sum.add(hash.hash(value)); // long addition wraps: the sum is mod 2^64
+      }
+    }
+  }
+
+  // -- window functions ----------------------------------------------------------------------
+
+  static final class Count<T> implements AggregateFunction<T, Long, Long> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public Long createAccumulator() {
+      return 0L;
+    }
+
+    @Override
+    public Long add(T value, Long acc) {
+      return acc + 1;
+    }
+
+    @Override
+    public Long getResult(Long acc) {
+      return acc;
+    }
+
+    @Override
+    public Long merge(Long a, Long b) {
+      return a + b;
+    }
+  }
+
+  /** max(rank) over (key, rank) pairs. */
+  static final class MaxRank implements AggregateFunction<Tuple2<Long, Long>, Long, Long> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public Long createAccumulator() {
+      return Long.MIN_VALUE;
+    }
+
+    @Override
+    public Long add(Tuple2<Long, Long> value, Long acc) {
+      return Math.max(acc, value.f1);
+    }
+
+    @Override
+    public Long getResult(Long acc) {
+      return acc;
+    }
+
+    @Override
+    public Long merge(Long a, Long b) {
+      return Math.max(a, b);
+    }
+  }
+
+  /** (key, window_start, window_end, aggregate). */
+  static final class WithWindow
+      extends ProcessWindowFunction<Long, Tuple4<Long, Long, Long, Long>, Long, TimeWindow> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public void process(Long key, Context ctx, Iterable<Long> values,
+        Collector<Tuple4<Long, Long, Long, Long>> out) {
+      long v = values.iterator().next();
+      out.collect(Tuple4.of(key, ctx.window().getStart(), ctx.window().getEnd(), v));
+    }
+  }
+
+  static final class LongKey<T> implements KeySelector<T, Long> {
+    private static final long serialVersionUID = 1L;
+    private final RowHash<T> key;
+
+    LongKey(RowHash<T> key) {
+      this.key = key;
+    }
+
+    @Override
+    public Long getKey(T value) {
+      return key.hash(value);
+    }
+  }
+
+  // -- the queries -----------------------------------------------------------------------------
+
+  static DataStream<Bid> bids(StreamExecutionEnvironment env, long events, long seed) {
+    return env.addSource(new BidSource(events, seed), "bids")
+        .assignTimestampsAndWatermarks(WatermarkStrategy.<Bid>forBoundedOutOfOrderness(
+            Duration.ofSeconds(4)).withTimestampAssigner((b, t) -> b.dateTime));
+  }
+
+  static void build(StreamExecutionEnvironment env, String query, long events, long seed,
+      boolean digest) {
+    switch (query) {
+      case "q0":
+        bids(env, events, seed)
+            .map(b -> Tuple5.of(b.auction, b.bidder, b.price, b.dateTime, b.extra))
+            .returns(Types.TUPLE(Types.LONG, Types.LONG, Types.LONG, Types.LONG, Types.STRING))
+            .addSink(new CountingSink<Tuple5<Long, Long, Long, Long, String>>(
+                t -> new RowHasher().add(t.f0).add(t.f1).add(t.f2).add(t.f3).addString(t.f4)
+                    .finish(), digest));
+        break;
+      case "q1":
+        bids(env, events, seed)
+            .map(b -> Tuple5.of(b.auction, b.bidder, b.price * 0.908, b.dateTime, b.extra))
+            .returns(Types.TUPLE(Types.LONG, Types.LONG, Types.DOUBLE, Types.LONG, Types.STRING))
+            .addSink(new CountingSink<Tuple5<Long, Long, Double, Long, String>>(
+                t -> new RowHasher().add(t.f0).add(t.f1).addDouble(t.f2).add(t.f3)
+                    .addString(t.f4).finish(), digest));
+        break;
+      case "q2":
+        bids(env, events, seed)
+            .filter(b -> b.auction % 123 == 0)
+            .map(b -> Tuple2.of(b.auction, b.price))
+            .returns(Types.TUPLE(Types.LONG, Types.LONG))
+            .addSink(new CountingSink<Tuple2<Long, Long>>(
+                t -> new RowHasher().add(t.f0).add(t.f1).finish(), digest));
+        break;
+      case "q5":
+        bids(env, events, seed)
+            .keyBy(new LongKey<Bid>(b -> b.auction))
+            .window(SlidingEventTimeWindows.of(Time.seconds(10), Time.seconds(2)))
+            .aggregate(new Count<Bid>(), new WithWindow())
+            // (window_start, num * 2^36 + auction), stamped window_end - 1 by Flink.
+            .map(t -> Tuple2.of(t.f1, t.f3 * RANK_SHIFT + t.f0))
+            .returns(Types.TUPLE(Types.LONG, Types.LONG))
+            .keyBy(new LongKey<Tuple2<Long, Long>>(t -> t.f0))
+            .window(TumblingEventTimeWindows.of(Time.seconds(2)))
+            .aggregate(new MaxRank(), new WithWindow())
+            .addSink(new CountingSink<Tuple4<Long, Long, Long, Long>>(
+                t -> new RowHasher().add(t.f0).add(t.f2).add(t.f3 % RANK_SHIFT)
+                    .add(t.f3 / RANK_SHIFT).finish(), digest));
+        break;
+      case "q7":
+        bids(env, events, seed)
+            .map(b -> Tuple2.of(0L, b.price * RANK_SHIFT + b.auction))
+            .returns(Types.TUPLE(Types.LONG, Types.LONG))
+            .keyBy(new LongKey<Tuple2<Long, Long>>(t -> t.f0))
+            .window(TumblingEventTimeWindows.of(Time.seconds(10)))
+            .aggregate(new MaxRank(), new WithWindow())
+            .addSink(new CountingSink<Tuple4<Long, Long, Long, Long>>(
+                t -> new RowHasher().add(t.f1).add(t.f2).add(t.f3 % RANK_SHIFT)
+                    .add(t.f3 / RANK_SHIFT).finish(), digest));
+        break;
+      case "ysb":
+        env.addSource(new YsbSource(events, seed), "events")
+            .assignTimestampsAndWatermarks(WatermarkStrategy.<YsbEvent>forBoundedOutOfOrderness(
+                Duration.ZERO).withTimestampAssigner((e, t) -> e.eventTime))
+            .filter(e -> e.eventType == 0)
+            .map(e -> e.adId / 10)
+            .returns(Types.LONG)
+            .keyBy(new LongKey<Long>(c -> c))
+            .window(TumblingEventTimeWindows.of(Time.seconds(10)))
+            .aggregate(new Count<Long>(), new WithWindow())
+            .addSink(new CountingSink<Tuple4<Long, Long, Long, Long>>(
+                t -> new RowHasher().add(t.f0).add(t.f1).add(t.f2).add(t.f3).finish(), digest));
+        break;
+      default:
+        throw new IllegalArgumentException("unknown query " + query);
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args.length < 1) {
+      System.err.println("usage: FlinkBench q0|q1|q2|q5|q7|ysb --events N --parallelism P "
+          + "[--digest] [--seed S]");
+      System.exit(2);
+    }
+    String query = args[0];
+    long events = 1_000_000;
+    long seed = 0;
+    int parallelism = 1;
+    boolean digest = false;
+    for (int i = 1; i < args.length; ++i) {
+      switch (args[i]) {
+        case "--events": events = Long.parseLong(args[++i]); break;
+        case "--seed": seed = Long.parseLong(args[++i]); break;
+        case "--parallelism": parallelism = Integer.parseInt(args[++i]); break;
+        case "--digest": digest = true; break;
+        default:
+          System.err.println("unknown argument " + args[i]);
+          System.exit(2);
+      }
+    }
+    Configuration conf = new Configuration();
+    StreamExecutionEnvironment env =
+        StreamExecutionEnvironment.createLocalEnvironment(parallelism, conf);
+    env.getConfig().enableObjectReuse();
+    build(env, query, events, seed, digest);
+    long start = System.nanoTime();
+    JobExecutionResult result = env.execute("weir-bench-" + query);
+    double wall = (System.nanoTime() - start) / 1e9;
+    double net = result.getNetRuntime() / 1e3;
+    Long rows = result.getAccumulatorResult("rows");
+    Long sum = result.getAccumulatorResult("digest");
+    StringBuilder out = new StringBuilder();
+    out.append(String.format(Locale.ROOT,
+        "{\"engine\":\"flink\",\"query\":\"%s\",\"parallelism\":%d,\"events\":%d,"
+            + "\"seconds\":%.6f,\"wall_seconds\":%.6f,\"events_per_s\":%.1f,\"rows\":%d",
+        query, parallelism, events, net, wall, events / net, rows == null ? 0 : rows));
+    if (digest) {
+      out.append(String.format(Locale.ROOT, ",\"digest\":\"%016x\"", sum == null ? 0 : sum));
+    }
+    out.append('}');
+    System.out.println(out);
+  }
+}

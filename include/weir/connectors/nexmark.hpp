@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/core/record_batch.hpp"
+#include "weir/core/schema.hpp"
+#include "weir/expr/random.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// The Nexmark event generator (../shared/NEXMARK.md): persons, auctions and
+/// bids of an online auction site, every event a pure function of
+/// (seed, event number) — as Beam's generator seeds a fresh random generator
+/// with each event id — so weir's source, the hand-written baselines
+/// (bench/baseline) and the Java port for Apache Flink (bench/flink) see the
+/// same events whatever the parallelism. The exact rules, which the Java port
+/// follows bit for bit, are in bench/nexmark/README.md.
+namespace weir::nexmark {
+
+inline constexpr std::int64_t first_person_id = 1000;
+inline constexpr std::int64_t first_auction_id = 1000;
+inline constexpr std::int64_t first_category_id = 10;
+inline constexpr std::int64_t num_categories = 5;
+inline constexpr std::int64_t person_id_lead = 10;
+inline constexpr std::int64_t auction_id_lead = 10;
+inline constexpr std::int64_t num_active_people = 1000;
+inline constexpr std::int64_t num_in_flight_auctions = 100;
+inline constexpr std::int64_t hot_block = 100; ///< hot auction / bidder / seller block
+inline constexpr std::int64_t num_channels = 10000;
+
+/// Generator settings; the defaults are Nexmark's (NEXMARK.md §2) with a
+/// fixed base time instead of the wall clock.
+struct generator_config {
+  std::uint64_t seed = 0;
+  /// Event time of event 0, ms since the epoch (2015-07-15T00:00:00Z).
+  event_time base_time = 1'436'918'400'000;
+  /// Events per second of event time: event n is stamped
+  /// `base_time + n * 1000 / event_rate` ms (integer division).
+  std::int64_t event_rate = 10'000;
+  std::int64_t person_proportion = 1;
+  std::int64_t auction_proportion = 3;
+  std::int64_t bid_proportion = 46;
+  std::int64_t hot_auction_ratio = 2; ///< 1 - 1/ratio of bids go to the hot auction
+  std::int64_t hot_bidder_ratio = 4;
+  std::int64_t hot_seller_ratio = 4;
+  std::int64_t avg_person_bytes = 200;
+  std::int64_t avg_auction_bytes = 500;
+  std::int64_t avg_bid_bytes = 100;
+
+  std::int64_t total_proportion() const noexcept {
+    return person_proportion + auction_proportion + bid_proportion;
+  }
+};
+
+enum class event_kind : std::uint8_t { person, auction, bid };
+
+/// "person", "auction" or "bid".
+std::string_view to_string(event_kind k) noexcept;
+
+struct person {
+  std::int64_t id = 0;
+  std::string name;
+  std::string email_address;
+  std::string credit_card;
+  std::string city;
+  std::string state;
+  event_time date_time = 0;
+  std::string extra;
+};
+
+struct auction {
+  std::int64_t id = 0;
+  std::string item_name;
+  std::string description;
+  std::int64_t initial_bid = 0; ///< cents
+  std::int64_t reserve = 0;     ///< cents
+  event_time date_time = 0;
+  event_time expires = 0;
+  std::int64_t seller = 0;
+  std::int64_t category = 0;
+  std::string extra;
+};
+
+struct bid {
+  std::int64_t auction = 0;
+  std::int64_t bidder = 0;
+  std::int64_t price = 0; ///< cents, 100 .. 100'000'000
+  std::string channel;
+  std::string url;
+  event_time date_time = 0;
+  std::string extra;
+};
+
+/// The random stream of one event: splitmix64 started at
+/// `random_word(mixed_seed(seed), n, 0)` (weir/expr/random.hpp).
+class event_random {
+public:
+  event_random(std::uint64_t mixed_seed, std::uint64_t event_number) noexcept;
+  explicit event_random(std::uint64_t state) noexcept : state_(state) {}
+
+  /// The next 64 random bits: `state += 0x9E3779B97F4A7C15; mix64(state)`.
+  std::uint64_t next() noexcept {
+    state_ += expr::seq_multiplier;
+    return expr::mix64(state_);
+  }
+  /// Uniform in `[0, bound)` (`mul_high(next(), bound)`); bound > 0.
+  std::int64_t below(std::int64_t bound) noexcept {
+    return static_cast<std::int64_t>(expr::mul_high(next(), static_cast<std::uint64_t>(bound)));
+  }
+  /// Uniform in `[0, 1)` with 53 bits.
+  double unit() noexcept { return expr::random_unit(next()); }
+  /// Appends `n` letters a-z, eight per random word (byte % 26).
+  void letters(std::string& out, std::int64_t n);
+  /// Appends 3 .. max_len - 1 characters from "a-z" and space (byte % 27).
+  void text(std::string& out, std::int64_t max_len);
+
+private:
+  std::uint64_t state_;
+};
+
+/// Generates event number n of a configured stream; const and thread-safe.
+class generator {
+public:
+  /// Builds the channel/URL cache (10'000 entries) and the price table.
+  /// Precondition: proportions, ratios and event_rate are positive (the
+  /// API's `from_nexmark` checks them).
+  explicit generator(generator_config config);
+
+  const generator_config& config() const noexcept { return config_; }
+
+  event_kind kind_of(std::uint64_t n) const noexcept;
+  event_time timestamp_of(std::uint64_t n) const noexcept;
+
+  /// 0-based id of the last person created at or before event n.
+  std::int64_t last_base0_person_id(std::uint64_t n) const noexcept;
+  /// 0-based id of the last auction created at or before event n (-1 before any).
+  std::int64_t last_base0_auction_id(std::uint64_t n) const noexcept;
+
+  /// Fills `out` with event n, which must be of the matching kind. Strings
+  /// are assigned, so reusing `out` reuses their buffers.
+  void make_person(std::uint64_t n, person& out) const;
+  void make_auction(std::uint64_t n, auction& out) const;
+  void make_bid(std::uint64_t n, bid& out) const;
+
+  /// One line of text for event n (no newline), the format of the shared
+  /// test vectors in bench/vectors: `B|n|auction|bidder|price|channel|url|
+  /// date_time|extra`, `A|n|id|item_name|description|initial_bid|reserve|
+  /// date_time|expires|seller|category|extra`, `P|n|id|name|email|card|city|
+  /// state|date_time|extra`.
+  std::string describe(std::uint64_t n) const;
+
+  /// `round(10^(6u) * 100)` cents for a table-driven u: 100 .. ~10^8,
+  /// log-uniform, integer arithmetic only (portable bit for bit).
+  std::int64_t next_price(event_random& r) const noexcept;
+
+private:
+  std::int64_t next_base0_person_id(std::uint64_t n, event_random& r) const noexcept;
+  std::int64_t next_base0_auction_id(std::uint64_t n, event_random& r) const noexcept;
+  void next_extra(event_random& r, std::int64_t current_size, std::int64_t desired_avg,
+                  std::string& out) const;
+
+  generator_config config_;
+  std::uint64_t mixed_seed_;
+  std::vector<std::string> channel_urls_; ///< url of channel-k
+  std::array<std::uint64_t, 4097> price_table_{}; ///< 10^(i/4096) in Q59
+};
+
+/// Schemas of the three streams; `date_time` (and auction `expires`) are
+/// timestamps, ids and prices int64.
+schema_ptr person_schema();
+schema_ptr auction_schema();
+schema_ptr bid_schema();
+schema_ptr schema_of(event_kind k);
+
+/// Appends event n of kind `k` to `b` as one row (columns in schema order)
+/// and its date_time to `b.timestamps()`; `scratch_*` are reused buffers.
+struct row_appender {
+  person p;
+  auction a;
+  bid b;
+  void append(const generator& g, event_kind k, std::uint64_t n, batch_builder& out);
+};
+
+} // namespace weir::nexmark

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/state/state_table.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+/// Handles to keyed state (Flink's `ValueState`, `ListState`, `MapState`,
+/// `ReducingState`, `AggregatingState`). Obtain them from a
+/// `keyed_state_backend` (`get_value_state<T>("name")`, ...); every call
+/// reads or writes the entry of the backend's *current* key and namespace,
+/// so one handle serves all keys. Handles are cheap to copy, valid as long as
+/// their backend, and belong to the backend's thread. Using a handle before
+/// `set_current_key` is a bug (aborts). Pointers, spans and references a
+/// handle returns stay valid until the next write to the same backend.
+namespace weir::state {
+
+class keyed_state_backend;
+
+/// A user aggregation for `aggregating_state` (Flink's `AggregateFunction`),
+/// with in-place `add` and `merge` instead of Flink's returned accumulators.
+/// Implementations must be deterministic and, for snapshots, `ACC` must be
+/// `encodable`.
+template <class IN, class ACC, class OUT>
+class aggregate_function {
+public:
+  virtual ~aggregate_function() = default;
+  /// A fresh, empty accumulator.
+  virtual ACC create_accumulator() const = 0;
+  /// Folds `value` into `acc`.
+  virtual void add(const IN& value, ACC& acc) const = 0;
+  /// The result of an accumulator.
+  virtual OUT get_result(const ACC& acc) const = 0;
+  /// Folds `from` into `into` (merging windows, Flink's `merge`).
+  virtual void merge(ACC& into, const ACC& from) const = 0;
+};
+
+/// A single value per key and namespace (Flink's `ValueState`).
+template <encodable T>
+class value_state {
+public:
+  value_state() = default;
+  explicit operator bool() const noexcept { return table_ != nullptr; }
+
+  /// The value, or nullopt when none was set (copies it).
+  std::optional<T> value() const {
+    if (const T* p = get())
+      return *p;
+    return std::nullopt;
+  }
+
+  /// The value or `fallback`.
+  T value_or(T fallback) const {
+    if (const T* p = get())
+      return *p;
+    return fallback;
+  }
+
+  /// The stored value without copying, or nullptr.
+  const T* get() const { return table().map.get(scope_->current()); }
+
+  /// The stored value for in-place changes (clones a bucket a snapshot
+  /// shares), or nullptr when none is set.
+  T* get_mut() { return table().map.get_mut(scope_->current()); }
+
+  /// Sets the value.
+  void update(T v) { table().map.put(scope_->current(), std::move(v)); }
+
+  /// Removes the value.
+  void clear() { table().map.remove(scope_->current()); }
+
+private:
+  friend class keyed_state_backend;
+  value_state(const detail::state_scope* scope, detail::state_table<T>* t)
+    : scope_(scope), table_(t) {}
+  detail::state_table<T>& table() const {
+    if (!table_)
+      state_invariant_failed("use of an empty value_state handle", __FILE__, __LINE__);
+    return *table_;
+  }
+  const detail::state_scope* scope_ = nullptr;
+  detail::state_table<T>* table_ = nullptr;
+};
+
+namespace detail {
+
+// Moves the entries of `sources` (namespaces of the current key) into
+// `target`, folding each into the target's value with `fold(into, from)`.
+// Sources equal to the target are skipped (Flink's
+// `AbstractHeapMergingState.mergeNamespaces`).
+template <class V, class Fold>
+void merge_namespaces(state_table<V>& t, const state_scope& scope, std::string_view target,
+                      std::span<const std::string> sources, Fold&& fold) {
+  for (const auto& src : sources) {
+    if (src == target)
+      continue;
+    V moved{};
+    if (!t.map.take(scope.with_namespace(src), moved))
+      continue;
+    auto tk = scope.with_namespace(target);
+    if (V* existing = t.map.get_mut(tk))
+      fold(*existing, moved);
+    else
+      t.map.put(tk, std::move(moved));
+  }
+}
+
+} // namespace detail
+
+/// A list of values per key and namespace (Flink's `ListState`). An empty
+/// list is not stored: `update({})` equals `clear()`.
+template <encodable T>
+class list_state {
+public:
+  list_state() = default;
+  explicit operator bool() const noexcept { return table_ != nullptr; }
+
+  /// The elements in insertion order; empty when none.
+  std::span<const T> get() const {
+    if (const auto* p = table().map.get(scope_->current()))
+      return {p->data(), p->size()};
+    return {};
+  }
+
+  bool empty() const { return get().empty(); }
+
+  /// Appends one element.
+  void add(T v) {
+    table().map.get_or_insert(scope_->current(), [] { return std::vector<T>{}; })
+      .push_back(std::move(v));
+  }
+
+  /// Appends elements in order.
+  void add_all(std::span<const T> vs) {
+    if (vs.empty())
+      return;
+    auto& l = table().map.get_or_insert(scope_->current(), [] { return std::vector<T>{}; });
+    l.insert(l.end(), vs.begin(), vs.end());
+  }
+
+  /// Replaces the list.
+  void update(std::vector<T> vs) {
+    if (vs.empty())
+      clear();
+    else
+      table().map.put(scope_->current(), std::move(vs));
+  }
+
+  void clear() { table().map.remove(scope_->current()); }
+
+  /// Appends the lists of namespaces `sources` (current key) to the list of
+  /// `target`, in the order given, and removes them (Flink's
+  /// `InternalListState.mergeNamespaces`).
+  void merge_namespaces(std::string_view target, std::span<const std::string> sources) {
+    detail::merge_namespaces(table(), *scope_, target, sources,
+                             [](std::vector<T>& into, std::vector<T>& from) {
+                               into.insert(into.end(), std::make_move_iterator(from.begin()),
+                                           std::make_move_iterator(from.end()));
+                             });
+  }
+
+private:
+  friend class keyed_state_backend;
+  list_state(const detail::state_scope* scope, detail::state_table<std::vector<T>>* t)
+    : scope_(scope), table_(t) {}
+  detail::state_table<std::vector<T>>& table() const {
+    if (!table_)
+      state_invariant_failed("use of an empty list_state handle", __FILE__, __LINE__);
+    return *table_;
+  }
+  const detail::state_scope* scope_ = nullptr;
+  detail::state_table<std::vector<T>>* table_ = nullptr;
+};
+
+/// A map of user keys to user values per key and namespace (Flink's
+/// `MapState`). Iteration is in `UK` order. An empty map is not stored.
+template <encodable UK, encodable UV>
+class map_state {
+public:
+  using map_type = std::map<UK, UV>;
+
+  map_state() = default;
+  explicit operator bool() const noexcept { return table_ != nullptr; }
+
+  /// The value of `uk`, or nullopt (copies it).
+  std::optional<UV> get(const UK& uk) const {
+    if (const UV* p = find(uk))
+      return *p;
+    return std::nullopt;
+  }
+
+  /// The value of `uk` without copying, or nullptr.
+  const UV* find(const UK& uk) const {
+    const auto* m = table().map.get(scope_->current());
+    if (!m)
+      return nullptr;
+    auto it = m->find(uk);
+    return it == m->end() ? nullptr : &it->second;
+  }
+
+  bool contains(const UK& uk) const { return find(uk) != nullptr; }
+
+  /// Sets the value of `uk`.
+  void put(UK uk, UV uv) {
+    table().map.get_or_insert(scope_->current(), [] { return map_type{}; })
+      .insert_or_assign(std::move(uk), std::move(uv));
+  }
+
+  /// Removes `uk`; returns whether it was there.
+  bool remove(const UK& uk) {
+    auto k = scope_->current();
+    if (!contains(uk))
+      return false;
+    auto* m = table().map.get_mut(k);
+    m->erase(uk);
+    if (m->empty())
+      table().map.remove(k);
+    return true;
+  }
+
+  /// Every (user key, user value), in key order; an empty map when none.
+  const map_type& entries() const {
+    static const map_type none;
+    const auto* m = table().map.get(scope_->current());
+    return m ? *m : none;
+  }
+
+  bool empty() const { return entries().empty(); }
+
+  void clear() { table().map.remove(scope_->current()); }
+
+private:
+  friend class keyed_state_backend;
+  map_state(const detail::state_scope* scope, detail::state_table<map_type>* t)
+    : scope_(scope), table_(t) {}
+  detail::state_table<map_type>& table() const {
+    if (!table_)
+      state_invariant_failed("use of an empty map_state handle", __FILE__, __LINE__);
+    return *table_;
+  }
+  const detail::state_scope* scope_ = nullptr;
+  detail::state_table<map_type>* table_ = nullptr;
+};
+
+/// One value per key and namespace, folded with a reduce function on every
+/// `add` (Flink's `ReducingState`): `add(v)` stores `v` when empty, else
+/// `reduce(current, v)`.
+template <encodable T>
+class reducing_state {
+public:
+  using reduce_function = std::function<T(const T& acc, const T& value)>;
+
+  reducing_state() = default;
+  explicit operator bool() const noexcept { return table_ != nullptr; }
+
+  /// The reduced value, or nullopt when nothing was added.
+  std::optional<T> get() const {
+    if (const T* p = table().map.get(scope_->current()))
+      return *p;
+    return std::nullopt;
+  }
+
+  void add(T v) {
+    auto k = scope_->current();
+    if (T* cur = table().map.get_mut(k))
+      *cur = (*reduce_)(*cur, v);
+    else
+      table().map.put(k, std::move(v));
+  }
+
+  void clear() { table().map.remove(scope_->current()); }
+
+  /// Reduces the values of namespaces `sources` into `target` and removes
+  /// them (Flink's `InternalReducingState.mergeNamespaces`).
+  void merge_namespaces(std::string_view target, std::span<const std::string> sources) {
+    auto reduce = reduce_;
+    detail::merge_namespaces(table(), *scope_, target, sources,
+                             [&reduce](T& into, T& from) { into = (*reduce)(into, from); });
+  }
+
+private:
+  friend class keyed_state_backend;
+  reducing_state(const detail::state_scope* scope, detail::state_table<T>* t,
+                 std::shared_ptr<const reduce_function> reduce)
+    : scope_(scope), table_(t), reduce_(std::move(reduce)) {}
+  detail::state_table<T>& table() const {
+    if (!table_)
+      state_invariant_failed("use of an empty reducing_state handle", __FILE__, __LINE__);
+    return *table_;
+  }
+  const detail::state_scope* scope_ = nullptr;
+  detail::state_table<T>* table_ = nullptr;
+  std::shared_ptr<const reduce_function> reduce_;
+};
+
+/// An accumulator per key and namespace, fed by an `aggregate_function`
+/// (Flink's `AggregatingState`). The stored (and snapshotted) type is `ACC`.
+template <class IN, encodable ACC, class OUT>
+class aggregating_state {
+public:
+  using function_type = aggregate_function<IN, ACC, OUT>;
+
+  aggregating_state() = default;
+  explicit operator bool() const noexcept { return table_ != nullptr; }
+
+  /// `get_result` of the accumulator, or nullopt when nothing was added.
+  std::optional<OUT> get() const {
+    if (const ACC* acc = accumulator())
+      return fn_->get_result(*acc);
+    return std::nullopt;
+  }
+
+  /// The accumulator without copying, or nullptr.
+  const ACC* accumulator() const { return table().map.get(scope_->current()); }
+
+  /// Folds `value` in, creating the accumulator first when absent.
+  void add(const IN& value) {
+    const auto* fn = fn_.get();
+    fn->add(value, table().map.get_or_insert(scope_->current(),
+                                             [fn] { return fn->create_accumulator(); }));
+  }
+
+  void clear() { table().map.remove(scope_->current()); }
+
+  /// Merges the accumulators of namespaces `sources` into `target` with
+  /// `merge` and removes them (Flink's
+  /// `InternalAggregatingState.mergeNamespaces`).
+  void merge_namespaces(std::string_view target, std::span<const std::string> sources) {
+    const auto* fn = fn_.get();
+    detail::merge_namespaces(table(), *scope_, target, sources,
+                             [fn](ACC& into, ACC& from) { fn->merge(into, from); });
+  }
+
+  const function_type& function() const { return *fn_; }
+
+private:
+  friend class keyed_state_backend;
+  aggregating_state(const detail::state_scope* scope, detail::state_table<ACC>* t,
+                    std::shared_ptr<const function_type> fn)
+    : scope_(scope), table_(t), fn_(std::move(fn)) {}
+  detail::state_table<ACC>& table() const {
+    if (!table_)
+      state_invariant_failed("use of an empty aggregating_state handle", __FILE__, __LINE__);
+    return *table_;
+  }
+  const detail::state_scope* scope_ = nullptr;
+  detail::state_table<ACC>* table_ = nullptr;
+  std::shared_ptr<const function_type> fn_;
+};
+
+} // namespace weir::state

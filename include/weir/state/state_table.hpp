@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/core/expected.hpp"
+#include "weir/state/codec.hpp"
+#include "weir/state/cow_state_map.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <utility>
+#include <vector>
+
+// Implementation details of `keyed_state_backend` that its templates need;
+// not for direct use. Flink's `StateTable` (one per registered state, a
+// copy-on-write map per key group) is the model.
+namespace weir::state {
+
+/// The five kinds of keyed state (Flink's five). The numbers are part of
+/// the snapshot format: never renumber.
+enum class state_kind : std::uint8_t {
+  value = 1,
+  list = 2,
+  map = 3,
+  reducing = 4,
+  aggregating = 5,
+};
+
+/// "value", "list", "map", "reducing", "aggregating" (or "unknown").
+std::string_view to_string(state_kind kind) noexcept;
+
+namespace detail {
+
+/// The current key and namespace of a backend, shared with its handles.
+struct state_scope {
+  std::string key;              ///< encoded key bytes
+  std::string ns;               ///< namespace bytes; empty = global
+  std::uint16_t group = 0;      ///< key group of `key`
+  std::uint64_t key_hash = 0;   ///< hash_key_bytes(key)
+  std::uint64_t hash = 0;       ///< hash_state_key(key_hash, ns)
+  bool has_key = false;
+
+  /// The address of (current key, current namespace). Aborts without a key.
+  state_key current() const {
+    if (!has_key)
+      state_invariant_failed("keyed state used before set_current_key", __FILE__, __LINE__);
+    return state_key{group, hash, key, ns};
+  }
+
+  /// The address of (current key, `other_ns`).
+  state_key with_namespace(std::string_view other_ns) const {
+    if (!has_key)
+      state_invariant_failed("keyed state used before set_current_key", __FILE__, __LINE__);
+    return state_key{group, hash_state_key(key_hash, other_ns), key, other_ns};
+  }
+};
+
+/// Decoded entries of one key group, waiting to be committed (restore is
+/// all-or-nothing per key group).
+class staged_restore {
+public:
+  virtual ~staged_restore() = default;
+  virtual void apply() = 0;
+};
+
+/// The frozen contents of one state at a snapshot; thread-safe to read.
+class frozen_state_table {
+public:
+  virtual ~frozen_state_table() = default;
+  /// Entries of `group`.
+  virtual std::size_t group_size(std::uint16_t group) const = 0;
+  /// Appends `u32 count` then, per entry, `bytes key, bytes ns, bytes value`
+  /// (each a u32 length + bytes; value bytes from `codec<V>`).
+  virtual void serialize_group(std::uint16_t group, std::string& out) const = 0;
+  /// Rough in-memory size (keys, namespaces, `sizeof(V)` per entry).
+  virtual std::size_t approximate_bytes() const = 0;
+};
+
+/// One registered state, type-erased.
+class state_table_base {
+public:
+  state_table_base(std::string name, std::uint8_t kind, std::type_index handle_type)
+    : name_(std::move(name)), kind_(kind), handle_type_(handle_type) {}
+  virtual ~state_table_base() = default;
+
+  const std::string& name() const noexcept { return name_; }
+  /// A `state_kind`, or a timer section kind of the snapshot format.
+  std::uint8_t kind() const noexcept { return kind_; }
+  /// typeid of the handle it was registered for (re-registration check).
+  std::type_index handle_type() const noexcept { return handle_type_; }
+
+  virtual std::size_t size() const noexcept = 0;
+  virtual bool remove(const state_key& k) = 0;
+  virtual std::shared_ptr<const frozen_state_table> snapshot() = 0;
+  virtual void for_each_key(
+    const std::function<void(std::string_view key, std::string_view ns)>& f) const = 0;
+  /// Decodes a section written by `frozen_state_table::serialize_group`
+  /// for key group `group`. Errors: `errc::parse_error` for malformed bytes
+  /// (nothing is changed).
+  virtual expected<std::unique_ptr<staged_restore>>
+  decode_group(std::uint16_t group, std::string_view section) = 0;
+
+private:
+  std::string name_;
+  std::uint8_t kind_;
+  std::type_index handle_type_;
+};
+
+/// The typed table of one state: a copy-on-write map (key, ns) -> V.
+template <class V>
+  requires encodable<V>
+class state_table final : public state_table_base {
+public:
+  state_table(std::string name, std::uint8_t kind, std::type_index handle_type,
+              key_group_range range)
+    : state_table_base(std::move(name), kind, handle_type), map(range) {}
+
+  cow_state_map<V> map;
+
+  std::size_t size() const noexcept override { return map.size(); }
+  bool remove(const state_key& k) override { return map.remove(k); }
+
+  std::shared_ptr<const frozen_state_table> snapshot() override {
+    return std::make_shared<frozen_table>(map.snapshot());
+  }
+
+  void for_each_key(
+    const std::function<void(std::string_view, std::string_view)>& f) const override {
+    map.for_each([&f](const auto& e) { f(e.key, e.ns); });
+  }
+
+  expected<std::unique_ptr<staged_restore>> decode_group(std::uint16_t group,
+                                                         std::string_view in) override {
+    auto out = std::make_unique<staged_entries>();
+    out->target = &map;
+    std::uint32_t n = 0;
+    if (!wire::get_count(in, n))
+      return make_error(errc::parse_error, "state '" + name() + "': bad entry count");
+    out->entries.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      std::string_view key, ns, value_bytes;
+      if (!wire::get_bytes(in, key) || !wire::get_bytes(in, ns) || !wire::get_bytes(in, value_bytes))
+        return make_error(errc::parse_error,
+                          "state '" + name() + "': truncated entry " + std::to_string(i));
+      typename cow_state_map<V>::entry e;
+      if (!codec<V>::decode(value_bytes, e.value) || !value_bytes.empty())
+        return make_error(errc::parse_error, "state '" + name() + "': malformed value of entry " +
+                                               std::to_string(i));
+      e.key.assign(key);
+      e.ns.assign(ns);
+      e.hash = hash_state_key(e.key, e.ns);
+      out->entries.push_back(std::move(e));
+    }
+    if (!in.empty())
+      return make_error(errc::parse_error, "state '" + name() + "': trailing bytes");
+    out->group = group;
+    return std::unique_ptr<staged_restore>{std::move(out)};
+  }
+
+private:
+  struct staged_entries final : staged_restore {
+    cow_state_map<V>* target = nullptr;
+    std::uint16_t group = 0;
+    std::vector<typename cow_state_map<V>::entry> entries;
+    void apply() override {
+      for (auto& e : entries)
+        target->put(state_key{group, e.hash, e.key, e.ns}, std::move(e.value));
+    }
+  };
+
+  class frozen_table final : public frozen_state_table {
+  public:
+    explicit frozen_table(std::shared_ptr<const typename cow_state_map<V>::frozen> f)
+      : frozen_(std::move(f)) {}
+    std::size_t group_size(std::uint16_t group) const override {
+      return frozen_->group_size(group);
+    }
+    void serialize_group(std::uint16_t group, std::string& out) const override {
+      wire::put_u32(out, static_cast<std::uint32_t>(frozen_->group_size(group)));
+      frozen_->for_each_in_group(group, [&](const auto& e) {
+        wire::put_bytes(out, e.key);
+        wire::put_bytes(out, e.ns);
+        // Encode in place, then patch the length prefix: no temporary copy.
+        const auto at = out.size();
+        wire::put_u32(out, 0);
+        codec<V>::encode(e.value, out);
+        const auto n = static_cast<std::uint32_t>(out.size() - at - 4);
+        std::memcpy(out.data() + at, &n, sizeof n);
+      });
+    }
+    std::size_t approximate_bytes() const override {
+      return frozen_->key_bytes() + frozen_->size() * (sizeof(V) + 16);
+    }
+
+  private:
+    std::shared_ptr<const typename cow_state_map<V>::frozen> frozen_;
+  };
+};
+
+} // namespace detail
+} // namespace weir::state

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/checkpoint/checkpoint_report.hpp"
+
+#include "weir/core/timestamp.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <utility>
+
+namespace weir::checkpoint {
+
+namespace {
+
+std::string status_of(const checkpoint_listing& l) {
+  if (l.restorable)
+    return "complete";
+  if (l.manifest && l.manifest->status != checkpoint_status::completed)
+    return "incomplete";
+  return "damaged";
+}
+
+std::string pad_left(std::string s, std::size_t width) {
+  if (s.size() < width)
+    s.insert(0, width - s.size(), ' ');
+  return s;
+}
+
+std::string pad_right(std::string s, std::size_t width) {
+  if (s.size() < width)
+    s.append(width - s.size(), ' ');
+  return s;
+}
+
+/// Lays out rows as columns two spaces apart; columns in `right` are
+/// right-aligned (numbers).
+std::string render_table(const std::vector<std::vector<std::string>>& rows,
+                         const std::vector<bool>& right) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      if (width.size() <= c)
+        width.push_back(0);
+      width[c] = std::max(width[c], r[c].size());
+    }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      if (c > 0)
+        line += "  ";
+      bool last = c + 1 == r.size();
+      if (c < right.size() && right[c])
+        line += pad_left(r[c], width[c]);
+      else
+        line += last ? r[c] : pad_right(r[c], width[c]);
+    }
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+std::string ms(std::int64_t v) {
+  return std::to_string(v) + " ms";
+}
+
+/// State bytes per operator, in the order operators first appear.
+std::vector<std::pair<std::string, std::uint64_t>>
+size_by_operator(const snapshot_manifest& m) {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (const auto& h : m.handles) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const auto& p) { return p.first == h.operator_uid; });
+    if (it == out.end())
+      out.emplace_back(h.operator_uid, h.size_bytes());
+    else
+      it->second += h.size_bytes();
+  }
+  return out;
+}
+
+/// "logs" for a single subtask, "logs[2/4]" otherwise (1-based).
+std::string subtask_label(const operator_state_handle& h) {
+  if (h.parallelism <= 1)
+    return h.operator_uid;
+  return h.operator_uid + "[" + std::to_string(h.subtask + 1) + "/"
+         + std::to_string(h.parallelism) + "]";
+}
+
+} // namespace
+
+std::string format_bytes(std::uint64_t bytes) {
+  static constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024)
+    return std::to_string(bytes) + " B";
+  double v = static_cast<double>(bytes) / 1024.0;
+  std::size_t u = 0;
+  while (v >= 1024.0 && u + 1 < std::size(units)) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string format_checkpoint_list(const std::vector<checkpoint_listing>& all) {
+  if (all.empty())
+    return "no checkpoints\n";
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"ID", "STATUS", "TRIGGERED (UTC)", "DURATION", "ALIGNMENT", "SIZE",
+                  "STATE BY OPERATOR", "SOURCE POSITIONS"});
+  std::string problems;
+  for (const auto& l : all) {
+    std::vector<std::string> r{std::to_string(l.checkpoint_id), status_of(l)};
+    if (l.manifest) {
+      const auto& m = *l.manifest;
+      r.push_back(format_iso8601(m.trigger_ms));
+      r.push_back(ms(m.duration_ms()));
+      r.push_back(ms(m.alignment_ms));
+      r.push_back(format_bytes(m.size_bytes()));
+      std::string per_op;
+      for (const auto& [uid, bytes] : size_by_operator(m))
+        per_op += (per_op.empty() ? "" : ", ") + uid + " " + format_bytes(bytes);
+      r.push_back(per_op.empty() ? "-" : per_op);
+      std::string positions;
+      for (const auto& h : m.handles)
+        if (!h.source_position.empty())
+          positions += (positions.empty() ? "" : "; ") + subtask_label(h) + ": "
+                       + h.source_position;
+      r.push_back(positions.empty() ? "-" : positions);
+    } else {
+      r.insert(r.end(), {"-", "-", "-", "-", "-", "-"});
+    }
+    rows.push_back(std::move(r));
+    if (!l.problem.empty())
+      problems += "checkpoint " + std::to_string(l.checkpoint_id) + ": " + l.problem + "\n";
+  }
+  return render_table(rows, {true, false, false, true, true, true, false, false}) + problems;
+}
+
+std::string format_checkpoint_details(const checkpoint_listing& l) {
+  std::string out = "checkpoint " + std::to_string(l.checkpoint_id) + "  " + status_of(l)
+                    + "\n";
+  if (!l.problem.empty())
+    out += "  problem     " + l.problem + "\n";
+  if (!l.manifest)
+    return out;
+  const auto& m = *l.manifest;
+  out += "  triggered   " + format_iso8601(m.trigger_ms) + "\n";
+  out += "  completed   " + format_iso8601(m.completion_ms) + "\n";
+  out += "  duration    " + ms(m.duration_ms()) + "\n";
+  out += "  alignment   " + ms(m.alignment_ms) + " (longest of any subtask)\n";
+  out += "  size        " + format_bytes(m.size_bytes()) + " ("
+         + std::to_string(m.size_bytes()) + " bytes)\n";
+
+  out += "\nstate per operator\n";
+  std::vector<std::vector<std::string>> ops{{"OPERATOR", "SIZE"}};
+  for (const auto& [uid, bytes] : size_by_operator(m))
+    ops.push_back({uid, format_bytes(bytes)});
+  out += render_table(ops, {false, true});
+
+  out += "\nsubtasks\n";
+  std::vector<std::vector<std::string>> rows{
+    {"OPERATOR", "SUBTASK", "KEY GROUPS", "KEYED", "OPERATOR STATE", "SOURCE POSITION"}};
+  for (const auto& h : m.handles) {
+    std::uint64_t keyed = h.size_bytes() - h.operator_state_bytes;
+    rows.push_back({h.operator_uid,
+                    std::to_string(h.subtask + 1) + "/" + std::to_string(h.parallelism),
+                    std::to_string(h.key_groups.size()), format_bytes(keyed),
+                    h.has_operator_state ? format_bytes(h.operator_state_bytes) : "-",
+                    h.source_position.empty() ? "-" : h.source_position});
+  }
+  out += render_table(rows, {false, true, true, true, true, false});
+  return out;
+}
+
+int run_checkpoints_command(const std::string& verb, const std::string& dir,
+                            std::optional<std::uint64_t> id, std::string& out,
+                            std::string& err) {
+  store_options opts;
+  opts.dir = dir;
+  opts.read_only = true;
+  auto store = lmdb_checkpoint_store::open(opts);
+  if (!store) {
+    err += "weir: " + store.error().message + "\n";
+    return 1;
+  }
+  auto all = (*store)->list(true);
+  if (!all) {
+    err += "weir: " + all.error().message + "\n";
+    return 1;
+  }
+  if (verb == "list") {
+    out += format_checkpoint_list(*all);
+    return 0;
+  }
+  const checkpoint_listing* chosen = nullptr;
+  for (const auto& l : *all) {
+    if (id ? l.checkpoint_id == *id : l.restorable)
+      chosen = &l;
+  }
+  if (!chosen && !id && !all->empty())
+    chosen = &all->back();
+  if (!chosen) {
+    err += "weir: " + (id ? "no checkpoint " + std::to_string(*id) : "no checkpoints")
+           + " in " + dir + "\n";
+    return 1;
+  }
+  out += format_checkpoint_details(*chosen);
+  return 0;
+}
+
+} // namespace weir::checkpoint

@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/checkpoint/lmdb_checkpoint_store.hpp"
+
+#include "weir/core/key_group.hpp"
+
+#include <lmdb.h>
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <utility>
+
+namespace weir::checkpoint {
+
+namespace {
+
+constexpr std::size_t max_uid_bytes = 256;
+
+void append_be(std::string& out, std::uint64_t x, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i)
+    out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
+}
+
+std::uint64_t read_be64(const void* p) {
+  auto* b = static_cast<const unsigned char*>(p);
+  std::uint64_t x = 0;
+  for (int i = 0; i < 8; ++i)
+    x = (x << 8) | b[i];
+  return x;
+}
+
+MDB_val as_val(std::string_view s) {
+  return MDB_val{s.size(), const_cast<char*>(s.data())};
+}
+
+std::string_view as_view(const MDB_val& v) {
+  return {static_cast<const char*>(v.mv_data), v.mv_size};
+}
+
+/// Aborts the transaction unless it was committed: every early return of a
+/// member leaves LMDB as it found it.
+class txn_guard {
+public:
+  txn_guard() = default;
+  txn_guard(const txn_guard&) = delete;
+  txn_guard& operator=(const txn_guard&) = delete;
+  ~txn_guard() {
+    if (txn_)
+      mdb_txn_abort(txn_);
+  }
+
+  MDB_txn** out() { return &txn_; }
+  MDB_txn* get() const { return txn_; }
+
+  /// Commits; LMDB frees the transaction whether or not that succeeds.
+  int commit() {
+    auto* t = txn_;
+    txn_ = nullptr;
+    return mdb_txn_commit(t);
+  }
+
+private:
+  MDB_txn* txn_ = nullptr;
+};
+
+/// Closes a cursor before its transaction ends.
+class cursor_guard {
+public:
+  cursor_guard() = default;
+  cursor_guard(const cursor_guard&) = delete;
+  cursor_guard& operator=(const cursor_guard&) = delete;
+  ~cursor_guard() {
+    if (cur_)
+      mdb_cursor_close(cur_);
+  }
+
+  MDB_cursor** out() { return &cur_; }
+  MDB_cursor* get() const { return cur_; }
+
+private:
+  MDB_cursor* cur_ = nullptr;
+};
+
+std::string describe(const operator_state_handle& h) {
+  return "operator '" + h.operator_uid + "' subtask " + std::to_string(h.subtask);
+}
+
+} // namespace
+
+struct lmdb_checkpoint_store::impl {
+  MDB_env* env = nullptr;
+  MDB_dbi manifests = 0;
+  MDB_dbi state = 0;
+  bool has_dbs = false; // false only for a read-only store on an empty env
+  std::string dir;
+  std::size_t map_size = 0;
+
+  ~impl() {
+    if (env)
+      mdb_env_close(env);
+  }
+
+  error fail(std::string_view what, int rc) const {
+    std::string msg = "checkpoint storage " + dir + ": " + std::string{what} + ": "
+                      + mdb_strerror(rc);
+    if (rc == MDB_MAP_FULL)
+      msg += " (the LMDB map of " + std::to_string(map_size >> 20)
+             + " MiB is full; raise the map size or retain fewer checkpoints)";
+    return make_error(errc::io_error, std::move(msg));
+  }
+
+  error fail_plain(std::string what) const {
+    return make_error(errc::io_error, "checkpoint storage " + dir + ": " + std::move(what));
+  }
+
+  /// Checks every value `m` points to; returns the first problem, if any.
+  std::optional<std::string> verify(MDB_txn* txn, const snapshot_manifest& m) const {
+    auto check = [&](const std::string& key, std::uint64_t bytes, std::uint64_t sum,
+                     const std::string& what) -> std::optional<std::string> {
+      MDB_val k = as_val(key), v{};
+      int rc = mdb_get(txn, state, &k, &v);
+      if (rc == MDB_NOTFOUND)
+        return what + " is missing";
+      if (rc != 0)
+        return what + " cannot be read: " + mdb_strerror(rc);
+      if (v.mv_size != bytes)
+        return what + " has " + std::to_string(v.mv_size) + " bytes, the manifest says "
+               + std::to_string(bytes);
+      if (state_checksum(as_view(v)) != sum)
+        return what + " fails its checksum";
+      return std::nullopt;
+    };
+    for (const auto& h : m.handles) {
+      for (const auto& g : h.key_groups) {
+        auto p = check(keyed_state_key(m.checkpoint_id, h.operator_uid, g.key_group),
+                       g.bytes, g.checksum,
+                       "state of " + describe(h) + " key group "
+                         + std::to_string(g.key_group));
+        if (p)
+          return p;
+      }
+      if (h.has_operator_state) {
+        auto p = check(operator_state_key(m.checkpoint_id, h.operator_uid, h.subtask),
+                       h.operator_state_bytes, h.operator_state_checksum,
+                       "operator state of " + describe(h));
+        if (p)
+          return p;
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// Deletes every `state` value of checkpoint `id` inside `txn`.
+  expected<std::size_t> delete_state(MDB_txn* txn, std::uint64_t id) const {
+    cursor_guard cur;
+    if (int rc = mdb_cursor_open(txn, state, cur.out()); rc != 0)
+      return fail("opening a cursor on state", rc);
+    std::string prefix;
+    append_be(prefix, id, 8);
+    MDB_val k = as_val(prefix), v{};
+    std::size_t n = 0;
+    int rc = mdb_cursor_get(cur.get(), &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && as_view(k).substr(0, 8) == prefix) {
+      if (int d = mdb_cursor_del(cur.get(), 0); d != 0)
+        return fail("deleting state of checkpoint " + std::to_string(id), d);
+      ++n;
+      // After a delete LMDB leaves the cursor on the following item, and
+      // MDB_NEXT returns that item rather than skipping it.
+      rc = mdb_cursor_get(cur.get(), &k, &v, MDB_NEXT);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND)
+      return fail("scanning state of checkpoint " + std::to_string(id), rc);
+    return n;
+  }
+};
+
+lmdb_checkpoint_store::lmdb_checkpoint_store(std::unique_ptr<impl> p, store_options opts)
+  : impl_(std::move(p)), opts_(std::move(opts)) {
+}
+
+lmdb_checkpoint_store::~lmdb_checkpoint_store() = default;
+
+std::string lmdb_checkpoint_store::manifest_key(std::uint64_t checkpoint_id) {
+  std::string k;
+  append_be(k, checkpoint_id, 8);
+  return k;
+}
+
+std::string lmdb_checkpoint_store::keyed_state_key(std::uint64_t checkpoint_id,
+                                                   std::string_view operator_uid,
+                                                   std::uint16_t key_group) {
+  std::string k;
+  k.reserve(8 + operator_uid.size() + 4);
+  append_be(k, checkpoint_id, 8);
+  k.append(operator_uid);
+  k.push_back('\0');
+  k.push_back('k');
+  append_be(k, key_group, 2);
+  return k;
+}
+
+std::string lmdb_checkpoint_store::operator_state_key(std::uint64_t checkpoint_id,
+                                                      std::string_view operator_uid,
+                                                      std::uint32_t subtask) {
+  std::string k;
+  k.reserve(8 + operator_uid.size() + 6);
+  append_be(k, checkpoint_id, 8);
+  k.append(operator_uid);
+  k.push_back('\0');
+  k.push_back('o');
+  append_be(k, subtask, 4);
+  return k;
+}
+
+expected<std::shared_ptr<lmdb_checkpoint_store>>
+lmdb_checkpoint_store::open(store_options opts) {
+  if (opts.dir.empty())
+    return make_error(errc::invalid_argument, "checkpoint storage needs a directory");
+  if (opts.retain == 0)
+    return make_error(errc::invalid_argument, "checkpoint retain must be at least 1");
+  auto p = std::make_unique<impl>();
+  p->dir = opts.dir;
+  p->map_size = opts.map_size;
+  std::error_code ec;
+  if (opts.read_only) {
+    if (!std::filesystem::exists(std::filesystem::path{opts.dir} / "data.mdb", ec))
+      return p->fail_plain("no checkpoints here (no data.mdb)");
+  } else {
+    std::filesystem::create_directories(opts.dir, ec);
+    if (ec)
+      return p->fail_plain("cannot create the directory: " + ec.message());
+  }
+  if (int rc = mdb_env_create(&p->env); rc != 0) {
+    p->env = nullptr;
+    return p->fail("mdb_env_create", rc);
+  }
+  if (int rc = mdb_env_set_maxdbs(p->env, 2); rc != 0)
+    return p->fail("mdb_env_set_maxdbs", rc);
+  if (int rc = mdb_env_set_mapsize(p->env, opts.map_size); rc != 0)
+    return p->fail("mdb_env_set_mapsize", rc);
+  // NOTLS: actors may resume on another thread between handlers. NOMETASYNC:
+  // data pages are synced at every commit, the meta page only by the explicit
+  // sync after a manifest commit; a crash of the machine can then lose the
+  // last state writes but never damages a committed checkpoint.
+  unsigned flags = MDB_NOTLS | MDB_NOMETASYNC | (opts.read_only ? MDB_RDONLY : 0u);
+  if (int rc = mdb_env_open(p->env, opts.dir.c_str(), flags, 0644); rc != 0)
+    return p->fail("mdb_env_open", rc);
+  int dead = 0;
+  if (int rc = mdb_reader_check(p->env, &dead); rc != 0)
+    return p->fail("mdb_reader_check", rc);
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(p->env, nullptr, opts.read_only ? MDB_RDONLY : 0u, txn.out());
+      rc != 0)
+    return p->fail("beginning a transaction", rc);
+  unsigned dbi_flags = opts.read_only ? 0u : MDB_CREATE;
+  int rc = mdb_dbi_open(txn.get(), "manifests", dbi_flags, &p->manifests);
+  if (rc == MDB_NOTFOUND && opts.read_only)
+    return std::shared_ptr<lmdb_checkpoint_store>{
+      new lmdb_checkpoint_store(std::move(p), std::move(opts))};
+  if (rc != 0)
+    return p->fail("opening the manifests database", rc);
+  rc = mdb_dbi_open(txn.get(), "state", dbi_flags, &p->state);
+  if (rc != 0)
+    return p->fail("opening the state database", rc);
+  if (rc = txn.commit(); rc != 0)
+    return p->fail("committing the database handles", rc);
+  p->has_dbs = true;
+  return std::shared_ptr<lmdb_checkpoint_store>{
+    new lmdb_checkpoint_store(std::move(p), std::move(opts))};
+}
+
+expected<std::vector<operator_state_handle>>
+lmdb_checkpoint_store::write_state(std::uint64_t checkpoint_id,
+                                   std::span<const operator_state_write> ops) {
+  auto& d = *impl_;
+  const auto cp = "checkpoint " + std::to_string(checkpoint_id);
+  if (opts_.read_only)
+    return make_error(errc::invalid_argument, "checkpoint storage " + d.dir
+                                                + " is open read-only");
+  for (const auto& op : ops) {
+    if (op.operator_uid.empty() || op.operator_uid.size() > max_uid_bytes
+        || op.operator_uid.find('\0') != std::string::npos)
+      return make_error(errc::invalid_argument,
+                        cp + ": operator uid '" + op.operator_uid
+                          + "' must be 1 to 256 bytes without NUL");
+    if (op.first_key_group > op.last_key_group)
+      return make_error(errc::invalid_argument,
+                        cp + ": operator '" + op.operator_uid + "' has key groups ["
+                          + std::to_string(op.first_key_group) + ", "
+                          + std::to_string(op.last_key_group) + "]");
+  }
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, 0, txn.out()); rc != 0)
+    return d.fail(cp + ": beginning the state write", rc);
+  std::vector<operator_state_handle> handles;
+  handles.reserve(ops.size());
+  std::string buf;
+  for (const auto& op : ops) {
+    operator_state_handle h;
+    h.operator_uid = op.operator_uid;
+    h.subtask = op.subtask;
+    h.parallelism = op.parallelism;
+    h.source_position = op.source_position;
+    auto put = [&](const std::string& key, std::string_view value,
+                   const std::string& what) -> std::optional<error> {
+      MDB_val k = as_val(key), v = as_val(value);
+      if (int rc = mdb_put(txn.get(), d.state, &k, &v, 0); rc != 0)
+        return d.fail(cp + ": writing " + what, rc);
+      return std::nullopt;
+    };
+    if (op.serialize_key_group) {
+      for (std::uint32_t g = op.first_key_group; g <= op.last_key_group; ++g) {
+        const auto group = static_cast<std::uint16_t>(g);
+        buf.clear();
+        try {
+          op.serialize_key_group(group, buf);
+        } catch (const std::exception& e) {
+          return make_error(errc::runtime_error,
+                            cp + ": serializing key group " + std::to_string(g)
+                              + " of " + describe(h) + ": " + e.what());
+        }
+        if (buf.empty())
+          continue;
+        if (auto e = put(keyed_state_key(checkpoint_id, h.operator_uid, group), buf,
+                         "key group " + std::to_string(g) + " of " + describe(h)))
+          return *e;
+        h.key_groups.push_back(key_group_handle{group, buf.size(), state_checksum(buf)});
+      }
+    }
+    if (op.operator_state) {
+      if (auto e = put(operator_state_key(checkpoint_id, h.operator_uid, h.subtask),
+                       *op.operator_state, "operator state of " + describe(h)))
+        return *e;
+      h.has_operator_state = true;
+      h.operator_state_bytes = op.operator_state->size();
+      h.operator_state_checksum = state_checksum(*op.operator_state);
+    }
+    handles.push_back(std::move(h));
+  }
+  if (int rc = txn.commit(); rc != 0)
+    return d.fail(cp + ": committing the state write", rc);
+  return handles;
+}
+
+expected<std::vector<std::uint64_t>>
+lmdb_checkpoint_store::commit_manifest(const snapshot_manifest& m) {
+  auto& d = *impl_;
+  const auto cp = "checkpoint " + std::to_string(m.checkpoint_id);
+  if (opts_.read_only)
+    return make_error(errc::invalid_argument, "checkpoint storage " + d.dir
+                                                + " is open read-only");
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, 0, txn.out()); rc != 0)
+    return d.fail(cp + ": beginning the manifest commit", rc);
+  // Cheap existence check of what the manifest points to (no checksums:
+  // they were computed from the very bytes written).
+  for (const auto& h : m.handles) {
+    auto exists = [&](const std::string& key) {
+      MDB_val k = as_val(key), v{};
+      return mdb_get(txn.get(), d.state, &k, &v);
+    };
+    for (const auto& g : h.key_groups)
+      if (int rc = exists(keyed_state_key(m.checkpoint_id, h.operator_uid, g.key_group));
+          rc != 0)
+        return d.fail(cp + ": key group " + std::to_string(g.key_group) + " of "
+                        + describe(h) + " was not written",
+                      rc);
+    if (h.has_operator_state)
+      if (int rc = exists(operator_state_key(m.checkpoint_id, h.operator_uid, h.subtask));
+          rc != 0)
+        return d.fail(cp + ": operator state of " + describe(h) + " was not written", rc);
+  }
+  auto key = manifest_key(m.checkpoint_id);
+  auto bytes = encode_manifest(m);
+  MDB_val k = as_val(key), v = as_val(bytes);
+  if (int rc = mdb_put(txn.get(), d.manifests, &k, &v, 0); rc != 0)
+    return d.fail(cp + ": writing the manifest", rc);
+
+  // Retention: keep the newest `retain` complete checkpoints up to this one.
+  std::set<std::uint64_t> kept;
+  std::vector<std::uint64_t> dropped;
+  {
+    cursor_guard cur;
+    if (int rc = mdb_cursor_open(txn.get(), d.manifests, cur.out()); rc != 0)
+      return d.fail(cp + ": opening a cursor on manifests", rc);
+    MDB_val mk{}, mv{};
+    int rc = mdb_cursor_get(cur.get(), &mk, &mv, MDB_LAST);
+    for (; rc == 0; rc = mdb_cursor_get(cur.get(), &mk, &mv, MDB_PREV)) {
+      if (mk.mv_size != 8)
+        continue;
+      auto id = read_be64(mk.mv_data);
+      if (id > m.checkpoint_id)
+        continue;
+      auto decoded = decode_manifest(as_view(mv));
+      if (kept.size() < opts_.retain && decoded
+          && decoded->status == checkpoint_status::completed)
+        kept.insert(id);
+      else
+        dropped.push_back(id);
+    }
+    if (rc != MDB_NOTFOUND)
+      return d.fail(cp + ": scanning manifests", rc);
+  }
+  for (auto id : dropped) {
+    auto dk = manifest_key(id);
+    MDB_val k2 = as_val(dk);
+    if (int rc = mdb_del(txn.get(), d.manifests, &k2, nullptr); rc != 0)
+      return d.fail(cp + ": deleting the manifest of checkpoint " + std::to_string(id), rc);
+  }
+  // State of dropped checkpoints, and of failed ones older than this one.
+  std::vector<std::uint64_t> doomed;
+  {
+    cursor_guard cur;
+    if (int rc = mdb_cursor_open(txn.get(), d.state, cur.out()); rc != 0)
+      return d.fail(cp + ": opening a cursor on state", rc);
+    MDB_val sk{}, sv{};
+    int rc = mdb_cursor_get(cur.get(), &sk, &sv, MDB_FIRST);
+    while (rc == 0 && sk.mv_size >= 8) {
+      auto id = read_be64(sk.mv_data);
+      if (id >= m.checkpoint_id)
+        break;
+      if (!kept.count(id))
+        doomed.push_back(id);
+      auto next = manifest_key(id + 1);
+      sk = as_val(next);
+      rc = mdb_cursor_get(cur.get(), &sk, &sv, MDB_SET_RANGE);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND)
+      return d.fail(cp + ": scanning state", rc);
+  }
+  for (auto id : doomed)
+    if (auto n = d.delete_state(txn.get(), id); !n)
+      return n.error();
+  if (int rc = txn.commit(); rc != 0)
+    return d.fail(cp + ": committing the manifest", rc);
+  if (int rc = mdb_env_sync(d.env, 1); rc != 0)
+    return d.fail(cp + ": syncing the manifest to disk", rc);
+  std::sort(dropped.begin(), dropped.end());
+  return dropped;
+}
+
+expected<std::size_t> lmdb_checkpoint_store::discard(std::uint64_t checkpoint_id) {
+  auto& d = *impl_;
+  const auto cp = "checkpoint " + std::to_string(checkpoint_id);
+  if (opts_.read_only)
+    return make_error(errc::invalid_argument, "checkpoint storage " + d.dir
+                                                + " is open read-only");
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, 0, txn.out()); rc != 0)
+    return d.fail(cp + ": beginning the discard", rc);
+  auto n = d.delete_state(txn.get(), checkpoint_id);
+  if (!n)
+    return n.error();
+  if (int rc = txn.commit(); rc != 0)
+    return d.fail(cp + ": committing the discard", rc);
+  return *n;
+}
+
+expected<latest_checkpoint> lmdb_checkpoint_store::read_latest() const {
+  auto& d = *impl_;
+  latest_checkpoint out;
+  if (!d.has_dbs)
+    return out;
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, MDB_RDONLY, txn.out()); rc != 0)
+    return d.fail("beginning a read", rc);
+  cursor_guard cur;
+  if (int rc = mdb_cursor_open(txn.get(), d.manifests, cur.out()); rc != 0)
+    return d.fail("opening a cursor on manifests", rc);
+  MDB_val mk{}, mv{};
+  int rc = mdb_cursor_get(cur.get(), &mk, &mv, MDB_LAST);
+  for (; rc == 0; rc = mdb_cursor_get(cur.get(), &mk, &mv, MDB_PREV)) {
+    if (mk.mv_size != 8)
+      continue;
+    auto id = read_be64(mk.mv_data);
+    auto skip = [&](const std::string& why) {
+      out.warnings.push_back("checkpoint " + std::to_string(id) + ": " + why
+                             + "; falling back to an older checkpoint");
+    };
+    auto m = decode_manifest(as_view(mv));
+    if (!m) {
+      skip(m.error().message);
+      continue;
+    }
+    if (m->checkpoint_id != id) {
+      skip("manifest names checkpoint " + std::to_string(m->checkpoint_id));
+      continue;
+    }
+    if (m->status != checkpoint_status::completed) {
+      skip("manifest is incomplete");
+      continue;
+    }
+    if (auto problem = d.verify(txn.get(), *m)) {
+      skip(*problem);
+      continue;
+    }
+    out.manifest = std::move(*m);
+    return out;
+  }
+  if (rc != MDB_NOTFOUND)
+    return d.fail("scanning manifests", rc);
+  return out;
+}
+
+expected<std::uint64_t> lmdb_checkpoint_store::highest_id() const {
+  auto& d = *impl_;
+  if (!d.has_dbs)
+    return std::uint64_t{0};
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, MDB_RDONLY, txn.out()); rc != 0)
+    return d.fail("beginning a read", rc);
+  std::uint64_t highest = 0;
+  for (auto dbi : {d.manifests, d.state}) {
+    cursor_guard cur;
+    if (int rc = mdb_cursor_open(txn.get(), dbi, cur.out()); rc != 0)
+      return d.fail("opening a cursor", rc);
+    MDB_val k{}, v{};
+    int rc = mdb_cursor_get(cur.get(), &k, &v, MDB_LAST);
+    if (rc == 0 && k.mv_size >= 8)
+      highest = std::max(highest, read_be64(k.mv_data));
+    else if (rc != 0 && rc != MDB_NOTFOUND)
+      return d.fail("reading the last key", rc);
+  }
+  return highest;
+}
+
+expected<operator_restore>
+lmdb_checkpoint_store::read_restore(const snapshot_manifest& m,
+                                    std::string_view operator_uid, std::uint32_t subtask,
+                                    std::uint32_t parallelism,
+                                    std::size_t max_parallelism) const {
+  auto& d = *impl_;
+  const auto cp = "checkpoint " + std::to_string(m.checkpoint_id);
+  operator_restore out;
+  out.checkpoint_id = m.checkpoint_id;
+  if (parallelism == 0 || subtask >= parallelism)
+    return make_error(errc::invalid_argument,
+                      cp + ": subtask " + std::to_string(subtask) + " of parallelism "
+                        + std::to_string(parallelism));
+  if (!d.has_dbs)
+    return d.fail_plain(cp + " does not exist");
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, MDB_RDONLY, txn.out()); rc != 0)
+    return d.fail(cp + ": beginning a read", rc);
+  auto fetch = [&](const std::string& key, std::uint64_t bytes, std::uint64_t sum,
+                   const std::string& what) -> expected<std::string> {
+    MDB_val k = as_val(key), v{};
+    if (int rc = mdb_get(txn.get(), d.state, &k, &v); rc != 0)
+      return d.fail(cp + ": reading " + what, rc);
+    auto value = as_view(v);
+    if (value.size() != bytes || state_checksum(value) != sum)
+      return d.fail_plain(cp + ": " + what + " fails its checksum");
+    return std::string{value};
+  };
+  std::vector<std::pair<std::uint32_t, std::string>> op_states;
+  for (const auto& h : m.handles) {
+    if (h.operator_uid != operator_uid)
+      continue;
+    for (const auto& g : h.key_groups) {
+      if (g.key_group >= max_parallelism)
+        return make_error(errc::invalid_argument,
+                          cp + ": " + describe(h) + " stored key group "
+                            + std::to_string(g.key_group) + ", beyond max_parallelism "
+                            + std::to_string(max_parallelism)
+                            + " (max_parallelism must not change across restores)");
+      if (operator_index_for_key_group(g.key_group, max_parallelism, parallelism)
+          != subtask)
+        continue;
+      auto v = fetch(keyed_state_key(m.checkpoint_id, h.operator_uid, g.key_group),
+                     g.bytes, g.checksum,
+                     "key group " + std::to_string(g.key_group) + " of " + describe(h));
+      if (!v)
+        return v.error();
+      out.key_groups.emplace_back(g.key_group, std::move(*v));
+    }
+    if (h.has_operator_state && h.subtask % parallelism == subtask) {
+      auto v = fetch(operator_state_key(m.checkpoint_id, h.operator_uid, h.subtask),
+                     h.operator_state_bytes, h.operator_state_checksum,
+                     "operator state of " + describe(h));
+      if (!v)
+        return v.error();
+      op_states.emplace_back(h.subtask, std::move(*v));
+    }
+  }
+  std::sort(out.key_groups.begin(), out.key_groups.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(op_states.begin(), op_states.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [s, bytes] : op_states)
+    out.operator_states.push_back(std::move(bytes));
+  return out;
+}
+
+expected<std::vector<checkpoint_listing>> lmdb_checkpoint_store::list(bool verify) const {
+  auto& d = *impl_;
+  std::vector<checkpoint_listing> out;
+  if (!d.has_dbs)
+    return out;
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, MDB_RDONLY, txn.out()); rc != 0)
+    return d.fail("beginning a read", rc);
+  cursor_guard cur;
+  if (int rc = mdb_cursor_open(txn.get(), d.manifests, cur.out()); rc != 0)
+    return d.fail("opening a cursor on manifests", rc);
+  MDB_val mk{}, mv{};
+  int rc = mdb_cursor_get(cur.get(), &mk, &mv, MDB_FIRST);
+  for (; rc == 0; rc = mdb_cursor_get(cur.get(), &mk, &mv, MDB_NEXT)) {
+    if (mk.mv_size != 8)
+      continue;
+    checkpoint_listing l;
+    l.checkpoint_id = read_be64(mk.mv_data);
+    auto m = decode_manifest(as_view(mv));
+    if (!m) {
+      l.problem = m.error().message;
+    } else if (m->status != checkpoint_status::completed) {
+      l.problem = "manifest is incomplete";
+      l.manifest = std::move(*m);
+    } else {
+      if (verify)
+        if (auto p = d.verify(txn.get(), *m))
+          l.problem = *p;
+      l.restorable = l.problem.empty();
+      l.manifest = std::move(*m);
+    }
+    out.push_back(std::move(l));
+  }
+  if (rc != MDB_NOTFOUND)
+    return d.fail("scanning manifests", rc);
+  return out;
+}
+
+} // namespace weir::checkpoint

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/connectors/generator_source.hpp"
+
+#include "internal/pacer.hpp"
+#include "weir/expr/expression.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace weir {
+
+namespace {
+
+error invalid(std::string msg) {
+  return make_error(errc::invalid_argument, std::move(msg));
+}
+
+/// Rows of `total` (none = unbounded) that subtask i of p generates.
+std::optional<std::uint64_t> local_share(std::optional<std::uint64_t> total, std::size_t i,
+                                         std::size_t p) {
+  if (!total)
+    return std::nullopt;
+  if (*total <= i)
+    return 0;
+  return (*total - i + p - 1) / p;
+}
+
+struct compiled_generator {
+  schema_ptr output;
+  std::vector<expr::compiled_expression> fields;
+  std::optional<std::size_t> event_time_index;
+};
+
+expected<compiled_generator> compile_generator(const generator_source_spec& spec) {
+  if (spec.fields.empty())
+    return invalid("a generator needs at least one field");
+  if (spec.rate < 0)
+    return invalid("a generator's rate must not be negative");
+  compiled_generator out;
+  std::vector<field> fields;
+  const auto input = generator_input_schema();
+  for (const auto& [name, text] : spec.fields) {
+    for (const auto& f : fields)
+      if (f.name == name)
+        return invalid("field '" + name + "' is defined twice");
+    auto c = expr::compile(text, *input, expr::compile_options{spec.seed});
+    if (!c) {
+      auto err = c.error();
+      err.message = "field '" + name + "': " + err.message;
+      return err;
+    }
+    auto t = c->result_type();
+    fields.push_back(field{name, t == type_id::null_type ? type_id::string : t});
+    out.fields.push_back(std::move(*c));
+  }
+  if (!spec.event_time_field.empty()) {
+    for (std::size_t i = 0; i < fields.size(); ++i)
+      if (fields[i].name == spec.event_time_field)
+        out.event_time_index = i;
+    if (!out.event_time_index)
+      return invalid("event_time.field '" + spec.event_time_field
+                     + "' is not a field of the generator (fields: "
+                     + schema{fields}.to_string() + ")");
+    auto t = fields[*out.event_time_index].type;
+    if (t != type_id::timestamp && t != type_id::int64)
+      return invalid("event_time.field '" + spec.event_time_field
+                     + "' must be a timestamp or int64, got " + std::string{to_string(t)});
+  }
+  if (!spec.generation_time_field.empty()) {
+    for (const auto& f : fields)
+      if (f.name == spec.generation_time_field)
+        return invalid("generation_time_field '" + spec.generation_time_field
+                       + "' clashes with a field of that name");
+    fields.push_back(field{spec.generation_time_field, type_id::int64});
+  }
+  out.output = make_schema(std::move(fields));
+  return out;
+}
+
+/// A record_batch of 0 rows of `s`.
+record_batch_ptr empty_batch(const schema_ptr& s) {
+  auto b = std::make_shared<record_batch>();
+  b->schema = s;
+  for (const auto& f : s->fields())
+    b->columns.emplace_back(f.type);
+  return b;
+}
+
+/// Appends the generation time of rows [first, first + n) of this subtask:
+/// their scheduled times when rate-limited, else now.
+column generation_times(const internal::emission_pacer& pacer, std::uint64_t first,
+                        std::size_t n) {
+  column c{type_id::int64};
+  c.validity.assign(n, 1);
+  c.ints.resize(n);
+  if (pacer.limited()) {
+    for (std::size_t j = 0; j < n; ++j)
+      c.ints[j] = pacer.scheduled_ns(first + j);
+  } else {
+    c.ints.assign(n, internal::steady_now_ns());
+  }
+  return c;
+}
+
+class generator_reader final : public source_reader {
+public:
+  generator_reader(compiled_generator g, const generator_source_spec& spec, std::size_t subtask,
+                   std::size_t parallelism, std::chrono::milliseconds buffer_timeout)
+    : gen_(std::move(g)),
+      subtask_(subtask),
+      parallelism_(parallelism),
+      local_count_(local_share(spec.count, subtask, parallelism)),
+      pacer_(spec.rate / static_cast<double>(parallelism), buffer_timeout),
+      with_generation_time_(!spec.generation_time_field.empty()),
+      empty_(empty_batch(gen_.output)) {
+    input_.schema = generator_input_schema();
+    input_.columns.emplace_back(type_id::int64);
+  }
+
+  const schema_ptr& output_schema() const override { return gen_.output; }
+
+  record_batch_ptr poll_next(std::size_t max_rows) override {
+    if (local_count_ && next_ >= *local_count_)
+      return nullptr;
+    const auto now = internal::steady_now_ns();
+    if (!started_) {
+      pacer_.start(now);
+      started_ = true;
+    }
+    std::uint64_t limit = max_rows == 0 ? 1 : max_rows;
+    if (local_count_)
+      limit = std::min<std::uint64_t>(limit, *local_count_ - next_);
+    const auto n = static_cast<std::size_t>(pacer_.allowance(now, limit));
+    if (n == 0) {
+      delay_ = pacer_.delay(now, limit);
+      return empty_;
+    }
+    delay_ = std::chrono::nanoseconds{0};
+
+    column& seq = input_.columns[0];
+    seq.validity.assign(n, 1);
+    seq.ints.resize(n);
+    const auto p = static_cast<std::int64_t>(parallelism_);
+    std::int64_t s = static_cast<std::int64_t>(subtask_) + static_cast<std::int64_t>(next_) * p;
+    for (std::size_t j = 0; j < n; ++j, s += p)
+      seq.ints[j] = s;
+    input_.num_rows = n;
+
+    auto out = std::make_shared<record_batch>();
+    out->schema = gen_.output;
+    out->num_rows = n;
+    out->columns.reserve(gen_.output->size());
+    for (const auto& f : gen_.fields)
+      out->columns.push_back(f.evaluate(input_));
+    if (with_generation_time_)
+      out->columns.push_back(generation_times(pacer_, pacer_.emitted(), n));
+    if (gen_.event_time_index) {
+      const column& et = out->columns[*gen_.event_time_index];
+      for (std::size_t j = 0; j < n; ++j)
+        if (et.is_null(j))
+          throw std::runtime_error("generator: event-time field '"
+                                   + gen_.output->at(*gen_.event_time_index).name
+                                   + "' is null at seq " + std::to_string(seq.ints[j]));
+      out->timestamps.assign(et.ints.begin(), et.ints.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    next_ += n;
+    pacer_.emitted(n);
+    return out;
+  }
+
+  std::uint64_t position() const override {
+    return subtask_ + next_ * parallelism_;
+  }
+
+  std::chrono::nanoseconds next_poll_delay() const override { return delay_; }
+
+private:
+  compiled_generator gen_;
+  std::size_t subtask_;
+  std::size_t parallelism_;
+  std::optional<std::uint64_t> local_count_;
+  internal::emission_pacer pacer_;
+  bool with_generation_time_;
+  record_batch_ptr empty_;
+  record_batch input_;
+  std::uint64_t next_ = 0; ///< rows generated by this subtask
+  bool started_ = false;
+  std::chrono::nanoseconds delay_{0};
+};
+
+nexmark::event_kind kind_of(nexmark_stream s) {
+  switch (s) {
+    case nexmark_stream::person: return nexmark::event_kind::person;
+    case nexmark_stream::auction: return nexmark::event_kind::auction;
+    case nexmark_stream::bid: return nexmark::event_kind::bid;
+  }
+  return nexmark::event_kind::bid;
+}
+
+class nexmark_reader final : public source_reader {
+public:
+  nexmark_reader(schema_ptr output, const nexmark_source_spec& spec, std::size_t subtask,
+                 std::size_t parallelism, std::chrono::milliseconds buffer_timeout)
+    : output_(std::move(output)),
+      gen_(spec.generator),
+      kind_(kind_of(spec.stream)),
+      subtask_(subtask),
+      parallelism_(parallelism),
+      local_events_(local_share(spec.events, subtask, parallelism)),
+      pacer_(spec.rate / static_cast<double>(parallelism), buffer_timeout),
+      with_generation_time_(!spec.generation_time_field.empty()),
+      empty_(empty_batch(output_)) {
+    const auto total = spec.generator.total_proportion();
+    const auto share = kind_ == nexmark::event_kind::person ? spec.generator.person_proportion
+                       : kind_ == nexmark::event_kind::auction
+                         ? spec.generator.auction_proportion
+                         : spec.generator.bid_proportion;
+    events_per_row_ = static_cast<double>(total) / static_cast<double>(share);
+  }
+
+  const schema_ptr& output_schema() const override { return output_; }
+
+  record_batch_ptr poll_next(std::size_t max_rows) override {
+    if (local_events_ && next_ >= *local_events_)
+      return nullptr;
+    const auto now = internal::steady_now_ns();
+    if (!started_) {
+      pacer_.start(now);
+      started_ = true;
+    }
+    const std::size_t rows_wanted = max_rows == 0 ? 1 : max_rows;
+    // Events to scan for about `rows_wanted` rows of this stream.
+    std::uint64_t limit =
+      static_cast<std::uint64_t>(static_cast<double>(rows_wanted) * events_per_row_) + 1;
+    if (local_events_)
+      limit = std::min<std::uint64_t>(limit, *local_events_ - next_);
+    const std::uint64_t allowed = pacer_.allowance(now, limit);
+    if (allowed == 0) {
+      delay_ = pacer_.delay(now, limit);
+      return empty_;
+    }
+    delay_ = std::chrono::nanoseconds{0};
+
+    batch_builder b{output_};
+    for (std::size_t c = 0; c < output_->size(); ++c)
+      b.col(c).reserve(rows_wanted);
+    b.timestamps().reserve(rows_wanted);
+    const std::size_t gen_col = output_->size() - 1;
+    std::uint64_t scanned = 0;
+    const auto p = static_cast<std::uint64_t>(parallelism_);
+    for (; scanned < allowed && b.rows() < rows_wanted; ++scanned) {
+      const std::uint64_t n = subtask_ + (next_ + scanned) * p;
+      if (gen_.kind_of(n) != kind_)
+        continue;
+      if (with_generation_time_)
+        b.col(gen_col).append_int(pacer_.limited()
+                                    ? pacer_.scheduled_ns(pacer_.emitted() + scanned)
+                                    : now);
+      rows_.append(gen_, kind_, n, b); // commits the row
+    }
+    next_ += scanned;
+    pacer_.emitted(scanned);
+    return b.finish();
+  }
+
+  std::uint64_t position() const override {
+    return subtask_ + next_ * parallelism_;
+  }
+
+  std::chrono::nanoseconds next_poll_delay() const override { return delay_; }
+
+private:
+  schema_ptr output_;
+  nexmark::generator gen_;
+  nexmark::event_kind kind_;
+  std::size_t subtask_;
+  std::size_t parallelism_;
+  std::optional<std::uint64_t> local_events_;
+  internal::emission_pacer pacer_;
+  bool with_generation_time_;
+  record_batch_ptr empty_;
+  nexmark::row_appender rows_;
+  double events_per_row_ = 1;
+  std::uint64_t next_ = 0; ///< events scanned by this subtask
+  bool started_ = false;
+  std::chrono::nanoseconds delay_{0};
+};
+
+} // namespace
+
+schema_ptr generator_input_schema() {
+  static const schema_ptr s = make_schema({{"seq", type_id::int64}});
+  return s;
+}
+
+expected<schema_ptr> generator_output_schema(const generator_source_spec& spec) {
+  auto g = compile_generator(spec);
+  if (!g)
+    return g.error();
+  return g->output;
+}
+
+expected<schema_ptr> nexmark_output_schema(const nexmark_source_spec& spec) {
+  auto base = nexmark::schema_of(kind_of(spec.stream));
+  if (spec.generation_time_field.empty())
+    return base;
+  if (base->index_of(spec.generation_time_field))
+    return invalid("generation_time_field '" + spec.generation_time_field
+                   + "' clashes with a Nexmark field of that name");
+  auto fields = base->fields();
+  fields.push_back(field{spec.generation_time_field, type_id::int64});
+  return make_schema(std::move(fields));
+}
+
+expected<source_reader_ptr> make_generator_reader(const generator_source_spec& spec,
+                                                  std::size_t subtask, std::size_t parallelism,
+                                                  std::chrono::milliseconds buffer_timeout) {
+  auto g = compile_generator(spec);
+  if (!g)
+    return g.error();
+  if (parallelism == 0 || subtask >= parallelism)
+    return invalid("generator: subtask " + std::to_string(subtask) + " of "
+                   + std::to_string(parallelism));
+  return source_reader_ptr{
+    std::make_unique<generator_reader>(std::move(*g), spec, subtask, parallelism, buffer_timeout)};
+}
+
+expected<source_reader_ptr> make_nexmark_reader(const nexmark_source_spec& spec,
+                                                std::size_t subtask, std::size_t parallelism,
+                                                std::chrono::milliseconds buffer_timeout) {
+  auto out = nexmark_output_schema(spec);
+  if (!out)
+    return out.error();
+  if (parallelism == 0 || subtask >= parallelism)
+    return invalid("nexmark: subtask " + std::to_string(subtask) + " of "
+                   + std::to_string(parallelism));
+  return source_reader_ptr{
+    std::make_unique<nexmark_reader>(*out, spec, subtask, parallelism, buffer_timeout)};
+}
+
+} // namespace weir

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weir/time/source_watermarks.hpp"
+
+#include <algorithm>
+
+namespace weir::time {
+
+source_watermarks::source_watermarks(options opts) : opts_(std::move(opts)) {
+  for (const auto& p : opts_.declared_partitions)
+    partitions_.emplace(p, partition_state{});
+}
+
+void source_watermarks::on_record(const std::string& partition, event_time ts,
+                                  event_time now) {
+  if (started_ == min_watermark)
+    started_ = now;
+  auto& p = partitions_[partition];
+  p.max_ts = std::max(p.max_ts, ts);
+  p.last_seen = now;
+  p.seen = true;
+  p.idle = false;
+}
+
+void source_watermarks::on_processing_time(event_time now) {
+  if (opts_.idle_timeout.count() <= 0)
+    return;
+  if (started_ == min_watermark)
+    started_ = now;
+  const auto timeout = opts_.idle_timeout.count();
+  for (auto& [name, p] : partitions_) {
+    // A declared partition that never produced counts from the start.
+    auto since = p.seen ? p.last_seen : started_;
+    if (!p.idle && now - since > timeout)
+      p.idle = true;
+  }
+}
+
+event_time source_watermarks::combined() const {
+  bool any_active = false;
+  event_time m = max_watermark;
+  for (const auto& [name, p] : partitions_) {
+    if (p.idle)
+      continue;
+    any_active = true;
+    if (!p.seen)
+      return min_watermark; // a declared partition holds the watermark back
+    // max_ts - bound - 1, saturating at the bottom.
+    auto bound = opts_.max_out_of_orderness.count();
+    auto wm = p.max_ts < min_watermark + bound + 1 ? min_watermark
+                                                   : p.max_ts - bound - 1;
+    m = std::min(m, wm);
+  }
+  return any_active ? m : min_watermark;
+}
+
+std::optional<event_time> source_watermarks::poll() {
+  auto wm = combined();
+  if (wm <= emitted_)
+    return std::nullopt;
+  emitted_ = wm;
+  return wm;
+}
+
+bool source_watermarks::all_idle() const noexcept {
+  if (partitions_.empty())
+    return false;
+  for (const auto& [name, p] : partitions_)
+    if (!p.idle)
+      return false;
+  return true;
+}
+
+} // namespace weir::time

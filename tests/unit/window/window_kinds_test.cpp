@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: Apache-2.0
+// The window operator with every assigner, trigger and evictor kind, the
+// aggregates beyond the spine, and snapshot/restore through keyed state.
+#include "weir/state/keyed_state_backend.hpp"
+#include "weir/window/window_operator.hpp"
+
+#include "window_test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using weir::event_time;
+using weir::max_watermark;
+using weir::schema_ptr;
+using weir::type_id;
+using weir::value;
+using weir::test::make_batch;
+using weir::test::recording_collector;
+using weir::test::row_map;
+using namespace weir::window;
+
+namespace {
+
+template <class T>
+std::shared_ptr<const T> shared(weir::expected<T> x) {
+  REQUIRE_MESSAGE(x, (x ? "" : x.error().message));
+  return std::make_shared<const T>(std::move(*x));
+}
+
+const std::vector<aggregate_spec> count_sum = {{"count", "count(*)"}, {"sum", "sum(value)"}};
+
+window_plan make_plan(std::shared_ptr<const window_assigner> a,
+                      std::vector<aggregate_spec> aggs = count_sum,
+                      std::shared_ptr<const trigger> t = nullptr,
+                      std::shared_ptr<const evictor> e = nullptr,
+                      std::chrono::milliseconds lateness = 0ms,
+                      schema_ptr s = weir::test::case_schema()) {
+  window_operator_spec spec;
+  spec.key_by = {"key"};
+  spec.assigner = std::move(a);
+  spec.aggregates = std::move(aggs);
+  spec.trigger = std::move(t);
+  spec.evictor = std::move(e);
+  spec.allowed_lateness = lateness;
+  auto p = window_plan::make(s, std::move(spec));
+  REQUIRE_MESSAGE(p, (p ? "" : p.error().message));
+  return *p;
+}
+
+std::vector<row_map> input_of(const std::string& c) {
+  return weir::test::read_jsonl(weir::test::case_dir(c) + "/input.jsonl");
+}
+
+std::vector<row_map> expected_of(const std::string& c, const std::string& file) {
+  return weir::test::read_jsonl(weir::test::case_dir(c) + "/" + file);
+}
+
+// Replays `input` (case field layout) one record per batch, bound `bound_ms`.
+recording_collector run(const window_plan& plan, const std::vector<row_map>& input,
+                        std::int64_t bound_ms = 0) {
+  auto op = plan.make_operator();
+  recording_collector out;
+  weir::test::replay(*op, input, bound_ms, out);
+  return out;
+}
+
+// Sorts rows as the cases README says: by window_end (or key), then key (or
+// fire); stable, so repeated firings keep emission order.
+std::vector<row_map> canonical(std::vector<row_map> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const row_map& a, const row_map& b) {
+    if (a.count("window_end"))
+      return std::tie(a.at("window_end"), a.at("key")) < std::tie(b.at("window_end"), b.at("key"));
+    return std::tie(a.at("key"), a.at("fire")) < std::tie(b.at("key"), b.at("fire"));
+  });
+  return rows;
+}
+
+#define CHECK_ROWS(actual, expected)                                                    \
+  do {                                                                                  \
+    const auto diff_ = weir::test::diff_rows(canonical(actual), canonical(expected));   \
+    CHECK_MESSAGE(diff_ == "", diff_);                                                  \
+  } while (false)
+
+row_map row(std::initializer_list<std::pair<const std::string, value>> xs) {
+  return row_map{xs};
+}
+
+std::vector<row_map> records(const std::vector<std::tuple<std::string, event_time, std::int64_t>>& xs) {
+  std::vector<row_map> out;
+  int i = 0;
+  for (const auto& [k, ts, v] : xs)
+    out.push_back(row({{"id", "e" + std::to_string(++i)}, {"key", k}, {"ts", ts}, {"value", v}}));
+  return out;
+}
+
+/// A processing-time clock a test sets by hand.
+class manual_clock final : public weir::processing_clock {
+public:
+  event_time t = 0;
+  event_time now() const override { return t; }
+};
+
+} // namespace
+
+TEST_SUITE("window") {
+
+// -- the shared cases, operator level ------------------------------------------------
+
+TEST_CASE("case 02: a sliding window reduce sees each record in size/slide windows") {
+  const std::string c = "02-sliding-reduce-multi-assign";
+  auto plan = make_plan(shared(sliding_event_time_windows::make(10s, 5s)),
+                        {{"count", "count(*)"}, {"sum", "reduce(acc + value, 0)"}});
+  CHECK_ROWS(run(plan, input_of(c)).rows(), expected_of(c, "expected.jsonl"));
+}
+
+TEST_CASE("case 04: daily windows with a -8h offset start at 16:00 UTC") {
+  const std::string c = "04-tumbling-daily-offset-timezone";
+  auto local = make_plan(shared(tumbling_event_time_windows::make(24h, -8h)));
+  CHECK_ROWS(run(local, input_of(c)).rows(), expected_of(c, "expected.jsonl"));
+  auto utc = make_plan(shared(tumbling_event_time_windows::make(24h)));
+  CHECK_ROWS(run(utc, input_of(c)).rows(), expected_of(c, "expected_no_offset.jsonl"));
+}
+
+TEST_CASE("case 09: session windows exactly one gap apart merge") {
+  const std::string c = "09-session-gap-boundary";
+  auto plan = make_plan(shared(event_time_session_windows::make(5s)));
+  CHECK_ROWS(run(plan, input_of(c)).rows(), expected_of(c, "expected.jsonl"));
+}
+
+TEST_CASE("case 12: a keyed count window fires per key and never emits the leftovers") {
+  const std::string c = "12-count-window-keyed-leftover";
+  auto count = shared(count_trigger::make(3));
+  auto plan = make_plan(std::make_shared<const global_windows>(), count_sum,
+                        std::make_shared<const purging_trigger>(count));
+  auto out = run(plan, input_of(c));
+  CHECK_ROWS(out.rows(), expected_of(c, "expected.jsonl"));
+  // Results carry the global window's event time.
+  CHECK(out.timestamps() == std::vector<event_time>(3, max_watermark));
+}
+
+TEST_CASE("case 13: a count trigger without purge re-emits the growing window") {
+  const std::string c = "13-global-window-count-trigger-no-purge";
+  auto count = shared(count_trigger::make(2));
+  auto running = make_plan(std::make_shared<const global_windows>(), count_sum, count);
+  CHECK_ROWS(run(running, input_of(c)).rows(), expected_of(c, "expected.jsonl"));
+  auto purging = make_plan(std::make_shared<const global_windows>(), count_sum,
+                           std::make_shared<const purging_trigger>(count));
+  CHECK_ROWS(run(purging, input_of(c)).rows(), expected_of(c, "expected_purging.jsonl"));
+}
+
+// -- global and count windows ---------------------------------------------------------
+
+TEST_CASE("a global window without a trigger never fires, not even at the end of input") {
+  auto plan = make_plan(std::make_shared<const global_windows>());
+  auto out = run(plan, records({{"a", 1, 1}, {"a", 2, 2}}));
+  CHECK(out.rows().empty());
+  CHECK(plan.output_schema()->to_string() == "key:string, fire:int64, count:int64, sum:int64");
+}
+
+TEST_CASE("a sliding count window keeps the last size records and fires every slide") {
+  auto input = records({{"a", 1, 1}, {"a", 2, 2}, {"b", 3, 100}, {"a", 4, 3},
+                        {"a", 5, 4}, {"a", 6, 5}});
+  SUBCASE("countWindow(3, 1) fires on every record, partial windows first") {
+    auto plan = make_plan(std::make_shared<const global_windows>(), count_sum,
+                          shared(count_trigger::make(1)), shared(count_evictor::make(3)));
+    CHECK_ROWS(run(plan, input).rows(),
+               (std::vector<row_map>{
+                 row({{"key", "a"}, {"fire", 1}, {"count", 1}, {"sum", 1}}),
+                 row({{"key", "a"}, {"fire", 2}, {"count", 2}, {"sum", 3}}),
+                 row({{"key", "a"}, {"fire", 3}, {"count", 3}, {"sum", 6}}),
+                 row({{"key", "a"}, {"fire", 4}, {"count", 3}, {"sum", 9}}),
+                 row({{"key", "a"}, {"fire", 5}, {"count", 3}, {"sum", 12}}),
+                 row({{"key", "b"}, {"fire", 1}, {"count", 1}, {"sum", 100}})}));
+  }
+  SUBCASE("countWindow(3, 2) fires every second record of a key over the last three") {
+    auto plan = make_plan(std::make_shared<const global_windows>(), count_sum,
+                          shared(count_trigger::make(2)), shared(count_evictor::make(3)));
+    CHECK_ROWS(run(plan, input).rows(),
+               (std::vector<row_map>{
+                 row({{"key", "a"}, {"fire", 1}, {"count", 2}, {"sum", 3}}),
+                 row({{"key", "a"}, {"fire", 2}, {"count", 3}, {"sum", 9}})}));
+  }
+}
+
+TEST_CASE("count windows buffer records in keyed state and drop evicted ones for good") {
+  auto plan = make_plan(std::make_shared<const global_windows>(), count_sum,
+                        shared(count_trigger::make(1)), shared(count_evictor::make(2)));
+  auto op = plan.make_operator();
+  recording_collector out;
+  const auto s = weir::test::case_schema();
+  for (std::int64_t v = 1; v <= 5; ++v)
+    op->process_batch(make_batch(s, {{"e", "a", v, v}}, {v}), out);
+  CHECK(dynamic_cast<window_operator&>(*op).active_states() == 1);
+  auto rows = out.rows();
+  REQUIRE(rows.size() == 5);
+  CHECK(rows.back().at("sum") == value{std::int64_t{9}}); // 4 + 5
+}
+
+TEST_CASE("a count trigger on time windows fires early and the window is still cleaned up") {
+  auto plan = make_plan(shared(tumbling_event_time_windows::make(10s)), count_sum,
+                        shared(count_trigger::make(2)));
+  auto op = plan.make_operator();
+  recording_collector out;
+  weir::test::replay(*op, records({{"a", 1, 1}, {"a", 2, 2}, {"a", 3, 4}, {"a", 20000, 8}}), 0,
+                     out);
+  CHECK_ROWS(out.rows(), (std::vector<row_map>{
+                           row({{"key", "a"}, {"window_start", 0}, {"window_end", 10000},
+                                {"count", 2}, {"sum", 3}})}));
+  CHECK(dynamic_cast<window_operator&>(*op).active_states() == 0);
+}
+
+// -- sessions -------------------------------------------------------------------------
+
+TEST_CASE("a late record within lateness that bridges two fired sessions merges them and re-fires") {
+  auto plan = make_plan(shared(event_time_session_windows::make(5s)), count_sum, nullptr,
+                        nullptr, 30s);
+  auto out = run(plan, records({{"a", 0, 1}, {"a", 9000, 2}, {"a", 30000, 4}, {"a", 4500, 8}}));
+  CHECK(out.rows() == std::vector<row_map>{
+                        row({{"key", "a"}, {"window_start", 0}, {"window_end", 5000},
+                             {"count", 1}, {"sum", 1}}),
+                        row({{"key", "a"}, {"window_start", 9000}, {"window_end", 14000},
+                             {"count", 1}, {"sum", 2}}),
+                        row({{"key", "a"}, {"window_start", 0}, {"window_end", 14000},
+                             {"count", 3}, {"sum", 11}}),
+                        row({{"key", "a"}, {"window_start", 30000}, {"window_end", 35000},
+                             {"count", 1}, {"sum", 4}})});
+  CHECK(out.rows(1).empty());
+}
+
+TEST_CASE("a record late on its own joins a live session it touches") {
+  auto plan = make_plan(shared(event_time_session_windows::make(5s)));
+  // After a@8000 the watermark is 7999; a@1000's own window [1000, 6000) is
+  // past it, but it touches the live session [3000, 13000).
+  auto out = run(plan, records({{"a", 3000, 1}, {"a", 8000, 2}, {"a", 1000, 4}}));
+  CHECK(out.rows() == std::vector<row_map>{row({{"key", "a"}, {"window_start", 1000},
+                                                {"window_end", 13000}, {"count", 3},
+                                                {"sum", 7}})});
+  CHECK(out.rows(1).empty());
+}
+
+TEST_CASE("a record too late for any session goes to the late output") {
+  auto plan = make_plan(shared(event_time_session_windows::make(5s)));
+  auto op = plan.make_operator();
+  recording_collector out;
+  weir::test::replay(*op, records({{"a", 0, 1}, {"a", 20000, 2}, {"a", 9000, 4}}), 0, out);
+  CHECK(out.rows(1).size() == 1);
+  CHECK(dynamic_cast<window_operator&>(*op).late_records() == 1);
+  CHECK(out.rows().size() == 2);
+}
+
+TEST_CASE("a merging assigner rejects a trigger that cannot merge") {
+  class no_merge final : public trigger {
+  public:
+    trigger_result on_element(event_time, const time_window&, trigger_context&) const override {
+      return trigger_result::continue_;
+    }
+    trigger_result on_event_time(event_time, const time_window&, trigger_context&) const override {
+      return trigger_result::continue_;
+    }
+    trigger_result on_processing_time(event_time, const time_window&,
+                                      trigger_context&) const override {
+      return trigger_result::continue_;
+    }
+    void clear(const time_window&, trigger_context&) const override {}
+    std::string describe() const override { return "no_merge"; }
+  };
+  window_operator_spec spec;
+  spec.assigner = shared(event_time_session_windows::make(1s));
+  spec.trigger = std::make_shared<const no_merge>();
+  spec.aggregates = count_sum;
+  auto p = window_plan::make(weir::test::case_schema(), spec);
+  REQUIRE_FALSE(p);
+  CHECK(p.error().code == weir::errc::invalid_argument);
+  CHECK(p.error().message
+        == "window: no_merge cannot be used with event_time_session_windows(gap 1000ms), "
+           "whose windows merge");
+}
+
+TEST_CASE("merged sessions combine count, sum, min, max and avg as one window would") {
+  auto plan = make_plan(shared(event_time_session_windows::make(5s)),
+                        {{"n", "count(*)"}, {"sum", "sum(value)"}, {"low", "min(value)"},
+                         {"high", "max(value)"}, {"mean", "avg(value)"},
+                         {"kinds", "count_distinct(value)"}});
+  // [0, 5000) and [7000, 17000) (two touching records), then 3000 bridges them.
+  auto out = run(plan, records({{"a", 0, 5}, {"a", 12000, -3}, {"a", 7000, 9}, {"a", 3000, 5}}),
+                 20000);
+  CHECK(out.rows() == std::vector<row_map>{row({{"key", "a"}, {"window_start", 0},
+                                                {"window_end", 17000}, {"n", 4}, {"sum", 16},
+                                                {"low", -3}, {"high", 9}, {"mean", 4.0},
+                                                {"kinds", 3}})});
+}
+
+TEST_CASE("a sliding window fires when the watermark reaches end - 1, not before") {
+  auto plan = make_plan(shared(sliding_event_time_windows::make(10s, 5s)));
+  auto op = plan.make_operator();
+  recording_collector out;
+  op->process_batch(make_batch(weir::test::case_schema(), {{"e1", "a", 7000, 1}}, {7000}), out);
+  op->process_watermark(9998, out);
+  CHECK(out.rows().empty());
+  op->process_watermark(9999, out);
+  CHECK(out.rows() == std::vector<row_map>{row({{"key", "a"}, {"window_start", 0},
+                                                {"window_end", 10000}, {"count", 1},
+                                                {"sum", 1}})});
+  op->process_watermark(14998, out);
+  CHECK(out.rows().size() == 1);
+  op->process_watermark(14999, out);
+  CHECK(out.rows().size() == 2);
+  CHECK(dynamic_cast<window_operator&>(*op).active_states() == 0);
+}
+
+// -- processing time ----------------------------------------------------------------
+
+TEST_CASE("a processing-time tumbling window fires when the clock reaches end - 1") {
+  auto plan = make_plan(shared(tumbling_processing_time_windows::make(10s)));
+  auto op = plan.make_operator();
+  recording_collector out;
+  const auto s = weir::test::case_schema();
+  op->on_processing_time(1000, out);
+  // Event times are irrelevant; the record goes to [0, 10000) by the clock.
+  op->process_batch(make_batch(s, {{"e1", "a", 99999, 1}, {"e2", "a", -5, 2}}, {99999, -5}), out);
+  CHECK(op->next_processing_timer() == 9999);
+  op->process_watermark(max_watermark, out); // event time does not fire it
+  op->on_processing_time(9998, out);
+  CHECK(out.rows().empty());
+  op->on_processing_time(9999, out);
+  CHECK(out.rows() == std::vector<row_map>{row({{"key", "a"}, {"window_start", 0},
+                                                {"window_end", 10000}, {"count", 2},
+                                                {"sum", 3}})});
+  CHECK(op->next_processing_timer() == std::nullopt);
+  CHECK(dynamic_cast<window_operator&>(*op).active_states() == 0);
+}
+
+TEST_CASE("processing-time windows are not flushed at the end of input") {
+  auto plan = make_plan(shared(tumbling_processing_time_windows::make(10s)));
+  auto op = plan.make_operator();
+  recording_collector out;
+  op->process_batch(make_batch(weir::test::case_schema(), {{"e1", "a", 1, 1}}, {}), out);
+  op->process_watermark(max_watermark, out);
+  op->finish(out);
+  CHECK(out.rows().empty());
+  CHECK(op->next_processing_timer() == 9999);
+}
+
+TEST_CASE("processing-time sliding windows read the clock of the operator context") {
+  auto plan = make_plan(shared(sliding_processing_time_windows::make(10s, 5s)));
+  auto op = plan.make_operator();
+  manual_clock clock;
+  weir::operator_context ctx;
+  ctx.clock = &clock;
+  op->open(ctx);
+  recording_collector out;
+  const auto s = weir::test::case_schema();
+  clock.t = 6000;
+  op->process_batch(make_batch(s, {{"e1", "a", 0, 1}}, {0}), out);
+  clock.t = 11000;
+  op->process_batch(make_batch(s, {{"e2", "a", 0, 2}}, {0}), out);
+  CHECK(op->next_processing_timer() == 9999);
+  op->on_processing_time(20000, out);
+  CHECK(out.rows() == std::vector<row_map>{
+                        row({{"key", "a"}, {"window_start", 0}, {"window_end", 10000},
+                             {"count", 1}, {"sum", 1}}),
+                        row({{"key", "a"}, {"window_start", 5000}, {"window_end", 15000},
+                             {"count", 2}, {"sum", 3}}),
+                        row({{"key", "a"}, {"window_start", 10000}, {"window_end", 20000},
+                             {"count", 1}, {"sum", 2}})});
+}
+
+TEST_CASE("processing-time sessions merge by arrival time and fire on the clock") {
+  auto plan = make_plan(shared(processing_time_session_windows::make(5s)));
+  auto op = plan.make_operator();
+  recording_collector out;
+  const auto s = weir::test::case_schema();
+  op->on_processing_time(1000, out);
+  op->process_batch(make_batch(s, {{"e1", "a", 0, 1}}, {0}), out);
+  op->on_processing_time(5998, out); // [5998, 10998) touches [1000, 6000): merged
+  op->process_batch(make_batch(s, {{"e2", "a", 0, 2}}, {0}), out);
+  CHECK(out.rows().empty());
+  CHECK(op->next_processing_timer() == 10997);
+  op->on_processing_time(10997, out);
+  CHECK(out.rows() == std::vector<row_map>{row({{"key", "a"}, {"window_start", 1000},
+                                                {"window_end", 10998}, {"count", 2},
+                                                {"sum", 3}})});
+  // A session the clock has passed fires alone: [20000, 25000) at 24999.
+  op->on_processing_time(20000, out);
+  op->process_batch(make_batch(s, {{"e3", "a", 0, 4}}, {0}), out);
+  op->on_processing_time(30000, out);
+  CHECK(out.rows().size() == 2);
+}
+
+// -- aggregates ------------------------------------------------------------------------
+
+TEST_CASE("first, last and count_distinct follow arrival order and ignore nulls") {
+  auto s = weir::make_schema({{"key", type_id::string}, {"value", type_id::int64},
+                              {"tag", type_id::string}});
+  window_operator_spec spec;
+  spec.key_by = {"key"};
+  spec.assigner = shared(tumbling_event_time_windows::make(10s));
+  spec.aggregates = {{"first", "first(tag)"}, {"last", "last(tag)"},
+                     {"distinct", "count_distinct(tag)"}, {"first_v", "FIRST( value )"}};
+  auto plan = window_plan::make(s, spec).value();
+  auto op = plan.make_operator();
+  recording_collector out;
+  op->process_batch(make_batch(s,
+                               {{"a", std::monostate{}, "x"},
+                                {"a", 2, std::monostate{}},
+                                {"a", 3, "y"},
+                                {"a", 4, "x"},
+                                {"a", 5, std::monostate{}}},
+                               {5000, 1000, 9000, 2000, 3000}),
+                    out);
+  op->process_watermark(max_watermark, out);
+  CHECK(out.rows() == std::vector<row_map>{row({{"key", "a"}, {"window_start", 0},
+                                                {"window_end", 10000}, {"first", "x"},
+                                                {"last", "x"}, {"distinct", 2},
+                                                {"first_v", 2}})});
+  CHECK(plan.output_schema()->to_string()
+        == "key:string, window_start:timestamp, window_end:timestamp, first:string, "
+           "last:string, distinct:int64, first_v:int64");
+}
+
+TEST_CASE("first and last of merged sessions follow arrival order, not event time") {
+  auto plan = make_plan(shared(event_time_session_windows::make(10s)),
+                        {{"first", "first(value)"}, {"last", "last(value)"}});
+  // Arrival: 10 @0, 20 @20000, 30 @10000 (bridges both into one session).
+  auto out = run(plan, records({{"a", 0, 10}, {"a", 20000, 20}, {"a", 10000, 30}}), 60000);
+  CHECK(out.rows() == std::vector<row_map>{row({{"key", "a"}, {"window_start", 0},
+                                                {"window_end", 30000}, {"first", 10},
+                                                {"last", 30}})});
+}
+
+TEST_CASE("a reduce folds in arrival order, also across merged sessions") {
+  const std::vector<aggregate_spec> aggs = {{"digits", "reduce(acc * 10 + value, 0)"},
+                                            {"count", "count(*)"}};
+  auto input = records({{"a", 0, 1}, {"a", 20000, 2}, {"a", 10000, 3}});
+  SUBCASE("tumbling") {
+    auto plan = make_plan(shared(tumbling_event_time_windows::make(1h)), aggs);
+    auto rows = run(plan, input, 60000).rows();
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at("digits") == value{std::int64_t{123}});
+  }
+  SUBCASE("sessions keep the records and fold when firing") {
+    auto plan = make_plan(shared(event_time_session_windows::make(10s)), aggs);
+    auto rows = run(plan, input, 60000).rows();
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at("digits") == value{std::int64_t{123}});
+    CHECK(rows[0].at("window_end") == value{std::int64_t{30000}});
+  }
+}
+
+TEST_CASE("a reduce over floats, strings and with a null start") {
+  auto s = weir::make_schema({{"key", type_id::string}, {"value", type_id::int64},
+                              {"tag", type_id::string}});
+  window_operator_spec spec;
+  spec.key_by = {"key"};
+  spec.assigner = shared(tumbling_event_time_windows::make(10s));
+  spec.aggregates = {{"half", "reduce(acc + value / 2.0, 0.0)"},
+                     {"tags", "reduce(concat(acc, tag), '')"},
+                     {"widened", "reduce(acc + value, 0.0)"},
+                     {"nulls", "reduce(acc + value, 1 / 0)"}};
+  auto plan = window_plan::make(s, spec).value();
+  auto op = plan.make_operator();
+  recording_collector out;
+  op->process_batch(make_batch(s, {{"a", 1, "x"}, {"a", 2, "y"}}, {1, 2}), out);
+  op->process_watermark(max_watermark, out);
+  auto rows = out.rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].at("half") == value{1.5});
+  CHECK(rows[0].at("tags") == value{std::string{"xy"}});
+  CHECK(rows[0].at("widened") == value{3.0});
+  CHECK(rows[0].at("nulls") == value{std::monostate{}});
+}
+
+TEST_CASE("reduce errors point into the call") {
+  const auto s = weir::test::case_schema();
+  struct bad {
+    std::string call;
+    weir::errc code;
+    std::size_t offset;
+    std::string message;
+  };
+  const std::vector<bad> cases = {
+    {"reduce(acc + value)", weir::errc::parse_error, 18,
+     "reduce takes two arguments, an expression over 'acc' and the record and the start "
+     "value: reduce(acc + value, 0)"},
+    {"reduce(acc, 0, 1)", weir::errc::parse_error, 13, "reduce takes two arguments"},
+    {"reduce( , 0)", weir::errc::parse_error, 8, "reduce needs an expression before the ','"},
+    {"reduce(acc + value, )", weir::errc::parse_error, 20, "reduce needs a start value"},
+    {"reduce(acc + value, value)", weir::errc::type_error, 20,
+     "reduce: the start value must be a constant, got unknown field 'value'"},
+    {"reduce(acc + value, null)", weir::errc::parse_error, 20, "needs a type"},
+    {"reduce(acc + value / 2.0, 0)", weir::errc::type_error, 7,
+     "reduce: the expression has type float64 but the start value has type int64 (write "
+     "the start value as 0.0)"},
+    {"reduce(acc + valu, 0)", weir::errc::type_error, 13, "unknown field 'valu'"},
+    {"reduce()", weir::errc::parse_error, 7, "reduce needs two arguments"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.call);
+    auto r = check_aggregate(c.call, *s);
+    REQUIRE_FALSE(r);
+    CAPTURE(r.error().message);
+    CHECK(r.error().offset == c.offset);
+    CHECK(r.error().message.find(c.message) != std::string::npos);
+  }
+  auto acc = weir::make_schema({{"acc", type_id::int64}});
+  auto clash = check_aggregate("reduce(acc + 1, 0)", *acc);
+  REQUIRE_FALSE(clash);
+  CHECK(clash.error().message.find("has a field named 'acc'") != std::string::npos);
+  CHECK(check_aggregate("reduce(acc + value, 0)", *s).value() == type_id::int64);
+  CHECK(check_aggregate("count_distinct(key)", *s).value() == type_id::int64);
+  CHECK(check_aggregate("last(ts)", *s).value() == type_id::timestamp);
+  CHECK(check_aggregate("first(null)", *s).error().code == weir::errc::type_error);
+}
+
+TEST_CASE("global window results clash with a key or aggregate named fire") {
+  window_operator_spec spec;
+  spec.assigner = std::make_shared<const global_windows>();
+  spec.aggregates = {{"fire", "count(*)"}};
+  auto p = window_plan::make(weir::test::case_schema(), spec);
+  REQUIRE_FALSE(p);
+  CHECK(p.error().message == "aggregate 'fire': name clashes with the window field of that name");
+  // A time window may have an aggregate called fire.
+  spec.assigner = shared(tumbling_event_time_windows::make(1s));
+  CHECK(window_plan::make(weir::test::case_schema(), spec));
+}
+
+// -- snapshot and restore ---------------------------------------------------------------
+
+namespace {
+
+// Serializes every key group of `snap`, as the state writer would.
+weir::operator_restore to_restore(const weir::operator_snapshot& snap) {
+  weir::operator_restore r;
+  r.checkpoint_id = 7;
+  const auto range = snap.keyed_state->range();
+  for (auto g = range.start; g <= range.end; ++g) {
+    std::string bytes;
+    snap.keyed_state->serialize_key_group(g, bytes);
+    if (!bytes.empty())
+      r.key_groups.emplace_back(g, std::move(bytes));
+  }
+  r.operator_states.push_back(snap.operator_state);
+  return r;
+}
+
+// Runs `input` once straight and once with a snapshot after each prefix,
+// restored into a fresh operator; every run must give the same output.
+void check_restore_anywhere(const window_plan& plan, const std::vector<row_map>& input,
+                            std::int64_t bound) {
+  const auto s = weir::test::case_schema();
+  auto straight = run(plan, input, bound);
+  for (std::size_t cut = 0; cut <= input.size(); ++cut) {
+    CAPTURE(cut);
+    recording_collector out;
+    auto op = plan.make_operator();
+    event_time max_ts = weir::min_watermark;
+    event_time wm = weir::min_watermark;
+    auto feed = [&](weir::stream_operator& o, std::size_t from, std::size_t to) {
+      for (std::size_t i = from; i < to; ++i) {
+        const auto& rec = input[i];
+        const auto ts = std::get<std::int64_t>(rec.at("ts"));
+        o.process_batch(make_batch(s, {{rec.at("id"), rec.at("key"), ts, rec.at("value")}}, {ts}),
+                        out);
+        max_ts = std::max(max_ts, ts);
+        if (max_ts - bound - 1 > wm) {
+          wm = max_ts - bound - 1;
+          o.process_watermark(wm, out);
+        }
+      }
+    };
+    feed(*op, 0, cut);
+    weir::operator_snapshot snap;
+    op->snapshot_state(7, snap);
+    REQUIRE(snap.keyed_state);
+    op.reset(); // the restored operator must not depend on the old one
+    auto restored = plan.make_operator();
+    restored->open(weir::operator_context{});
+    restored->restore_state(to_restore(snap));
+    if (wm != weir::min_watermark)
+      restored->process_watermark(wm, out); // the runtime replays the watermark
+    feed(*restored, cut, input.size());
+    restored->process_watermark(max_watermark, out);
+    const auto diff = weir::test::diff_rows(out.rows(), straight.rows());
+    CHECK_MESSAGE(diff == "", diff);
+    CHECK(weir::test::diff_rows(out.rows(1), straight.rows(1)) == "");
+  }
+}
+
+} // namespace
+
+TEST_CASE("a restored operator continues exactly: lateness and re-firing (case 08)") {
+  check_restore_anywhere(make_plan(shared(tumbling_event_time_windows::make(10s)), count_sum,
+                                   nullptr, nullptr, 5s),
+                         input_of("08-allowed-lateness-refire-and-side-output"), 0);
+}
+
+TEST_CASE("a restored operator continues exactly: sessions and their merging set") {
+  check_restore_anywhere(
+    make_plan(shared(event_time_session_windows::make(5s)),
+              {{"count", "count(*)"}, {"first", "first(value)"}, {"last", "last(value)"},
+               {"distinct", "count_distinct(value)"}},
+              nullptr, nullptr, 30s),
+    records({{"a", 0, 1}, {"b", 100, 7}, {"a", 9000, 2}, {"a", 30000, 4}, {"a", 4500, 8},
+             {"b", 2000, 7}}),
+    0);
+}
+
+TEST_CASE("a restored operator continues exactly: count windows, evictors, fire numbers") {
+  check_restore_anywhere(make_plan(std::make_shared<const global_windows>(), count_sum,
+                                   shared(count_trigger::make(2)), shared(count_evictor::make(3))),
+                         input_of("12-count-window-keyed-leftover"), 0);
+  check_restore_anywhere(make_plan(std::make_shared<const global_windows>(), count_sum,
+                                   shared(count_trigger::make(2))),
+                         input_of("13-global-window-count-trigger-no-purge"), 0);
+}
+
+TEST_CASE("restoring corrupt key-group bytes fails the subtask with the group named") {
+  auto plan = make_plan(shared(tumbling_event_time_windows::make(10s)));
+  auto op = plan.make_operator();
+  weir::operator_restore r;
+  r.checkpoint_id = 3;
+  r.key_groups.emplace_back(5, "garbage");
+  CHECK_THROWS_WITH_AS(op->restore_state(r),
+                       doctest::Contains("cannot restore key group 5 of checkpoint 3"),
+                       std::runtime_error);
+}
+
+} // TEST_SUITE
