@@ -9,6 +9,7 @@
 #include <caf/actor_system_config.hpp>
 
 #include <exception>
+#include <filesystem>
 #include <thread>
 
 namespace weir {
@@ -23,6 +24,26 @@ job_result job::execute() {
         && !graph_->options.dead_letter_path.empty())
       ctx->dead_letters = std::make_unique<runtime::dead_letter_queue>(
         graph_->options.dead_letter_path);
+    const auto& cp = graph_->options.checkpoint;
+    if (cp.enabled) {
+      if (cp.fresh) {
+        // Start over: the old checkpoints must not be restored by a crash
+        // that happens before the first new one completes.
+        std::error_code ec;
+        std::filesystem::remove(std::filesystem::path{cp.dir} / "data.mdb", ec);
+        std::filesystem::remove(std::filesystem::path{cp.dir} / "lock.mdb", ec);
+      }
+      checkpoint::store_options so;
+      so.dir = cp.dir;
+      so.retain = cp.retain;
+      auto store = checkpoint::lmdb_checkpoint_store::open(so);
+      if (!store) {
+        result.error = "cannot open checkpoint storage " + cp.dir + ": "
+                       + store.error().message;
+        return result;
+      }
+      ctx->store = std::move(*store);
+    }
   } catch (const std::exception& e) {
     result.error = e.what();
     return result;
@@ -44,6 +65,12 @@ job_result job::execute() {
   result.late_records = totals.late_records;
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
     std::chrono::steady_clock::now() - started);
+  result.checkpoints_completed = ctx->result.checkpoints_completed;
+  result.checkpoints_aborted = ctx->result.checkpoints_aborted;
+  result.last_checkpoint_id = ctx->result.last_checkpoint_id;
+  result.restored_checkpoint_id = ctx->result.restored_checkpoint_id;
+  result.restarts = ctx->result.restarts;
+  result.warnings = ctx->result.warnings;
   if (auto failure = ctx->failure()) {
     result.error = *failure;
   } else {

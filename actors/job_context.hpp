@@ -2,6 +2,7 @@
 #pragma once
 
 #include "weir/api/job.hpp"
+#include "weir/checkpoint/lmdb_checkpoint_store.hpp"
 #include "weir/runtime/dead_letter_queue.hpp"
 #include "weir/runtime/execution_plan.hpp"
 #include "weir/runtime/job_graph.hpp"
@@ -51,6 +52,27 @@ struct job_context {
     std::lock_guard<std::mutex> guard{mutex_};
     return failure_;
   }
+
+  /// Forgets the failure before a restart (it stays in the log).
+  void clear_failure() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    failure_.reset();
+  }
+
+  /// Checkpoint storage; null when checkpoints are off. Opened once per
+  /// process: LMDB allows one environment handle per directory.
+  std::shared_ptr<checkpoint::lmdb_checkpoint_store> store;
+
+  /// Filled in by the job manager as it ends.
+  struct outcome {
+    std::uint64_t checkpoints_completed = 0;
+    std::uint64_t checkpoints_aborted = 0;
+    std::uint64_t last_checkpoint_id = 0;
+    std::uint64_t restored_checkpoint_id = 0;
+    std::size_t restarts = 0;
+    std::vector<std::string> warnings;
+  };
+  outcome result;
 
 private:
   mutable std::mutex mutex_;

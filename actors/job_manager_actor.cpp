@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "job_manager_actor.hpp"
 
+#include "state_writer_actor.hpp"
 #include "task_actor.hpp"
+#include "weir/checkpoint/checkpoint_coordinator.hpp"
 #include "weir/core/messages.hpp"
 #include "weir/core/timestamp.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/stateful_actor.hpp>
 #include <caf/system_messages.hpp>
 
 #include <chrono>
 #include <cstdio>
-#include <unordered_set>
+#include <map>
+#include <unordered_map>
 
 namespace weir::runtime {
 
@@ -25,17 +29,18 @@ std::string format_event_time(event_time ts) {
 }
 
 std::string format_status(const job_context& ctx, const job_totals& now,
-                          const job_totals& before, double seconds) {
+                          const job_totals& before, double seconds,
+                          const std::string& checkpoint) {
   auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now()
                                                - ctx.started)
                    .count();
   auto rate = [&](std::uint64_t a, std::uint64_t b) {
-    return seconds > 0 ? static_cast<double>(a - b) / seconds : 0.0;
+    return seconds > 0 && a >= b ? static_cast<double>(a - b) / seconds : 0.0;
   };
-  char buf[512];
+  char buf[640];
   std::snprintf(buf, sizeof buf,
                 "[%s] %.1fs | in %.0f rec/s (%llu) | out %.0f rec/s (%llu) | "
-                "watermark %s | bad %llu | late %llu | checkpoint none",
+                "watermark %s | bad %llu | late %llu | checkpoint %s",
                 ctx.graph->options.name.c_str(), elapsed,
                 rate(now.records_read, before.records_read),
                 static_cast<unsigned long long>(now.records_read),
@@ -43,27 +48,148 @@ std::string format_status(const job_context& ctx, const job_totals& now,
                 static_cast<unsigned long long>(now.records_written),
                 format_event_time(now.sink_watermark).c_str(),
                 static_cast<unsigned long long>(now.bad_records),
-                static_cast<unsigned long long>(now.late_records));
+                static_cast<unsigned long long>(now.late_records), checkpoint.c_str());
   return buf;
 }
 
 namespace {
 
+std::chrono::milliseconds wall_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+    std::chrono::system_clock::now().time_since_epoch());
+}
+
 struct job_manager_state {
   std::shared_ptr<job_context> ctx;
   std::vector<caf::actor> subtasks;
-  std::unordered_set<caf::actor_addr> running;
+  std::vector<bool> is_source;
+  std::unordered_map<caf::actor_addr, std::uint32_t> task_of;
+  std::size_t running = 0;
   job_totals last;
   std::chrono::steady_clock::time_point last_tick;
-  bool failed = false;
+  bool failed = false;     ///< the job failed for good
+  bool restarting = false; ///< waiting for subtasks to stop before a restart
+  std::size_t attempt = 0;
+  caf::actor writer;
+  std::optional<checkpoint::checkpoint_coordinator> coordinator;
 };
 
-void deploy(caf::stateful_actor<job_manager_state>* self) {
+using jm_actor = caf::stateful_actor<job_manager_state>;
+
+std::string checkpoint_summary(const job_manager_state& st) {
+  if (!st.coordinator)
+    return "off";
+  const auto& last = st.coordinator->last_completed();
+  if (!last)
+    return "none yet";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "#%llu (%lld ms, %.1f KiB, align %lld ms)",
+                static_cast<unsigned long long>(last->checkpoint_id),
+                static_cast<long long>(last->duration_ms),
+                static_cast<double>(last->size_bytes) / 1024.0,
+                static_cast<long long>(last->alignment_ms));
+  return buf;
+}
+
+void record_outcome(job_manager_state& st) {
+  if (!st.coordinator)
+    return;
+  auto& r = st.ctx->result;
+  r.checkpoints_completed += st.coordinator->completed_count();
+  r.checkpoints_aborted += st.coordinator->aborted_count();
+  if (const auto& last = st.coordinator->last_completed())
+    r.last_checkpoint_id = last->checkpoint_id;
+}
+
+/// Tells every subtask and the state writer that checkpoints were aborted.
+void abort_checkpoints(jm_actor* self,
+                       const std::vector<checkpoint::aborted_checkpoint>& aborted) {
+  auto& st = self->state;
+  for (const auto& a : aborted) {
+    for (auto& t : st.subtasks)
+      self->send(t, cancel_checkpoint{a.checkpoint_id});
+    if (st.writer)
+      self->send(st.writer, discard_ckpt_atom::value, a.checkpoint_id);
+  }
+}
+
+/// Reads what each subtask restores from the latest completed checkpoint;
+/// returns false (with the job failed) if it cannot be read.
+bool read_restore_points(jm_actor* self,
+                         std::vector<std::vector<std::vector<std::shared_ptr<const operator_restore>>>>& out) {
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  const auto& g = *ctx.graph;
+  const auto& plan = ctx.plan;
+  out.assign(plan.vertices.size(), {});
+  if (!ctx.store)
+    return true;
+  auto latest = ctx.store->read_latest();
+  if (!latest) {
+    ctx.fail("cannot read checkpoints in " + g.options.checkpoint.dir + ": "
+             + latest.error().message);
+    return false;
+  }
+  for (const auto& w : latest->warnings) {
+    std::fprintf(stderr, "[%s] warning: %s\n", g.options.name.c_str(), w.c_str());
+    ctx.result.warnings.push_back(w);
+  }
+  if (auto highest = ctx.store->highest_id(); highest && st.coordinator)
+    st.coordinator->resume_after(*highest);
+  if (!latest->manifest) {
+    ctx.result.restored_checkpoint_id = 0;
+    return true;
+  }
+  const auto& m = *latest->manifest;
+  ctx.result.restored_checkpoint_id = m.checkpoint_id;
+  std::fprintf(stderr, "[%s] restoring from checkpoint %llu\n", g.options.name.c_str(),
+               static_cast<unsigned long long>(m.checkpoint_id));
+  for (std::size_t v = 0; v < plan.vertices.size(); ++v) {
+    const auto& vertex = plan.vertices[v];
+    out[v].resize(vertex.parallelism);
+    for (std::size_t s = 0; s < vertex.parallelism; ++s) {
+      for (auto node_id : vertex.nodes) {
+        auto r = ctx.store->read_restore(m, g.nodes[node_id].name,
+                                         static_cast<std::uint32_t>(s),
+                                         static_cast<std::uint32_t>(vertex.parallelism),
+                                         g.options.max_parallelism);
+        if (!r) {
+          ctx.fail("cannot restore operator '" + g.nodes[node_id].name + "' subtask "
+                   + std::to_string(s + 1) + " from checkpoint "
+                   + std::to_string(m.checkpoint_id) + ": " + r.error().message);
+          return false;
+        }
+        out[v][s].push_back(std::make_shared<const operator_restore>(std::move(*r)));
+      }
+    }
+  }
+  return true;
+}
+
+/// Spawns every subtask, downstream first (a subtask needs the handles of
+/// its targets), restoring from the latest completed checkpoint if any.
+void deploy(jm_actor* self) {
   auto& st = self->state;
   const auto& g = *st.ctx->graph;
   const auto& plan = st.ctx->plan;
+  if (st.ctx->store) {
+    checkpoint::coordinator_options co;
+    co.timeout = g.options.checkpoint.timeout;
+    co.min_pause = g.options.checkpoint.min_pause;
+    std::uint32_t total = 0;
+    for (const auto& v : plan.vertices)
+      total += static_cast<std::uint32_t>(v.parallelism);
+    st.coordinator.emplace(co, total);
+  }
+  std::vector<std::vector<std::vector<std::shared_ptr<const operator_restore>>>> restores;
+  if (!read_restore_points(self, restores)) {
+    st.failed = true;
+    return;
+  }
+  st.subtasks.clear();
+  st.is_source.clear();
+  st.task_of.clear();
   std::vector<std::vector<caf::actor>> actors(plan.vertices.size());
-  // Downstream first: a subtask needs the handles of its targets.
   for (auto it = plan.topo_order.rbegin(); it != plan.topo_order.rend(); ++it) {
     auto v = *it;
     const auto& vertex = plan.vertices[v];
@@ -72,6 +198,12 @@ void deploy(caf::stateful_actor<job_manager_state>* self) {
       spec.ctx = st.ctx;
       spec.vertex = v;
       spec.subtask = s;
+      spec.task_index = static_cast<std::uint32_t>(st.subtasks.size());
+      spec.job_manager = caf::actor_cast<caf::actor>(self);
+      spec.state_writer = st.writer;
+      spec.attempt = st.attempt;
+      if (!restores[v].empty())
+        spec.restores = restores[v][s];
       for (std::size_t k = 0; k < vertex.nodes.size(); ++k) {
         for (std::size_t e = 0; e < g.edges.size(); ++e) {
           const auto& edge = g.edges[e];
@@ -100,45 +232,181 @@ void deploy(caf::stateful_actor<job_manager_state>* self) {
       }
       auto a = spawn_subtask(self->system(), std::move(spec));
       self->monitor(a);
-      st.running.insert(a.address());
+      st.task_of[a.address()] = static_cast<std::uint32_t>(st.subtasks.size());
       st.subtasks.push_back(a);
+      st.is_source.push_back(vertex.is_source);
       actors[v].push_back(a);
+      ++st.running;
     }
   }
 }
 
-caf::behavior job_manager(caf::stateful_actor<job_manager_state>* self,
-                          std::shared_ptr<job_context> ctx) {
-  self->state.ctx = std::move(ctx);
-  self->state.last_tick = std::chrono::steady_clock::now();
+void trigger_checkpoint_now(jm_actor* self) {
+  auto& st = self->state;
+  if (!st.coordinator || st.restarting || st.failed)
+    return;
+  auto now = wall_now();
+  abort_checkpoints(self, st.coordinator->expire(now));
+  auto r = st.coordinator->trigger(now);
+  if (!r.triggered())
+    return;
+  for (std::size_t t = 0; t < st.subtasks.size(); ++t)
+    if (st.is_source[t])
+      self->send(st.subtasks[t], trigger_checkpoint{r.checkpoint_id, now.count()});
+}
+
+void on_ack(jm_actor* self, write_snapshot_result& r) {
+  auto& st = self->state;
+  if (!st.coordinator || st.restarting)
+    return;
+  auto res = st.coordinator->acknowledge(r.checkpoint_id, r.task, std::move(r.ack), wall_now());
+  if (res.status != checkpoint::ack_status::all_acked || !res.manifest)
+    return;
+  auto id = r.checkpoint_id;
+  auto attempt = st.attempt;
+  self->request(st.writer, caf::infinite, commit_ckpt_atom::value, std::move(*res.manifest))
+    .then(
+      [self, id, attempt](commit_manifest_result& c) {
+        auto& s = self->state;
+        if (!s.coordinator || s.attempt != attempt)
+          return;
+        if (!c.ok) {
+          std::fprintf(stderr, "[%s] checkpoint %llu failed: %s\n",
+                       s.ctx->graph->options.name.c_str(),
+                       static_cast<unsigned long long>(id), c.error.c_str());
+          if (auto a = s.coordinator->manifest_failed(id, c.error))
+            abort_checkpoints(self, {*a});
+          return;
+        }
+        if (auto done = s.coordinator->manifest_committed(id, wall_now())) {
+          abort_checkpoints(self, done->subsumed);
+          for (auto& t : s.subtasks)
+            self->send(t, notify_checkpoint_complete{id});
+        }
+      },
+      [self, id](caf::error& err) {
+        auto& s = self->state;
+        if (s.coordinator)
+          if (auto a = s.coordinator->manifest_failed(id, to_string(err)))
+            abort_checkpoints(self, {*a});
+      });
+}
+
+caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
+  auto& st0 = self->state;
+  st0.ctx = std::move(ctx);
+  st0.last_tick = std::chrono::steady_clock::now();
+  const auto& opts = st0.ctx->graph->options;
+  if (st0.ctx->store) {
+    st0.writer = spawn_state_writer(self->system(), st0.ctx->store);
+    self->monitor(st0.writer);
+  }
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
-    st.running.erase(dm.source);
-    if (dm.reason && !st.failed) {
-      st.failed = true;
-      if (!st.ctx->failure())
-        st.ctx->fail("a subtask stopped: " + self->system().render(dm.reason));
+    if (dm.source == st.writer.address()) {
+      if (st.running > 0 || !dm.reason) {
+        st.ctx->fail("the state writer stopped: " + self->system().render(dm.reason));
+        st.failed = true;
+        for (auto& a : st.subtasks)
+          self->send_exit(a, caf::exit_reason::user_shutdown);
+      }
+      if (st.running == 0)
+        self->quit();
+      return;
+    }
+    auto it = st.task_of.find(dm.source);
+    if (it == st.task_of.end())
+      return; // a subtask of an earlier attempt
+    auto task = it->second;
+    st.task_of.erase(it);
+    --st.running;
+    if (!dm.reason) {
+      if (st.coordinator && !st.restarting)
+        abort_checkpoints(self, st.coordinator->task_finished(task));
+    } else if (!st.failed && !st.restarting) {
+      const auto& ro = st.ctx->graph->options.restart;
+      if (st.ctx->store && st.attempt < ro.attempts) {
+        auto why = st.ctx->failure().value_or(self->system().render(dm.reason));
+        std::fprintf(stderr, "[%s] %s; restarting from the latest checkpoint (attempt %zu of %zu)\n",
+                     st.ctx->graph->options.name.c_str(), why.c_str(), st.attempt + 1,
+                     ro.attempts);
+        st.restarting = true;
+      } else {
+        st.failed = true;
+        if (!st.ctx->failure())
+          st.ctx->fail("a subtask stopped: " + self->system().render(dm.reason));
+      }
       for (auto& a : st.subtasks)
         self->send_exit(a, caf::exit_reason::user_shutdown);
     }
-    if (st.running.empty())
-      self->quit();
+    if (st.running > 0)
+      return;
+    if (st.restarting) {
+      record_outcome(st);
+      self->delayed_send(self, st.ctx->graph->options.restart.delay, redeploy_atom::value);
+      return;
+    }
+    record_outcome(st);
+    if (st.writer)
+      self->send_exit(st.writer, caf::exit_reason::user_shutdown);
+    self->quit();
   });
   deploy(self);
-  auto interval = self->state.ctx->graph->options.status_interval;
-  if (interval.count() > 0)
-    self->delayed_send(self, interval, tick_atom::value);
+  if (st0.failed) {
+    if (st0.writer)
+      self->send_exit(st0.writer, caf::exit_reason::user_shutdown);
+    self->quit();
+    return {};
+  }
+  if (opts.status_interval.count() > 0)
+    self->delayed_send(self, opts.status_interval, tick_atom::value);
+  if (st0.ctx->store)
+    self->delayed_send(self, opts.checkpoint.interval, checkpoint_atom::value);
   return {
-    [self, interval](tick_atom) {
+    [self](tick_atom) {
       auto& st = self->state;
       auto now = std::chrono::steady_clock::now();
       auto totals = st.ctx->metrics.totals();
       auto secs = std::chrono::duration<double>(now - st.last_tick).count();
-      auto line = format_status(*st.ctx, totals, st.last, secs);
+      auto line = format_status(*st.ctx, totals, st.last, secs, checkpoint_summary(st));
       std::fprintf(stderr, "%s\n", line.c_str());
       st.last = totals;
       st.last_tick = now;
-      self->delayed_send(self, interval, tick_atom::value);
+      self->delayed_send(self, st.ctx->graph->options.status_interval, tick_atom::value);
+    },
+    [self](checkpoint_atom) {
+      trigger_checkpoint_now(self);
+      self->delayed_send(self, self->state.ctx->graph->options.checkpoint.interval,
+                         checkpoint_atom::value);
+    },
+    [self](write_snapshot_result& r) { on_ack(self, r); },
+    [self](const discard_result& r) {
+      // The reply to discarding an aborted checkpoint's state.
+      if (!r.ok)
+        std::fprintf(stderr, "[%s] warning: cannot delete aborted checkpoint %llu: %s\n",
+                     self->state.ctx->graph->options.name.c_str(),
+                     static_cast<unsigned long long>(r.checkpoint_id), r.error.c_str());
+    },
+    [self](const decline_checkpoint& d) {
+      auto& st = self->state;
+      if (!st.coordinator || st.restarting)
+        return;
+      if (auto a = st.coordinator->decline(d.checkpoint_id, d.task, d.reason))
+        abort_checkpoints(self, {*a});
+    },
+    [self](redeploy_atom) {
+      auto& st = self->state;
+      st.restarting = false;
+      ++st.attempt;
+      ++st.ctx->result.restarts;
+      st.ctx->clear_failure();
+      st.ctx->metrics.reset();
+      deploy(self);
+      if (st.failed) {
+        if (st.writer)
+          self->send_exit(st.writer, caf::exit_reason::user_shutdown);
+        self->quit();
+      }
     },
   };
 }

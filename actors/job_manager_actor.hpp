@@ -18,9 +18,10 @@ namespace weir::runtime {
 caf::actor spawn_job_manager(caf::actor_system& sys, std::shared_ptr<job_context> ctx);
 
 /// One status line: elapsed time, records/s in and out since the last call,
-/// sink watermark, bad and late records.
+/// sink watermark, bad and late records, and the last checkpoint.
 std::string format_status(const job_context& ctx, const job_totals& now,
-                          const job_totals& before, double seconds);
+                          const job_totals& before, double seconds,
+                          const std::string& checkpoint);
 
 /// Renders a watermark as ISO-8601 UTC ("-inf" / "+inf" at the extremes).
 std::string format_event_time(event_time ts);

@@ -42,7 +42,20 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
   }
   std::fprintf(stderr, "  bad records      %s\n", bad.c_str());
   std::fprintf(stderr, "  late records     %s\n", with_commas(r.late_records).c_str());
-  std::fprintf(stderr, "  checkpoints      none\n");
+  if (o.checkpoint.enabled) {
+    std::string cp = with_commas(r.checkpoints_completed) + " completed";
+    if (r.checkpoints_aborted > 0)
+      cp += ", " + with_commas(r.checkpoints_aborted) + " aborted";
+    if (r.last_checkpoint_id > 0)
+      cp += ", last #" + std::to_string(r.last_checkpoint_id);
+    if (r.restored_checkpoint_id > 0)
+      cp += ", restored from #" + std::to_string(r.restored_checkpoint_id);
+    if (r.restarts > 0)
+      cp += ", " + std::to_string(r.restarts) + " restart" + (r.restarts == 1 ? "" : "s");
+    std::fprintf(stderr, "  checkpoints      %s\n", cp.c_str());
+  } else {
+    std::fprintf(stderr, "  checkpoints      off\n");
+  }
 }
 
 } // namespace
@@ -64,6 +77,9 @@ int main(int argc, char** argv) {
                   "Override [job] batch_size (1 = a watermark after every record)");
   run->add_option("--parallelism", parallelism, "Override [job] parallelism");
   run->add_flag("-q,--quiet", quiet, "No status line and no summary");
+  bool fresh = false;
+  run->add_flag("--fresh", fresh,
+                "Start over: discard the checkpoints in [checkpoint] dir instead of resuming");
 
   auto* validate = app.add_subcommand("validate", "Check a pipeline and exit");
   validate->add_option("pipeline", path, "Pipeline TOML file")->required();
@@ -115,6 +131,8 @@ int main(int argc, char** argv) {
   }
   if (quiet)
     job.options().status_interval = std::chrono::milliseconds{0};
+  if (fresh)
+    job.options().checkpoint.fresh = true;
   auto result = job.execute();
   if (!quiet)
     print_summary(job, result);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "state_writer_actor.hpp"
 
+#include <cstdio>
+
 #include "weir/state/keyed_state_backend.hpp"
 
 #include <caf/actor_system.hpp>
@@ -81,6 +83,7 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
   self->set_default_handler([](caf::scheduled_actor* me, caf::message_view& x)
                               -> caf::result<caf::message> {
     auto what = "state writer: unexpected message " + to_string(x.copy_content_to_message());
+    std::fprintf(stderr, "%s\n", what.c_str());
     me->quit(caf::make_error(caf::sec::unexpected_message, std::move(what)));
     return caf::sec::unexpected_message;
   });

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "task_actor.hpp"
 
+#include "state_writer_actor.hpp"
+#include "weir/checkpoint/barrier_aligner.hpp"
+#include "weir/checkpoint/barrier_tracker.hpp"
+
 #include "weir/core/key_group.hpp"
 #include "weir/core/messages.hpp"
 #include "weir/runtime/input_gate.hpp"
@@ -48,14 +52,23 @@ private:
 
 /// An element that travels on a channel: a batch, or control elements that
 /// keep their order relative to batches.
-enum class element_kind { batch, watermark, end_of_input, idle, active, processing_time };
+enum class element_kind {
+  batch,
+  watermark,
+  end_of_input,
+  idle,
+  active,
+  processing_time,
+  barrier
+};
 
 /// Something waiting on an output channel for credit (or behind a batch that
 /// waits): order on a channel is preserved.
 struct pending_element {
   element_kind kind = element_kind::batch;
   record_batch_ptr data;
-  event_time ts = min_watermark;
+  event_time ts = min_watermark; ///< watermark, processing time or barrier time
+  std::uint64_t checkpoint_id = 0;
 };
 
 struct out_channel {
@@ -73,6 +86,7 @@ struct inbox_element {
   event_time ts = min_watermark;
   caf::strong_actor_ptr sender;
   std::uint32_t credit_channel = 0;
+  std::uint64_t checkpoint_id = 0;
 };
 
 class subtask_state;
@@ -95,7 +109,12 @@ public:
       graph_(*spec_.ctx->graph),
       vertex_(spec_.ctx->plan.vertices[spec_.vertex]),
       gate_(spec_.ctx->plan.input_channels[spec_.vertex]),
-      clock_(spec_.ctx->replay_clock()) {
+      clock_(spec_.ctx->replay_clock()),
+      aligner_(gate_.channels()),
+      tracker_(gate_.channels()),
+      held_(gate_.channels()) {
+    exactly_once_ =
+      graph_.options.checkpoint.mode == checkpointing_mode::exactly_once;
   }
 
   std::string describe(std::size_t k) const {
@@ -132,9 +151,37 @@ public:
         ops_.push_back(nullptr);
         open_source(node, octx);
       } else {
-        ops_.push_back(node.make_operator());
+        auto& factory = graph_.options.checkpoint.enabled && node.make_transactional_operator
+                          ? node.make_transactional_operator
+                          : node.make_operator;
+        ops_.push_back(factory());
         ops_.back()->open(octx);
       }
+    }
+    if (!spec_.restores.empty())
+      restore();
+    if (const auto& inj = graph_.options.inject_failure;
+        inj && spec_.attempt == 0 && spec_.subtask == 0)
+      for (std::size_t k = 0; k < n; ++k)
+        if (graph_.nodes[vertex_.nodes[k]].name == inj->operator_name)
+          inject_at_ = {k, inj->after_records};
+    current_ = 0;
+  }
+
+  /// Hands each chain member its restored state (every member, even one
+  /// without state: a two-phase-commit sink must learn it is restoring).
+  void restore() {
+    for (std::size_t k = 0; k < ops_.size(); ++k) {
+      current_ = k;
+      const auto& r = spec_.restores[k];
+      if (!ops_[k]) {
+        // A source: its operator state is the byte position to resume from.
+        if (r && !r->operator_states.empty() && !r->operator_states.front().empty())
+          reader_->seek(std::stoull(r->operator_states.front()));
+        continue;
+      }
+      static const operator_restore empty;
+      ops_[k]->restore_state(r ? *r : empty);
     }
     current_ = 0;
   }
@@ -187,6 +234,7 @@ public:
       write(w, batch);
     if (port == 0 && k + 1 < ops_.size()) {
       metrics_[k + 1]->records_in.fetch_add(rows, std::memory_order_relaxed);
+      maybe_inject(k + 1);
       auto saved = current_;
       current_ = k + 1;
       ops_[k + 1]->process_batch(batch, collectors_[k + 1]);
@@ -195,11 +243,126 @@ public:
   }
 
   /// Sends a control element on every network output of chain member `k`.
-  void broadcast_from(std::size_t k, element_kind kind, event_time ts) {
+  void broadcast_from(std::size_t k, element_kind kind, event_time ts,
+                      std::uint64_t checkpoint_id = 0) {
     for (auto& port_writers : writers_of_[k])
       for (auto w : port_writers)
         for (auto ch : spec_.writers[w].channels)
-          push(ch, pending_element{kind, nullptr, ts});
+          push(ch, pending_element{kind, nullptr, ts, checkpoint_id});
+  }
+
+  /// Failure injection (tests of recovery): throws once the chosen chain
+  /// member's input reaches the configured row count.
+  void maybe_inject(std::size_t k) {
+    if (inject_at_ && inject_at_->first == k
+        && metrics_[k]->records_in.load(std::memory_order_relaxed) >= inject_at_->second) {
+      inject_at_.reset();
+      throw std::runtime_error("injected failure");
+    }
+  }
+
+  // -- checkpoints -------------------------------------------------------------
+
+  /// Snapshots every chain member for checkpoint n, forwards barrier n on
+  /// every output (behind the data already queued) and hands the frozen state
+  /// to the state writer; the ack goes to the job manager once it is written.
+  void take_snapshot(std::uint64_t n, event_time trigger_ts, std::chrono::milliseconds align) {
+    write_snapshot_request req;
+    req.checkpoint_id = n;
+    req.task = spec_.task_index;
+    req.alignment = align;
+    for (std::size_t k = 0; k < vertex_.nodes.size(); ++k) {
+      current_ = k;
+      const auto& node = graph_.nodes[vertex_.nodes[k]];
+      operator_snapshot_entry e;
+      e.operator_uid = node.name;
+      e.subtask = static_cast<std::uint32_t>(spec_.subtask);
+      e.parallelism = static_cast<std::uint32_t>(vertex_.parallelism);
+      if (!ops_[k]) {
+        auto pos = reader_->position();
+        e.snapshot.operator_state = std::to_string(pos);
+        e.source_position = "byte " + std::to_string(pos);
+      } else {
+        ops_[k]->snapshot_state(n, e.snapshot);
+      }
+      req.operators.push_back(std::move(e));
+    }
+    current_ = 0;
+    for (std::size_t k = 0; k < ops_.size(); ++k)
+      broadcast_from(k, element_kind::barrier, trigger_ts, n);
+    ++outstanding_writes_;
+    auto jm = spec_.job_manager;
+    self_->request(spec_.state_writer, caf::infinite, write_state_atom::value, std::move(req))
+      .then(
+        [this, jm](write_snapshot_result& r) {
+          --outstanding_writes_;
+          if (r.ok)
+            self_->send(jm, std::move(r));
+          else
+            self_->send(jm, decline_checkpoint{r.checkpoint_id, spec_.task_index, r.error});
+          maybe_quit();
+        },
+        [this, jm, n](caf::error& err) {
+          --outstanding_writes_;
+          self_->send(jm, decline_checkpoint{n, spec_.task_index,
+                                             "state writer: " + to_string(err)});
+          maybe_quit();
+        });
+  }
+
+  /// Source: checkpoint n was triggered by the job manager.
+  void on_trigger(const trigger_checkpoint& t) {
+    if (finishing_) {
+      self_->send(spec_.job_manager,
+                  decline_checkpoint{t.checkpoint_id, spec_.task_index, "source finished"});
+      return;
+    }
+    take_snapshot(t.checkpoint_id, t.timestamp, std::chrono::milliseconds{0});
+  }
+
+  void on_barrier(std::uint32_t channel, std::uint64_t n, event_time ts) {
+    auto d = exactly_once_ ? aligner_.on_barrier(channel, n) : tracker_.on_barrier(channel, n);
+    act_on(d, ts);
+  }
+
+  void act_on(const checkpoint::barrier_decision& d, event_time ts) {
+    for (auto id : d.aborted)
+      self_->send(spec_.job_manager,
+                  decline_checkpoint{id, spec_.task_index, "aborted during alignment"});
+    if (d.started)
+      align_started_ = std::chrono::steady_clock::now();
+    if (d.snapshot) {
+      auto align = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - align_started_);
+      take_snapshot(*d.snapshot, ts, align);
+    }
+    if (d.released)
+      release_held();
+  }
+
+  /// Processes what blocked channels held back, each channel in order.
+  void release_held() {
+    for (std::size_t c = 0; c < held_.size(); ++c) {
+      while (!held_[c].empty() && !aligner_.is_blocked(c)) {
+        auto e = std::move(held_[c].front());
+        held_[c].pop_front();
+        process(e);
+      }
+    }
+  }
+
+  void on_notify_complete(std::uint64_t n) {
+    for (std::size_t k = 0; k < ops_.size(); ++k) {
+      current_ = k;
+      if (ops_[k])
+        ops_[k]->notify_checkpoint_complete(n);
+    }
+    current_ = 0;
+  }
+
+  void on_cancel(std::uint64_t n) {
+    if (exactly_once_)
+      act_on(aligner_.on_cancel(n), 0);
   }
 
   void emit_watermark(std::size_t k, event_time wm) {
@@ -305,6 +468,9 @@ public:
         break;
       case element_kind::processing_time:
         self_->send(c.target, processing_time{c.target_channel, e.ts});
+        break;
+      case element_kind::barrier:
+        self_->send(c.target, checkpoint_barrier{c.target_channel, e.checkpoint_id, e.ts});
         break;
     }
   }
@@ -418,9 +584,18 @@ public:
 
   void process(inbox_element& e) {
     current_ = 0;
+    if (exactly_once_ && aligner_.is_blocked(e.channel)) {
+      // Nothing after barrier n on this channel may enter snapshot n.
+      held_[e.channel].push_back(std::move(e));
+      return;
+    }
     switch (e.kind) {
+      case element_kind::barrier:
+        on_barrier(e.channel, e.checkpoint_id, e.ts);
+        break;
       case element_kind::batch:
         metrics_[0]->records_in.fetch_add(e.data->num_rows, std::memory_order_relaxed);
+        maybe_inject(0);
         ops_[0]->process_batch(e.data, collectors_[0]);
         // Processed: return the credit to the sender.
         self_->send(caf::actor_cast<caf::actor>(e.sender), credit{e.credit_channel, 1});
@@ -440,12 +615,17 @@ public:
         if (clock_.advance(e.ts))
           fire_processing_time(clock_.now());
         break;
-      case element_kind::end_of_input:
+      case element_kind::end_of_input: {
+        // An ended channel counts as aligned for a pending checkpoint.
+        auto d = exactly_once_ ? aligner_.on_end_of_input(e.channel)
+                               : tracker_.on_end_of_input(e.channel);
         if (auto wm = gate_.on_end_of_input(e.channel))
           advance_watermark(*wm);
+        act_on(d, 0);
         if (gate_.all_ended())
           end_of_chain();
         break;
+      }
     }
     note_blocked();
   }
@@ -506,7 +686,7 @@ public:
   }
 
   void maybe_quit() {
-    if (finishing_ && !blocked())
+    if (finishing_ && !blocked() && outstanding_writes_ == 0)
       self_->quit();
   }
 
@@ -540,6 +720,13 @@ private:
   bool finishing_ = false;
   std::size_t current_ = 0;
   std::optional<event_time> wakeup_at_;
+  bool exactly_once_ = true;
+  checkpoint::barrier_aligner aligner_;
+  checkpoint::barrier_tracker tracker_;
+  std::vector<std::deque<inbox_element>> held_;
+  std::chrono::steady_clock::time_point align_started_;
+  std::size_t outstanding_writes_ = 0;
+  std::optional<std::pair<std::size_t, std::uint64_t>> inject_at_;
   std::optional<std::chrono::steady_clock::time_point> blocked_since_;
   std::string scratch_;
 };
@@ -604,6 +791,18 @@ caf::behavior subtask_actor(caf::event_based_actor* self, subtask_spec spec) {
       input(element_kind::processing_time, m.channel, m.ts);
     },
     [input](const end_of_input& m) { input(element_kind::end_of_input, m.channel, 0); },
+    [st](const checkpoint_barrier& m) {
+      guarded(*st, [&] {
+        inbox_element e{element_kind::barrier, m.channel, nullptr, m.timestamp, nullptr, 0};
+        e.checkpoint_id = m.checkpoint_id;
+        st->on_input(std::move(e));
+      });
+    },
+    [st](const trigger_checkpoint& m) { guarded(*st, [&] { st->on_trigger(m); }); },
+    [st](const notify_checkpoint_complete& m) {
+      guarded(*st, [&] { st->on_notify_complete(m.checkpoint_id); });
+    },
+    [st](const cancel_checkpoint& m) { guarded(*st, [&] { st->on_cancel(m.checkpoint_id); }); },
     [st](const credit& m) { guarded(*st, [&] { st->on_credit(m); }); },
   };
 }

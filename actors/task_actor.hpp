@@ -37,6 +37,13 @@ struct subtask_spec {
   std::size_t subtask = 0;
   std::vector<out_channel_spec> out_channels;
   std::vector<writer_spec> writers;
+  /// The job manager's number for this subtask (checkpoint acks).
+  std::uint32_t task_index = 0;
+  caf::actor job_manager;
+  caf::actor state_writer; ///< null when checkpoints are off
+  /// Restoring: one entry per chain member (in chain order); empty = fresh.
+  std::vector<std::shared_ptr<const operator_restore>> restores;
+  std::size_t attempt = 0; ///< 0 for the first run, then one per restart
 };
 
 /// Spawns the actor of one subtask: a source subtask (its chain's head is a

@@ -6,6 +6,7 @@
 #include "weir/connectors/file_sink.hpp"
 #include "weir/connectors/generator_source.hpp"
 #include "weir/connectors/summary_sink.hpp"
+#include "weir/connectors/transactional_file_sink.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/state/keyed_process_function.hpp"
 
@@ -312,8 +313,14 @@ expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
   node.kind = "file_sink";
   node.parallelism = 1; // one output file
   node.is_sink = true;
-  node.make_operator = [spec] {
-    auto op = make_file_sink(spec.path, spec.format);
+  node.make_operator = [spec, schema = output_schema()] {
+    auto op = make_file_sink(spec.path, spec.format, schema);
+    if (!op)
+      throw std::runtime_error(op.error().message);
+    return std::move(*op);
+  };
+  node.make_transactional_operator = [spec, schema = output_schema()] {
+    auto op = make_transactional_file_sink(spec.path, spec.format, schema);
     if (!op)
       throw std::runtime_error(op.error().message);
     return std::move(*op);

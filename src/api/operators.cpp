@@ -4,6 +4,7 @@
 #include "weir/core/key_group.hpp"
 
 #include <memory>
+#include <stdexcept>
 
 namespace weir::internal {
 
@@ -54,12 +55,35 @@ void projection::process_batch(const record_batch_ptr& batch, output_collector& 
   out.collect(std::move(result));
 }
 
+void running_count::open(const operator_context& ctx) {
+  auto range = state::key_group_range_for_subtask(ctx.max_parallelism, ctx.parallelism,
+                                                  ctx.subtask_index);
+  backend_ = std::make_unique<state::keyed_state_backend>(range, ctx.max_parallelism);
+  auto handle = backend_->get_value_state<std::int64_t>("count");
+  if (!handle)
+    throw std::logic_error(handle.error().message);
+  counts_ = *handle;
+}
+
+void running_count::snapshot_state(std::uint64_t, operator_snapshot& out) {
+  out.keyed_state = backend_->snapshot();
+}
+
+void running_count::restore_state(const operator_restore& in) {
+  for (const auto& [group, bytes] : in.key_groups)
+    if (auto r = backend_->restore_key_group(group, bytes); !r)
+      throw std::runtime_error("restoring key group " + std::to_string(group) + ": "
+                               + r.error().message);
+}
+
 void running_count::process_batch(const record_batch_ptr& batch, output_collector& out) {
   batch_builder builder{output_};
   for (std::size_t row = 0; row < batch->num_rows; ++row) {
     scratch_.clear();
     encode_key(*batch, key_fields_, row, scratch_);
-    auto n = ++counts_[scratch_];
+    backend_->set_current_key(scratch_);
+    auto n = counts_.value_or(0) + 1;
+    counts_.update(n);
     for (std::size_t k = 0; k < key_fields_.size(); ++k)
       builder.col(k).append_from(batch->columns[key_fields_[k]], row);
     builder.col(key_fields_.size()).append_int(n);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/config/loader.hpp"
+#include "weir/runtime/job_graph.hpp"
 
 #include "weir/connectors/generator_source.hpp"
 #include "weir/connectors/summary_sink.hpp"
@@ -42,6 +43,19 @@ const std::vector<std::string> key_catalogue = {
   "job.dead_letter.path",
   "job.status_interval",
   "job.worker_threads",
+  "job.restart",
+  "job.restart.attempts",
+  "job.restart.delay",
+  "job.inject_failure",
+  "job.inject_failure.operator",
+  "job.inject_failure.after_records",
+  "checkpoint",
+  "checkpoint.interval",
+  "checkpoint.mode",
+  "checkpoint.dir",
+  "checkpoint.retain",
+  "checkpoint.timeout",
+  "checkpoint.min_pause",
   "source[].name",
   "source[].type",
   "source[].path",
@@ -77,6 +91,7 @@ const std::vector<std::string> key_catalogue = {
   "operator[].where",
   "operator[].fields",
   "operator[].key_by",
+  "operator[].output",
   "operator[].window",
   "operator[].window.type",
   "operator[].window.size",
@@ -135,6 +150,7 @@ const std::map<std::string, key_list, std::less<>> operator_type_keys = {
   {"window",
    {"key_by", "window", "trigger", "aggregate", "allowed_lateness", "late_output"}},
   {"union", {}},
+  {"running_count", {"key_by", "output"}},
 };
 
 const std::map<std::string, key_list, std::less<>> sink_type_keys = {
@@ -159,7 +175,8 @@ const key_list generated_source_only_keys = {"count", "rate", "fields", "seed", 
                                              "stream", "event_rate", "base_time",
                                              "generation_time_field"};
 const key_list nexmark_streams = {"bid", "auction", "person"};
-const key_list operator_types = {"filter", "select", "map", "window", "union"};
+const key_list operator_types = {"filter", "select", "map", "window", "union",
+                                 "running_count"};
 const key_list sink_types = {"file", "stdout", "summary", "blackhole"};
 const key_list window_types = {"tumbling", "sliding", "session", "global", "count"};
 // The keys of `window = {...}` that each window type takes.
@@ -406,7 +423,7 @@ struct source_def : element {
   std::size_t generated_parallelism = 0;
 };
 
-enum class op_kind { filter, select, map, window, union_ };
+enum class op_kind { filter, select, map, window, union_, running_count };
 
 /// `window = {...}` of a window operator; `type` is empty when broken.
 struct window_def {
@@ -438,6 +455,7 @@ struct operator_def : element {
   const toml::node* fields_node = nullptr;
   std::vector<located> key_by;
   const toml::node* key_by_node = nullptr;
+  located count_output; ///< running_count: the count field's name
   window_def window;
   const toml::node* window_node = nullptr;
   std::optional<trigger_def> trigger;
@@ -798,6 +816,7 @@ public:
 private:
   void parse_top(const toml::table& root);
   void parse_job(const toml::table& root);
+  void parse_checkpoint(const toml::table& root);
   void parse_source(const toml::table& t, std::size_t index);
   void parse_generated_source(const toml::table& t, std::size_t index, const std::string& type);
   void build_generated_source(job& j, source_def& s);
@@ -824,6 +843,7 @@ private:
 
   job_options job_opts_;
   bool job_ok_ = true;
+  const toml::node* inject_failure_node_ = nullptr;
   std::vector<source_def> sources_;
   std::vector<operator_def> operators_;
   std::vector<sink_def> sinks_;
@@ -908,8 +928,9 @@ void loader::parse_top(const toml::table& root) {
   static const std::vector<std::string> no_notes;
   bool ok = true;
   reader r(*this, root, "", no_notes, ok);
-  r.check_keys({"job", "source", "operator", "sink"});
+  r.check_keys({"job", "checkpoint", "source", "operator", "sink"});
   parse_job(root);
+  parse_checkpoint(root);
   for_each_element(root, "source",
                    [this](const toml::table& t, std::size_t i) { parse_source(t, i); });
   for_each_element(root, "operator",
@@ -920,6 +941,41 @@ void loader::parse_top(const toml::table& root) {
     report({}, "a pipeline needs at least one [[source]]", {});
   if (!root.get("sink"))
     report({}, "a pipeline needs at least one [[sink]]", {});
+}
+
+void loader::parse_checkpoint(const toml::table& root) {
+  static const std::vector<std::string> no_notes;
+  auto* n = root.get("checkpoint");
+  if (!n)
+    return;
+  auto* t = n->as_table();
+  if (!t) {
+    report(pos_of(*n), "checkpoint must be a table, got " + std::string(type_name(*n)),
+           {"hint: write the checkpoint settings under a [checkpoint] header"});
+    job_ok_ = false;
+    return;
+  }
+  reader r(*this, *t, "checkpoint.", no_notes, job_ok_);
+  r.check_keys(children("checkpoint."));
+  auto& cp = job_opts_.checkpoint;
+  cp.enabled = true;
+  if (auto v = r.duration("interval")) {
+    if (v->count() <= 0)
+      r.fail(pos_of(*r.get("interval")), "checkpoint.interval must be positive, got \"0s\"");
+    else
+      cp.interval = *v;
+  }
+  if (auto m = r.choice("mode", {"exactly_once", "at_least_once"}))
+    cp.mode = m->value == "exactly_once" ? checkpointing_mode::exactly_once
+                                         : checkpointing_mode::at_least_once;
+  if (auto d = r.string("dir", true, true))
+    cp.dir = d->value;
+  if (auto v = r.integer("retain", 1, 1000000))
+    cp.retain = static_cast<std::size_t>(*v);
+  if (auto v = r.duration("timeout"))
+    cp.timeout = *v;
+  if (auto v = r.duration("min_pause"))
+    cp.min_pause = *v;
 }
 
 void loader::parse_job(const toml::table& root) {
@@ -977,6 +1033,26 @@ void loader::parse_job(const toml::table& root) {
         job_opts_.status_interval = *v;
       if (auto v = r.integer("worker_threads", 0, unbounded))
         job_opts_.worker_threads = static_cast<std::size_t>(*v);
+      if (auto* rs = r.subtable("restart")) {
+        auto rr = r.sub(*rs, "restart");
+        rr.check_keys(children("job.restart."));
+        if (auto v = rr.integer("attempts", 0, 1000000))
+          job_opts_.restart.attempts = static_cast<std::size_t>(*v);
+        if (auto v = rr.duration("delay"))
+          job_opts_.restart.delay = *v;
+      }
+      if (auto* fi = r.subtable("inject_failure")) {
+        auto fr = r.sub(*fi, "inject_failure");
+        fr.check_keys(children("job.inject_failure."));
+        failure_injection inj;
+        if (auto v = fr.string("operator", true, true)) {
+          inj.operator_name = v->value;
+          inject_failure_node_ = v->node;
+        }
+        if (auto v = fr.integer("after_records", 0, unbounded))
+          inj.after_records = static_cast<std::uint64_t>(*v);
+        job_opts_.inject_failure = inj;
+      }
     }
   }
   if (opts_.batch_size)
@@ -1457,6 +1533,8 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
         op.op = op_kind::map;
       else if (*type == "window")
         op.op = op_kind::window;
+      else if (*type == "running_count")
+        op.op = op_kind::running_count;
       else
         op.op = op_kind::union_;
     }
@@ -1525,6 +1603,12 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
     op.fields_node = r.get("fields");
     if (auto f = r.string_table("fields", true, "an expression string"))
       op.fields = std::move(*f);
+  } else if (*type == "running_count") {
+    op.key_by_node = r.get("key_by");
+    if (auto kb = r.string_array("key_by", true, 1))
+      op.key_by = std::move(*kb);
+    if (auto o = r.string("output", false, true))
+      op.count_output = *o;
   } else if (*type == "window") {
     op.key_by_node = r.get("key_by");
     if (auto kb = r.string_array("key_by"))
@@ -2105,6 +2189,26 @@ void loader::build_operator(job& j, operator_def& op) {
         report_api(op, nullptr, "", r.error());
       break;
     }
+    case op_kind::running_count: {
+      if (!check_fields_exist(op, *input_schema, op.key_by, "key_by"))
+        return;
+      std::vector<std::string> keys;
+      for (const auto& k : op.key_by)
+        keys.push_back(k.value);
+      auto keyed = in.key_by(keys);
+      if (!keyed) {
+        report_api(op, op.key_by_node, "key_by",
+                   error{keyed.error().code, keyed.error().message, error::npos});
+        return;
+      }
+      auto field_name = op.count_output.value.empty() ? std::string{"count"}
+                                                      : op.count_output.value;
+      auto r = keyed->count(field_name, oo);
+      if (!r)
+        report_api(op, op.count_output.node, "output",
+                   error{r.error().code, r.error().message, error::npos});
+      break;
+    }
     case op_kind::union_: {
       std::vector<data_stream> rest(ins.begin() + 1, ins.end());
       auto r = in.union_with(rest, oo);
@@ -2218,6 +2322,16 @@ void loader::build() {
     build_operator(*job_, operators_[i]);
   for (auto& s : sinks_)
     build_sink(*job_, s);
+  if (const auto& inj = job_opts_.inject_failure; inj && inject_failure_node_) {
+    bool found = false;
+    for (const auto& n : job_->graph()->nodes)
+      found = found || n.name == inj->operator_name;
+    if (!found)
+      report(pos_of(*inject_failure_node_),
+             "job.inject_failure.operator " + quote(inj->operator_name) +
+               " names no operator, source or sink",
+             {});
+  }
 }
 
 } // namespace

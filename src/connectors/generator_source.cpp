@@ -242,26 +242,37 @@ public:
     }
     delay_ = std::chrono::nanoseconds{0};
 
-    batch_builder b{output_};
-    for (std::size_t c = 0; c < output_->size(); ++c)
-      b.col(c).reserve(rows_wanted);
-    b.timestamps().reserve(rows_wanted);
-    const std::size_t gen_col = output_->size() - 1;
+    auto out = std::make_shared<record_batch>();
+    out->schema = output_;
+    out->columns.reserve(output_->size());
+    for (std::size_t c = 0; c < output_->size(); ++c) {
+      column& col = out->columns.emplace_back(output_->at(c).type);
+      col.reserve(rows_wanted);
+      // Text columns: as many bytes as the last batch had, plus slack, so
+      // that they are allocated once instead of grown by copying.
+      if (c < chars_hint_.size() && chars_hint_[c] > 0)
+        col.chars.reserve(chars_hint_[c] + chars_hint_[c] / 8);
+    }
+    out->timestamps.reserve(rows_wanted);
+    column* gen_col = with_generation_time_ ? &out->columns.back() : nullptr;
     std::uint64_t scanned = 0;
     const auto p = static_cast<std::uint64_t>(parallelism_);
-    for (; scanned < allowed && b.rows() < rows_wanted; ++scanned) {
+    for (; scanned < allowed && out->num_rows < rows_wanted; ++scanned) {
       const std::uint64_t n = subtask_ + (next_ + scanned) * p;
       if (gen_.kind_of(n) != kind_)
         continue;
-      if (with_generation_time_)
-        b.col(gen_col).append_int(pacer_.limited()
-                                    ? pacer_.scheduled_ns(pacer_.emitted() + scanned)
-                                    : now);
-      rows_.append(gen_, kind_, n, b); // commits the row
+      if (gen_col)
+        gen_col->append_int(pacer_.limited() ? pacer_.scheduled_ns(pacer_.emitted() + scanned)
+                                             : now);
+      rows_.append(gen_, kind_, n, *out);
     }
     next_ += scanned;
     pacer_.emitted(scanned);
-    return b.finish();
+    chars_hint_.resize(output_->size());
+    if (out->num_rows == rows_wanted)
+      for (std::size_t c = 0; c < output_->size(); ++c)
+        chars_hint_[c] = out->columns[c].chars.size();
+    return out;
   }
 
   std::uint64_t position() const override {
@@ -281,6 +292,7 @@ private:
   bool with_generation_time_;
   record_batch_ptr empty_;
   nexmark::row_appender rows_;
+  std::vector<std::size_t> chars_hint_; ///< text bytes per column of the last full batch
   double events_per_row_ = 1;
   std::uint64_t next_ = 0; ///< events scanned by this subtask
   bool started_ = false;

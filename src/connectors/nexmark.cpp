@@ -4,6 +4,7 @@
 #include "weir/expr/random.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 namespace weir::nexmark {
 
@@ -43,7 +44,9 @@ std::uint32_t reverse_bits(std::uint32_t x) noexcept {
 }
 
 void append_int(std::string& out, std::int64_t v) {
-  out += std::to_string(v);
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
 }
 
 } // namespace
@@ -118,21 +121,22 @@ generator::generator(generator_config config)
   for (std::size_t i = 1; i < price_table_.size(); ++i)
     price_table_[i] = expr::mul_high(price_table_[i - 1], price_step_q59) << 5
                       | (price_table_[i - 1] * price_step_q59) >> 59;
-  channel_urls_.reserve(num_channels);
-  for (std::int64_t k = 0; k < num_channels; ++k) {
-    event_random r{expr::random_word(mixed_seed_, k, channel_salt)};
-    std::string url = "https://www.nexmark.com/";
-    r.letters(url, 3 + r.below(3));
-    url += '/';
-    r.letters(url, 3 + r.below(3));
-    url += '/';
-    r.letters(url, 3 + r.below(3));
-    url += "/item.htm?query=1";
-    if (r.below(10) > 0) {
-      url += "&channel_id=";
-      append_int(url, reverse_bits(static_cast<std::uint32_t>(k)) & 0x7FFFFFFFU);
-    }
-    channel_urls_.push_back(std::move(url));
+}
+
+void generator::append_channel_url(std::int64_t k, std::string& out) const {
+  // Computed on demand rather than cached: 10'000 cached URLs are ~1 MB of
+  // scattered strings, and a cache miss costs more than the four draws.
+  event_random r{expr::random_word(mixed_seed_, k, channel_salt)};
+  out += "https://www.nexmark.com/";
+  r.letters(out, 3 + r.below(3));
+  out += '/';
+  r.letters(out, 3 + r.below(3));
+  out += '/';
+  r.letters(out, 3 + r.below(3));
+  out += "/item.htm?query=1";
+  if (r.below(10) > 0) {
+    out += "&channel_id=";
+    append_int(out, reverse_bits(static_cast<std::uint32_t>(k)) & 0x7FFFFFFFU);
   }
 }
 
@@ -294,7 +298,8 @@ void generator::make_bid(std::uint64_t n, bid& out) const {
     const auto k = r.below(num_channels);
     out.channel.assign("channel-");
     append_int(out.channel, k);
-    out.url.assign(channel_urls_[static_cast<std::size_t>(k)]);
+    out.url.clear();
+    append_channel_url(k, out.url);
   }
   out.date_time = timestamp_of(n);
   next_extra(r, 32, config_.avg_bid_bytes, out.extra);
@@ -315,7 +320,7 @@ std::string generator::describe(std::uint64_t n) const {
     case event_kind::person: {
       person p;
       make_person(n, p);
-      out = "P";
+      out.assign(1, 'P');
       num(static_cast<std::int64_t>(n));
       num(p.id);
       str(p.name);
@@ -330,7 +335,7 @@ std::string generator::describe(std::uint64_t n) const {
     case event_kind::auction: {
       auction a;
       make_auction(n, a);
-      out = "A";
+      out.assign(1, 'A');
       num(static_cast<std::int64_t>(n));
       num(a.id);
       str(a.item_name);
@@ -347,7 +352,7 @@ std::string generator::describe(std::uint64_t n) const {
     case event_kind::bid: {
       bid b;
       make_bid(n, b);
-      out = "B";
+      out.assign(1, 'B');
       num(static_cast<std::int64_t>(n));
       num(b.auction);
       num(b.bidder);
@@ -410,48 +415,65 @@ schema_ptr schema_of(event_kind k) {
   return bid_schema();
 }
 
+namespace {
+
+// Inline appends of valid values: the row loop stays in this function.
+inline void put(column& c, std::int64_t v) {
+  c.validity.push_back(1);
+  c.ints.push_back(v);
+}
+
+inline void put(column& c, std::string_view v) {
+  c.validity.push_back(1);
+  c.chars.append(v);
+  c.offsets.push_back(static_cast<std::uint32_t>(c.chars.size()));
+}
+
+} // namespace
+
 void row_appender::append(const generator& g, event_kind k, std::uint64_t n,
-                          batch_builder& out) {
+                          record_batch& out) {
+  auto& c = out.columns;
   switch (k) {
     case event_kind::person:
       g.make_person(n, p);
-      out.col(0).append_int(p.id);
-      out.col(1).append_string(p.name);
-      out.col(2).append_string(p.email_address);
-      out.col(3).append_string(p.credit_card);
-      out.col(4).append_string(p.city);
-      out.col(5).append_string(p.state);
-      out.col(6).append_int(p.date_time);
-      out.col(7).append_string(p.extra);
-      out.timestamps().push_back(p.date_time);
+      put(c[0], p.id);
+      put(c[1], p.name);
+      put(c[2], p.email_address);
+      put(c[3], p.credit_card);
+      put(c[4], p.city);
+      put(c[5], p.state);
+      put(c[6], p.date_time);
+      put(c[7], p.extra);
+      out.timestamps.push_back(p.date_time);
       break;
     case event_kind::auction:
       g.make_auction(n, a);
-      out.col(0).append_int(a.id);
-      out.col(1).append_string(a.item_name);
-      out.col(2).append_string(a.description);
-      out.col(3).append_int(a.initial_bid);
-      out.col(4).append_int(a.reserve);
-      out.col(5).append_int(a.date_time);
-      out.col(6).append_int(a.expires);
-      out.col(7).append_int(a.seller);
-      out.col(8).append_int(a.category);
-      out.col(9).append_string(a.extra);
-      out.timestamps().push_back(a.date_time);
+      put(c[0], a.id);
+      put(c[1], a.item_name);
+      put(c[2], a.description);
+      put(c[3], a.initial_bid);
+      put(c[4], a.reserve);
+      put(c[5], a.date_time);
+      put(c[6], a.expires);
+      put(c[7], a.seller);
+      put(c[8], a.category);
+      put(c[9], a.extra);
+      out.timestamps.push_back(a.date_time);
       break;
     case event_kind::bid:
       g.make_bid(n, b);
-      out.col(0).append_int(b.auction);
-      out.col(1).append_int(b.bidder);
-      out.col(2).append_int(b.price);
-      out.col(3).append_string(b.channel);
-      out.col(4).append_string(b.url);
-      out.col(5).append_int(b.date_time);
-      out.col(6).append_string(b.extra);
-      out.timestamps().push_back(b.date_time);
+      put(c[0], b.auction);
+      put(c[1], b.bidder);
+      put(c[2], b.price);
+      put(c[3], b.channel);
+      put(c[4], b.url);
+      put(c[5], b.date_time);
+      put(c[6], b.extra);
+      out.timestamps.push_back(b.date_time);
       break;
   }
-  out.commit_row();
+  ++out.num_rows;
 }
 
 } // namespace weir::nexmark

@@ -173,11 +173,42 @@ record_batch record_batch::take(const std::vector<std::uint32_t>& selection) con
   out.schema = schema;
   out.num_rows = selection.size();
   out.columns.reserve(columns.size());
+  const std::size_t n = selection.size();
   for (const auto& c : columns) {
     column& dst = out.columns.emplace_back(c.type);
-    dst.reserve(selection.size());
-    for (auto row : selection)
-      dst.append_from(c, row);
+    // One typed gather per column; a null row gets 0, 0.0, false or an
+    // empty string, as append_from gives it.
+    dst.validity.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+      dst.validity[i] = c.validity[selection[i]];
+    switch (c.type) {
+      case type_id::int64:
+      case type_id::timestamp:
+        dst.ints.resize(n);
+        for (std::size_t i = 0; i < n; ++i)
+          dst.ints[i] = dst.validity[i] ? c.ints[selection[i]] : 0;
+        break;
+      case type_id::float64:
+        dst.floats.resize(n);
+        for (std::size_t i = 0; i < n; ++i)
+          dst.floats[i] = dst.validity[i] ? c.floats[selection[i]] : 0.0;
+        break;
+      case type_id::boolean:
+        dst.bools.resize(n);
+        for (std::size_t i = 0; i < n; ++i)
+          dst.bools[i] = dst.validity[i] ? c.bools[selection[i]] : 0;
+        break;
+      case type_id::string:
+        dst.offsets.reserve(n + 1);
+        for (auto row : selection) {
+          if (c.validity[row])
+            dst.chars.append(c.str(row));
+          dst.offsets.push_back(static_cast<std::uint32_t>(dst.chars.size()));
+        }
+        break;
+      case type_id::null_type:
+        break;
+    }
   }
   if (has_timestamps()) {
     out.timestamps.reserve(selection.size());

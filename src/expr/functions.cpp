@@ -254,6 +254,21 @@ column random_values(const node& n, const std::vector<operand>& args,
       const std::int64_t* lo = args[2].col().ints.data();
       const std::int64_t* hi = args[3].col().ints.data();
       const std::size_t sl = args[2].stride(), sh = args[3].stride();
+      if (sq == 1 && ss == 0 && sl == 0 && sh == 0) {
+        // The usual shape, rand_int(seq, 3, 0, 999): one branch-free loop.
+        if (lo[0] > hi[0]) {
+          std::fill(out.validity.begin(), out.validity.end(), 0);
+          std::fill(out.ints.begin(), out.ints.end(), 0);
+          break;
+        }
+        const std::int64_t l = lo[0], h = hi[0];
+        const std::int64_t s0 = salt[0];
+        std::int64_t* r = out.ints.data();
+        const std::uint8_t* v = out.validity.data();
+        for (std::size_t i = 0; i < rows; ++i)
+          r[i] = v[i] ? random_int(random_word(seed, seq[i], s0), l, h) : 0;
+        break;
+      }
       for (std::size_t i = 0; i < rows; ++i) {
         const std::int64_t l = lo[i * sl], h = hi[i * sh];
         if (l > h)

@@ -112,6 +112,11 @@ public:
 
   std::uint64_t position() const override { return buf_offset_ + start_; }
 
+  void seek(std::uint64_t position) override {
+    // Records before the position are split (for line numbers) but not decoded.
+    opts_.start_offset = position;
+  }
+
   std::optional<event_time> take_processing_time_advance() override {
     auto out = pending_control_;
     pending_control_.reset();

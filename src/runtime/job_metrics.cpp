@@ -12,6 +12,19 @@ job_metrics::job_metrics(const job_graph& g) : graph_(&g) {
       metrics_[n].push_back(std::make_unique<subtask_metrics>());
 }
 
+void job_metrics::reset() {
+  for (auto& node : metrics_)
+    for (auto& m : node) {
+      auto r = std::memory_order_relaxed;
+      m->records_in.store(0, r);
+      m->records_out.store(0, r);
+      m->late_records.store(0, r);
+      m->bad_records.store(0, r);
+      m->backpressured_ns.store(0, r);
+      m->watermark.store(min_watermark, r);
+    }
+}
+
 job_totals job_metrics::totals() const {
   job_totals t;
   bool any_sink = false;

@@ -33,6 +33,40 @@ class keyed_process_function; // include/weir/state/keyed_process_function.hpp
 enum class bad_record_policy { fail, skip, dead_letter };
 
 /// Job-wide settings (`[job]` in TOML).
+/// How barriers are handled at multi-input subtasks (DESIGN.md §7).
+enum class checkpointing_mode {
+  exactly_once,  ///< aligned barriers (Flink's aligned checkpoints)
+  at_least_once, ///< barriers tracked, never blocking
+};
+
+/// `[checkpoint]` in TOML: periodic asynchronous barrier snapshots into LMDB
+/// (Carbone et al. 2015).
+struct checkpoint_options {
+  bool enabled = false;
+  std::chrono::milliseconds interval{1000};
+  checkpointing_mode mode = checkpointing_mode::exactly_once;
+  std::string dir;                          ///< the job's LMDB environment
+  std::size_t retain = 3;                   ///< completed checkpoints kept
+  std::chrono::milliseconds timeout{60000}; ///< a checkpoint not complete by then is aborted
+  std::chrono::milliseconds min_pause{0};   ///< between one completion and the next trigger
+  bool fresh = false; ///< start over: discard what `dir` holds instead of resuming
+};
+
+/// Restart strategy after a subtask failure (Flink's fixed-delay strategy):
+/// the whole job restarts from its latest completed checkpoint, at most
+/// `attempts` times, waiting `delay` before each. Needs checkpoints.
+struct restart_options {
+  std::size_t attempts = 0;
+  std::chrono::milliseconds delay{1000};
+};
+
+/// For tests of recovery: the named operator's subtask 0 throws once its
+/// input reaches `after_records` rows, in the first attempt only.
+struct failure_injection {
+  std::string operator_name;
+  std::uint64_t after_records = 0;
+};
+
 struct job_options {
   std::string name = "weir-job";
   std::size_t parallelism = 1;       ///< default for every operator
@@ -43,6 +77,9 @@ struct job_options {
   std::string dead_letter_path;      ///< JSONL file, for dead_letter
   std::chrono::milliseconds status_interval{1000}; ///< 0 = no status line
   std::size_t worker_threads = 0;    ///< CAF scheduler threads; 0 = cores
+  checkpoint_options checkpoint;
+  restart_options restart;
+  std::optional<failure_injection> inject_failure;
 };
 
 /// Per-operator settings.
@@ -290,6 +327,12 @@ struct job_result {
   std::uint64_t bad_records = 0;
   std::uint64_t late_records = 0;
   std::chrono::milliseconds duration{0};
+  std::uint64_t checkpoints_completed = 0;
+  std::uint64_t checkpoints_aborted = 0;
+  std::uint64_t last_checkpoint_id = 0;   ///< 0 = none
+  std::uint64_t restored_checkpoint_id = 0; ///< where the last attempt started; 0 = fresh
+  std::size_t restarts = 0;
+  std::vector<std::string> warnings;      ///< e.g. a damaged checkpoint skipped
 };
 
 /// A job under construction and its runner (Flink's

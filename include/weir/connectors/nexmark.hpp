@@ -124,7 +124,7 @@ private:
 /// Generates event number n of a configured stream; const and thread-safe.
 class generator {
 public:
-  /// Builds the channel/URL cache (10'000 entries) and the price table.
+  /// Builds the price table.
   /// Precondition: proportions, ratios and event_rate are positive (the
   /// API's `from_nexmark` checks them).
   explicit generator(generator_config config);
@@ -156,6 +156,11 @@ public:
   /// log-uniform, integer arithmetic only (portable bit for bit).
   std::int64_t next_price(event_random& r) const noexcept;
 
+  /// Appends the URL of channel k (0 <= k < num_channels): three random
+  /// strings from the stream `random_word(mixed_seed, k, 1)`, and 90 % of
+  /// the time a `&channel_id=` parameter.
+  void append_channel_url(std::int64_t k, std::string& out) const;
+
 private:
   std::int64_t next_base0_person_id(std::uint64_t n, event_random& r) const noexcept;
   std::int64_t next_base0_auction_id(std::uint64_t n, event_random& r) const noexcept;
@@ -164,7 +169,6 @@ private:
 
   generator_config config_;
   std::uint64_t mixed_seed_;
-  std::vector<std::string> channel_urls_; ///< url of channel-k
   std::array<std::uint64_t, 4097> price_table_{}; ///< 10^(i/4096) in Q59
 };
 
@@ -175,13 +179,16 @@ schema_ptr auction_schema();
 schema_ptr bid_schema();
 schema_ptr schema_of(event_kind k);
 
-/// Appends event n of kind `k` to `b` as one row (columns in schema order)
-/// and its date_time to `b.timestamps()`; `scratch_*` are reused buffers.
+/// Appends event n of kind `k` to `out` as one row: a value to each of the
+/// first columns in the order of `schema_of(k)` (`out` may have more
+/// columns after those, which the caller fills), its date_time to
+/// `out.timestamps`, and counts it in `out.num_rows`. `p`, `a` and `b` are
+/// buffers reused from row to row.
 struct row_appender {
   person p;
   auction a;
   bid b;
-  void append(const generator& g, event_kind k, std::uint64_t n, batch_builder& out);
+  void append(const generator& g, event_kind k, std::uint64_t n, record_batch& out);
 };
 
 } // namespace weir::nexmark

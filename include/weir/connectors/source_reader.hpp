@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace weir {
@@ -46,6 +47,14 @@ public:
   /// Position to resume from after the records returned so far (byte offset
   /// for files); recorded in checkpoints.
   virtual std::uint64_t position() const = 0;
+
+  /// Resumes from a `position()` recorded in a checkpoint; called after
+  /// `open` and before the first `poll_next`. Throws std::runtime_error when
+  /// the reader cannot resume.
+  virtual void seek(std::uint64_t position) {
+    (void) position;
+    throw std::runtime_error("this source cannot resume from a position");
+  }
 
   /// A replay-clock advance (processing time, ms) read from the input after
   /// the rows of the batch just returned, and cleared by this call; the source

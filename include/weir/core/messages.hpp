@@ -12,6 +12,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace weir {
 
@@ -69,6 +70,64 @@ typename Inspector::result_type inspect(Inspector& f, processing_time& x) {
   return f(caf::meta::type_name("processing_time"), x.channel, x.ts);
 }
 
+/// Checkpoint barrier n on input channel `channel` (Carbone et al. 2015):
+/// everything before it on this channel belongs to checkpoint n.
+struct checkpoint_barrier {
+  std::uint32_t channel = 0;
+  std::uint64_t checkpoint_id = 0;
+  std::int64_t timestamp = 0; ///< trigger time, ms since the epoch
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_barrier& x) {
+  return f(caf::meta::type_name("checkpoint_barrier"), x.channel, x.checkpoint_id,
+           x.timestamp);
+}
+
+/// Job manager -> source subtask: take checkpoint n now and emit barrier n.
+struct trigger_checkpoint {
+  std::uint64_t checkpoint_id = 0;
+  std::int64_t timestamp = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trigger_checkpoint& x) {
+  return f(caf::meta::type_name("trigger_checkpoint"), x.checkpoint_id, x.timestamp);
+}
+
+/// Job manager -> every subtask: checkpoint n is complete (its manifest is
+/// durable); sinks commit what they pre-committed for it.
+struct notify_checkpoint_complete {
+  std::uint64_t checkpoint_id = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, notify_checkpoint_complete& x) {
+  return f(caf::meta::type_name("notify_checkpoint_complete"), x.checkpoint_id);
+}
+
+/// Job manager -> every subtask: checkpoint n was aborted; stop aligning it.
+struct cancel_checkpoint {
+  std::uint64_t checkpoint_id = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cancel_checkpoint& x) {
+  return f(caf::meta::type_name("cancel_checkpoint"), x.checkpoint_id);
+}
+
+/// Subtask -> job manager: it cannot take part in checkpoint n.
+struct decline_checkpoint {
+  std::uint64_t checkpoint_id = 0;
+  std::uint32_t task = 0;
+  std::string reason;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, decline_checkpoint& x) {
+  return f(caf::meta::type_name("decline_checkpoint"), x.checkpoint_id, x.task, x.reason);
+}
+
 /// Returns `batches` credits to the sender's output channel `channel`.
 struct credit {
   std::uint32_t channel = 0;
@@ -84,6 +143,10 @@ typename Inspector::result_type inspect(Inspector& f, credit& x) {
 using poll_atom = caf::atom_constant<caf::atom("poll")>;
 /// Wall clock: a processing-time timer of this subtask is due.
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
+/// The job manager triggers its next periodic checkpoint.
+using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
+/// The job manager redeploys the job after a restart delay.
+using redeploy_atom = caf::atom_constant<caf::atom("redeploy")>;
 /// The job manager prints its status line.
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 

@@ -47,6 +47,9 @@ struct stream_node {
   std::vector<output_port> outputs; ///< empty for sinks
   source_factory make_source;       ///< sources only
   operator_factory make_operator;   ///< everything but sources
+  /// Sinks with an exactly-once variant (two-phase commit), used instead of
+  /// `make_operator` when checkpoints are enabled.
+  operator_factory make_transactional_operator;
   watermark_options watermark;      ///< sources only
   std::optional<std::size_t> partition_field;       ///< sources: partition_by column
   std::vector<std::string> partitions;              ///< sources: declared partitions

@@ -43,6 +43,9 @@ public:
 
   job_totals totals() const;
 
+  /// Zeroes every counter (a restarted job counts from its restore point).
+  void reset();
+
 private:
   const job_graph* graph_;
   std::vector<std::vector<std::unique_ptr<subtask_metrics>>> metrics_;

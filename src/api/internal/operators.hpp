@@ -4,6 +4,7 @@
 #include "weir/api/job.hpp"
 #include "weir/expr/expression.hpp"
 #include "weir/operators/stream_operator.hpp"
+#include "weir/state/keyed_state_backend.hpp"
 
 #include <functional>
 #include <string>
@@ -61,18 +62,22 @@ public:
   }
 };
 
-/// Emits {keys..., count} for every input row: the running count of its key
-/// (Flink's ClickCounter pattern on value state).
+/// Emits {keys..., count} for every input row: the running count of its key,
+/// kept in value state so checkpoints snapshot it (Flink's ClickCounter).
 class running_count final : public stream_operator {
 public:
   running_count(schema_ptr output, std::vector<std::size_t> key_fields)
     : output_(std::move(output)), key_fields_(std::move(key_fields)) {}
+  void open(const operator_context& ctx) override;
   void process_batch(const record_batch_ptr& batch, output_collector& out) override;
+  void snapshot_state(std::uint64_t checkpoint_id, operator_snapshot& out) override;
+  void restore_state(const operator_restore& in) override;
 
 private:
   schema_ptr output_;
   std::vector<std::size_t> key_fields_;
-  std::unordered_map<std::string, std::int64_t> counts_;
+  std::unique_ptr<state::keyed_state_backend> backend_;
+  state::value_state<std::int64_t> counts_;
   std::string scratch_;
 };
 

@@ -301,7 +301,7 @@ name = "out"
 input = "big"
 type = "stdout"
 
-[checkpoint]
+[checkpoints]
 interval = "1s"
 )~") == R"~(p.toml:10:1: error: unknown key 'job.paralelism'
   hint: did you mean 'parallelism'?
@@ -310,7 +310,8 @@ p.toml:12:1: error: missing required key 'where'
 p.toml:16:1: error: unknown key 'wehre'
   in [[operator]] #1 (name = "big")
   hint: did you mean 'where'?
-p.toml:23:2: error: unknown key 'checkpoint'
+p.toml:23:2: error: unknown key 'checkpoints'
+  hint: did you mean 'checkpoint'?
 )~");
 }
 
@@ -409,7 +410,7 @@ format = "json"
 p.toml:14:8: error: unknown operator type 'filtre'
   in [[operator]] #1 (name = "big")
   hint: did you mean "filter"?
-  hint: operator types: "filter", "select", "map", "window", "union"
+  hint: operator types: "filter", "select", "map", "window", "union", "running_count"
 p.toml:22:10: error: format must be one of "jsonl", "csv", got "json"
   in [[sink]] #1 (name = "out")
   hint: did you mean "jsonl"?

@@ -140,13 +140,13 @@ TEST_CASE("config/reference.toml loads without a diagnostic") {
   const auto& j = **r;
   CHECK(j.options().name == "reference");
   for (const char* name : {"readings", "replay", "all_readings", "positive", "enriched",
-                           "projected", "per_key", "per_key_late"})
+                           "projected", "per_key", "per_key_late", "readings_per_key"})
     CHECK_MESSAGE(j.stream(name), name);
   std::multiset<std::string> kinds;
   for (const auto& n : j.graph()->nodes)
     kinds.insert(n.kind);
   CHECK(kinds == std::multiset<std::string>{"file_source", "file_source", "generator_source",
-                                            "nexmark_source", "union", "filter", "map",
+                                            "nexmark_source", "union", "count", "filter", "map",
                                             "select", "window", "file_sink", "stdout_sink",
                                             "summary_sink", "blackhole_sink",
                                             "blackhole_sink"});

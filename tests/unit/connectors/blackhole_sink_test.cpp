@@ -84,7 +84,7 @@ TEST_CASE("the row hash is pinned: bench/flink's Java port computes the same") {
   h.add_float(2.5);
   h.add_string("nexmark rows");
   h.add_int(-1);
-  CHECK(h.finish() == 0x0ULL);
+  CHECK(h.finish() == 0x49f14292fc677e54ULL);
   row_hasher empty;
   CHECK(empty.finish() == weir::expr::mix64(0x243F6A8885A308D3ULL));
 }

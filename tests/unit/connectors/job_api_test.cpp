@@ -13,8 +13,12 @@ TEST_SUITE("connectors") {
 
 TEST_CASE("a generated job runs to completion and its sink receives every row") {
   for (std::size_t p : {1u, 2u}) {
-    weir::job j{weir::job_options{.name = "gen", .parallelism = p, .batch_size = 100,
-                                  .status_interval = std::chrono::milliseconds{0}}};
+    weir::job_options opts;
+    opts.name = "gen";
+    opts.parallelism = p;
+    opts.batch_size = 100;
+    opts.status_interval = std::chrono::milliseconds{0};
+    weir::job j{opts};
     weir::generator_source_spec g;
     g.count = 10'000;
     g.fields = {{"id", "seq"}, {"ts", "to_timestamp(seq)"}, {"k", "rand_int(seq, 1, 0, 3)"}};
@@ -33,7 +37,9 @@ TEST_CASE("a generated job runs to completion and its sink receives every row") 
 }
 
 TEST_CASE("a nexmark job reads events and writes the bids") {
-  weir::job j{weir::job_options{.status_interval = std::chrono::milliseconds{0}}};
+  weir::job_options opts;
+  opts.status_interval = std::chrono::milliseconds{0};
+  weir::job j{opts};
   weir::nexmark_source_spec n;
   n.events = 5000;
   auto bids = j.from_nexmark(n, {"bids", 2});
