@@ -92,6 +92,9 @@ const std::vector<std::string> key_catalogue = {
   "operator[].fields",
   "operator[].key_by",
   "operator[].output",
+  "operator[].field",
+  "operator[].separator",
+  "operator[].keep_empty",
   "operator[].window",
   "operator[].window.type",
   "operator[].window.size",
@@ -151,6 +154,8 @@ const std::map<std::string, key_list, std::less<>> operator_type_keys = {
    {"key_by", "window", "trigger", "aggregate", "allowed_lateness", "late_output"}},
   {"union", {}},
   {"running_count", {"key_by", "output"}},
+  {"split", {"field", "separator", "keep_empty"}},
+  {"explode", {"field"}},
 };
 
 const std::map<std::string, key_list, std::less<>> sink_type_keys = {
@@ -176,7 +181,7 @@ const key_list generated_source_only_keys = {"count", "rate", "fields", "seed", 
                                              "generation_time_field"};
 const key_list nexmark_streams = {"bid", "auction", "person"};
 const key_list operator_types = {"filter", "select", "map", "window", "union",
-                                 "running_count"};
+                                 "running_count", "split", "explode"};
 const key_list sink_types = {"file", "stdout", "summary", "blackhole"};
 const key_list window_types = {"tumbling", "sliding", "session", "global", "count"};
 // The keys of `window = {...}` that each window type takes.
@@ -423,7 +428,7 @@ struct source_def : element {
   std::size_t generated_parallelism = 0;
 };
 
-enum class op_kind { filter, select, map, window, union_, running_count };
+enum class op_kind { filter, select, map, window, union_, running_count, split, explode };
 
 /// `window = {...}` of a window operator; `type` is empty when broken.
 struct window_def {
@@ -456,6 +461,9 @@ struct operator_def : element {
   std::vector<located> key_by;
   const toml::node* key_by_node = nullptr;
   located count_output; ///< running_count: the count field's name
+  located split_field;  ///< split / explode
+  located split_separator;
+  bool split_keep_empty = false;
   window_def window;
   const toml::node* window_node = nullptr;
   std::optional<trigger_def> trigger;
@@ -1535,6 +1543,10 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
         op.op = op_kind::window;
       else if (*type == "running_count")
         op.op = op_kind::running_count;
+      else if (*type == "split")
+        op.op = op_kind::split;
+      else if (*type == "explode")
+        op.op = op_kind::explode;
       else
         op.op = op_kind::union_;
     }
@@ -1603,6 +1615,15 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
     op.fields_node = r.get("fields");
     if (auto f = r.string_table("fields", true, "an expression string"))
       op.fields = std::move(*f);
+  } else if (*type == "split" || *type == "explode") {
+    if (auto f = r.string("field", true, true))
+      op.split_field = *f;
+    if (*type == "split") {
+      if (auto sep = r.string("separator", true, true))
+        op.split_separator = *sep;
+      if (auto k = r.boolean("keep_empty"))
+        op.split_keep_empty = *k;
+    }
   } else if (*type == "running_count") {
     op.key_by_node = r.get("key_by");
     if (auto kb = r.string_array("key_by", true, 1))
@@ -2187,6 +2208,17 @@ void loader::build_operator(job& j, operator_def& op) {
       }
       if (!found)
         report_api(op, nullptr, "", r.error());
+      break;
+    }
+    case op_kind::split:
+    case op_kind::explode: {
+      auto r = *op.op == op_kind::split
+                 ? in.split(op.split_field.value, op.split_separator.value,
+                            op.split_keep_empty, oo)
+                 : in.explode(op.split_field.value, oo);
+      if (!r)
+        report_api(op, op.split_field.node, "field",
+                   error{r.error().code, r.error().message, error::npos});
       break;
     }
     case op_kind::running_count: {

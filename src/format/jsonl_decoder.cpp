@@ -150,6 +150,11 @@ private:
         c.append_bool(v.get_bool().value_unsafe());
         return true;
       case type_id::string:
+        if (t == et::ARRAY || t == et::OBJECT) {
+          // Kept as minified JSON text, so that `explode` can unnest arrays.
+          c.append_string(simdjson::minify(v));
+          return true;
+        }
         if (t != et::STRING)
           return type_error(i, v, reason);
         c.append_string(v.get_string().value_unsafe());

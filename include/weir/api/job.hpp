@@ -230,6 +230,21 @@ public:
   map(std::vector<std::pair<std::string, std::string>> fields,
       operator_options opts = {}) const;
 
+  /// One output row per part of the string field `field` cut at
+  /// `separator` (the field holds the part; other fields are copied; a null
+  /// field gives no row; empty parts are dropped unless `keep_empty`).
+  [[nodiscard]] expected<data_stream> split(std::string field, std::string separator,
+                                            bool keep_empty = false,
+                                            operator_options opts = {}) const;
+
+  /// One output row per element of the JSON array held as text in the string
+  /// field `field` (jsonl keeps arrays as JSON text in string fields): the
+  /// field holds the element (a string unquoted, anything else as JSON);
+  /// other fields are copied; null or `[]` gives no row. A value that is not
+  /// a JSON array fails the subtask.
+  [[nodiscard]] expected<data_stream> explode(std::string field,
+                                              operator_options opts = {}) const;
+
   /// Partitions by the hash of the key fields into key groups (DESIGN.md §2).
   [[nodiscard]] expected<keyed_stream> key_by(std::vector<std::string> fields) const;
 

@@ -48,7 +48,9 @@ struct decoder_options {
 ///
 /// Type rules: a missing field or an empty CSV cell is null; a JSON value or
 /// CSV cell that does not fit the declared type is an error (a bad record).
-/// int64 accepts integers; float64 accepts any number; timestamp accepts an
+/// int64 accepts integers; float64 accepts any number; string accepts strings,
+/// and in jsonl also arrays and objects, kept as minified JSON text (what the
+/// `explode` operator unnests); timestamp accepts an
 /// integer (ms since epoch) or an ISO-8601 string ("2023-03-05T15:13:37.320Z",
 /// "2015-05-17 10:05:03", an offset like +02:00 is honoured, none means UTC).
 ///

@@ -146,7 +146,7 @@ TEST_CASE("config/reference.toml loads without a diagnostic") {
   for (const auto& n : j.graph()->nodes)
     kinds.insert(n.kind);
   CHECK(kinds == std::multiset<std::string>{"file_source", "file_source", "generator_source",
-                                            "nexmark_source", "union", "count", "filter", "map",
+                                            "nexmark_source", "union", "count", "split", "filter", "map",
                                             "select", "window", "file_sink", "stdout_sink",
                                             "summary_sink", "blackhole_sink",
                                             "blackhole_sink"});
