@@ -549,7 +549,13 @@ public:
   void schedule_poll() {
     if (!poll_scheduled_ && !finishing_) {
       poll_scheduled_ = true;
-      self_->send(self_, poll_atom::value);
+      // A rate-limited source asks to wait rather than be polled in a spin.
+      auto delay = reader_->next_poll_delay();
+      if (delay.count() > 0)
+        self_->delayed_send(self_, std::chrono::duration_cast<std::chrono::microseconds>(delay),
+                            poll_atom::value);
+      else
+        self_->send(self_, poll_atom::value);
     }
   }
 
