@@ -77,6 +77,38 @@ std::size_t add_node(job_graph& g, stream_node node,
   return g.nodes.size() - 1;
 }
 
+
+/// An operator node to add: its kind, main output schema (null for a sink)
+/// and the factory of its per-subtask instances.
+struct operator_node {
+  std::string_view kind;
+  schema_ptr output;
+  runtime::operator_factory factory;
+  bool is_sink = false;
+  std::size_t parallelism = 0; ///< 0: from the operator options or the job
+};
+
+/// Claims the operator's stream name and adds its node fed by `inputs`;
+/// returns the node's index.
+expected<std::size_t> add_operator(job_graph& g, const operator_options& opts,
+                                   operator_node def,
+                                   std::vector<std::pair<std::size_t, std::size_t>> inputs,
+                                   std::optional<std::vector<std::size_t>> hash_keys = {}) {
+  auto name = claim_name(g, opts.name, def.kind);
+  if (!name)
+    return name.error();
+  stream_node node;
+  node.name = *name;
+  node.kind = std::string{def.kind};
+  node.parallelism = def.parallelism != 0 ? def.parallelism
+                                          : resolve_parallelism(g, opts.parallelism);
+  node.is_sink = def.is_sink;
+  if (def.output)
+    node.outputs.push_back(output_port{*name, std::move(def.output), false});
+  node.make_operator = std::move(def.factory);
+  return add_node(g, std::move(node), std::move(inputs), std::move(hash_keys));
+}
+
 } // namespace
 
 // -- row_view -----------------------------------------------------------------
@@ -130,36 +162,26 @@ expected<data_stream> data_stream::filter(std::string_view condition,
                       "a filter condition must be a bool, got "
                         + std::string{to_string(compiled->result_type())},
                       0);
-  auto name = claim_name(*graph_, opts.name, "filter");
-  if (!name)
-    return name.error();
-  stream_node node;
-  node.name = *name;
-  node.kind = "filter";
-  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
-  node.outputs.push_back(output_port{*name, output_schema(), false});
-  node.make_operator = [c = std::move(*compiled)] {
-    return std::make_unique<internal::expression_filter>(c);
-  };
-  auto id = add_node(*graph_, std::move(node), {{node_, port_}});
-  return data_stream{graph_, id, 0};
+  auto id = add_operator(*graph_, opts,
+                         {"filter", output_schema(), [c = std::move(*compiled)] {
+                            return std::make_unique<internal::expression_filter>(c);
+                          }},
+                         {{node_, port_}});
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
 }
 
 data_stream data_stream::filter(std::function<bool(const row_view&)> predicate,
                                 operator_options opts) const {
-  auto name = claim_name(*graph_, opts.name, "filter");
-  if (!name)
-    throw std::invalid_argument(name.error().message);
-  stream_node node;
-  node.name = *name;
-  node.kind = "filter";
-  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
-  node.outputs.push_back(output_port{*name, output_schema(), false});
-  node.make_operator = [p = std::move(predicate)] {
-    return std::make_unique<internal::predicate_filter>(p);
-  };
-  auto id = add_node(*graph_, std::move(node), {{node_, port_}});
-  return data_stream{graph_, id, 0};
+  auto id = add_operator(*graph_, opts,
+                         {"filter", output_schema(), [p = std::move(predicate)] {
+                            return std::make_unique<internal::predicate_filter>(p);
+                          }},
+                         {{node_, port_}});
+  if (!id)
+    throw std::invalid_argument(id.error().message);
+  return data_stream{graph_, *id, 0};
 }
 
 namespace {
@@ -268,40 +290,30 @@ expected<data_stream> data_stream::split(std::string field, std::string separato
     return idx.error();
   if (separator.empty())
     return invalid("split: the separator must not be empty");
-  auto name_ = claim_name(*graph_, opts.name, "split");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "split";
-  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
-  node.outputs.push_back(output_port{*name_, output_schema(), false});
-  node.make_operator = [i = *idx, separator, keep_empty] {
-    return std::make_unique<internal::row_multiplier>(internal::row_multiplier::mode::split,
-                                                      i, separator, keep_empty);
-  };
-  auto id = add_node(*graph_, std::move(node), {{node_, port_}});
-  return data_stream{graph_, id, 0};
+  auto id = add_operator(*graph_, opts,
+                         {"split", output_schema(), [i = *idx, separator, keep_empty] {
+                            return std::make_unique<internal::row_multiplier>(
+                              internal::row_multiplier::mode::split, i, separator, keep_empty);
+                          }},
+                         {{node_, port_}});
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
 }
 
 expected<data_stream> data_stream::explode(std::string field, operator_options opts) const {
   auto idx = string_field(*output_schema(), field, "explode");
   if (!idx)
     return idx.error();
-  auto name_ = claim_name(*graph_, opts.name, "explode");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "explode";
-  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
-  node.outputs.push_back(output_port{*name_, output_schema(), false});
-  node.make_operator = [i = *idx] {
-    return std::make_unique<internal::row_multiplier>(internal::row_multiplier::mode::explode,
-                                                      i, std::string{}, false);
-  };
-  auto id = add_node(*graph_, std::move(node), {{node_, port_}});
-  return data_stream{graph_, id, 0};
+  auto id = add_operator(*graph_, opts,
+                         {"explode", output_schema(), [i = *idx] {
+                            return std::make_unique<internal::row_multiplier>(
+                              internal::row_multiplier::mode::explode, i, std::string{}, false);
+                          }},
+                         {{node_, port_}});
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
 }
 
 expected<keyed_stream> data_stream::key_by(std::vector<std::string> fields) const {
@@ -330,33 +342,23 @@ expected<data_stream> data_stream::union_with(const std::vector<data_stream>& ot
                           + "' has (" + output_schema()->to_string() + ")");
     inputs.emplace_back(o.node_, o.port_);
   }
-  auto name_ = claim_name(*graph_, opts.name, "union");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "union";
-  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
-  node.outputs.push_back(output_port{*name_, output_schema(), false});
-  node.make_operator = [] { return std::make_unique<internal::pass_through>(); };
-  auto id = add_node(*graph_, std::move(node), std::move(inputs));
-  return data_stream{graph_, id, 0};
+  auto id = add_operator(
+    *graph_, opts,
+    {"union", output_schema(), [] { return std::make_unique<internal::pass_through>(); }},
+    std::move(inputs));
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
 }
 
 data_stream data_stream::transform(std::string kind, schema_ptr schema,
                                    std::function<stream_operator_ptr()> factory,
                                    operator_options opts) const {
-  auto name_ = claim_name(*graph_, opts.name, kind);
-  if (!name_)
-    throw std::invalid_argument(name_.error().message);
-  stream_node node;
-  node.name = *name_;
-  node.kind = std::move(kind);
-  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
-  node.outputs.push_back(output_port{*name_, std::move(schema), false});
-  node.make_operator = std::move(factory);
-  auto id = add_node(*graph_, std::move(node), {{node_, port_}});
-  return data_stream{graph_, id, 0};
+  auto id = add_operator(*graph_, opts, {kind, std::move(schema), std::move(factory)},
+                         {{node_, port_}});
+  if (!id)
+    throw std::invalid_argument(id.error().message);
+  return data_stream{graph_, *id, 0};
 }
 
 expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
@@ -365,41 +367,31 @@ expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
     return invalid("a file sink needs a path");
   if (spec.format == format::format_kind::apache_combined)
     return invalid("apache_combined is an input format only; write jsonl or csv");
-  auto name_ = claim_name(*graph_, opts.name, "file_sink");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "file_sink";
-  node.parallelism = 1; // one output file
-  node.is_sink = true;
-  node.make_operator = [spec, schema = output_schema()] {
-    auto op = make_file_sink(spec.path, spec.format, schema);
-    if (!op)
-      throw std::runtime_error(op.error().message);
-    return std::move(*op);
+  auto factory = [spec, schema = output_schema()](bool transactional) {
+    return [spec, schema, transactional] {
+      auto op = transactional ? make_transactional_file_sink(spec.path, spec.format, schema)
+                              : make_file_sink(spec.path, spec.format, schema);
+      if (!op)
+        throw std::runtime_error(op.error().message);
+      return std::move(*op);
+    };
   };
-  node.make_transactional_operator = [spec, schema = output_schema()] {
-    auto op = make_transactional_file_sink(spec.path, spec.format, schema);
-    if (!op)
-      throw std::runtime_error(op.error().message);
-    return std::move(*op);
-  };
-  add_node(*graph_, std::move(node), {{node_, port_}});
+  // One output file (or one directory of committed parts): parallelism 1.
+  auto id = add_operator(*graph_, opts, {"file_sink", nullptr, factory(false), true, 1},
+                         {{node_, port_}});
+  if (!id)
+    return id.error();
+  graph_->nodes[*id].make_transactional_operator = factory(true);
   return std::monostate{};
 }
 
 void data_stream::print(operator_options opts) const {
-  auto name_ = claim_name(*graph_, opts.name, "stdout_sink");
-  if (!name_)
-    throw std::invalid_argument(name_.error().message);
-  stream_node node;
-  node.name = *name_;
-  node.kind = "stdout_sink";
-  node.parallelism = 1;
-  node.is_sink = true;
-  node.make_operator = [] { return make_stdout_sink(format::format_kind::jsonl); };
-  add_node(*graph_, std::move(node), {{node_, port_}});
+  auto id = add_operator(*graph_, opts,
+                         {"stdout_sink", nullptr,
+                          [] { return make_stdout_sink(format::format_kind::jsonl); }, true, 1},
+                         {{node_, port_}});
+  if (!id)
+    throw std::invalid_argument(id.error().message);
 }
 
 expected<std::monostate> data_stream::sink_to_summary(summary_sink_spec spec,
@@ -407,16 +399,10 @@ expected<std::monostate> data_stream::sink_to_summary(summary_sink_spec spec,
   auto factory = make_summary_sink_factory(output_schema(), spec);
   if (!factory)
     return factory.error();
-  auto name_ = claim_name(*graph_, opts.name, "summary_sink");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "summary_sink";
-  node.parallelism = 1;
-  node.is_sink = true;
-  node.make_operator = std::move(*factory);
-  add_node(*graph_, std::move(node), {{node_, port_}});
+  auto id = add_operator(*graph_, opts, {"summary_sink", nullptr, std::move(*factory), true, 1},
+                         {{node_, port_}});
+  if (!id)
+    return id.error();
   return std::monostate{};
 }
 
@@ -425,16 +411,10 @@ expected<std::monostate> data_stream::sink_to_blackhole(blackhole_sink_spec spec
   auto factory = make_blackhole_sink_factory(output_schema(), spec);
   if (!factory)
     return factory.error();
-  auto name_ = claim_name(*graph_, opts.name, "blackhole_sink");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "blackhole_sink";
-  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
-  node.is_sink = true;
-  node.make_operator = std::move(*factory);
-  add_node(*graph_, std::move(node), {{node_, port_}});
+  auto id = add_operator(*graph_, opts, {"blackhole_sink", nullptr, std::move(*factory), true},
+                         {{node_, port_}});
+  if (!id)
+    return id.error();
   return std::monostate{};
 }
 
@@ -492,22 +472,14 @@ expected<data_stream> keyed_stream::count(std::string output_field,
       return invalid("count: output field '" + output_field + "' clashes with a key");
   fields.push_back(field{output_field, type_id::int64});
   auto schema = make_schema(std::move(fields));
-  auto name_ = claim_name(*g, opts.name, "count");
-  if (!name_)
-    return name_.error();
-  std::vector<std::size_t> local_keys;
-  for (std::size_t i = 0; i < key_idx_.size(); ++i)
-    local_keys.push_back(key_idx_[i]);
-  stream_node node;
-  node.name = *name_;
-  node.kind = "count";
-  node.parallelism = resolve_parallelism(*g, opts.parallelism);
-  node.outputs.push_back(output_port{*name_, schema, false});
-  node.make_operator = [schema, local_keys] {
-    return std::make_unique<internal::running_count>(schema, local_keys);
-  };
-  auto id = add_node(*g, std::move(node), {{input_.node_, input_.port_}}, key_idx_);
-  return data_stream{g, id, 0};
+  auto id = add_operator(*g, opts,
+                         {"count", schema, [schema, keys = key_idx_] {
+                            return std::make_unique<internal::running_count>(schema, keys);
+                          }},
+                         {{input_.node_, input_.port_}}, key_idx_);
+  if (!id)
+    return id.error();
+  return data_stream{g, *id, 0};
 }
 
 expected<data_stream> keyed_stream::process(
@@ -521,22 +493,19 @@ expected<data_stream> keyed_stream::process(
   auto& g = input_.graph_;
   if (!name.empty())
     opts.name = std::move(name);
-  auto name_ = claim_name(*g, opts.name, "process");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "process";
-  node.parallelism = resolve_parallelism(*g, opts.parallelism);
-  node.outputs.push_back(output_port{*name_, output_schema, false});
-  node.make_operator = [output_schema, keys = key_idx_, factory = std::move(factory)] {
-    auto fn = factory();
-    if (!fn)
-      throw std::runtime_error("process: the factory returned no function");
-    return state::make_keyed_process_operator(keys, output_schema, std::move(fn));
-  };
-  auto id = add_node(*g, std::move(node), {{input_.node_, input_.port_}}, key_idx_);
-  return data_stream{g, id, 0};
+  auto id = add_operator(
+    *g, opts,
+    {"process", output_schema,
+     [output_schema, keys = key_idx_, factory = std::move(factory)] {
+       auto fn = factory();
+       if (!fn)
+         throw std::runtime_error("process: the factory returned no function");
+       return state::make_keyed_process_operator(keys, output_schema, std::move(fn));
+     }},
+    {{input_.node_, input_.port_}}, key_idx_);
+  if (!id)
+    return id.error();
+  return data_stream{g, *id, 0};
 }
 
 // -- job ----------------------------------------------------------------------
