@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <malloc.h>
 #include <optional>
 #include <string>
 
@@ -61,6 +62,12 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Batches are allocated and freed at a high rate; without these glibc
+  // hands their pages back to the kernel and refaults them (about 20% of a
+  // pass-through query's time in bench/README.md's profile).
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+
   CLI::App app{"weir: a single-node stream processor with Flink's model"};
   app.set_version_flag("--version", "weir 0.1.0");
   app.require_subcommand(1);

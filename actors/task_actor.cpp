@@ -419,6 +419,12 @@ public:
           push(ws.channels[0], pending_element{element_kind::batch, batch, 0});
           break;
         }
+        if (ws.key_fields.empty()) {
+          // key_by nothing: every row has the same (empty) key.
+          auto d = operator_index_for_key_group(assign_key_group({}, maxp), maxp, p);
+          push(ws.channels[d], pending_element{element_kind::batch, batch, 0});
+          break;
+        }
         std::vector<std::vector<std::uint32_t>> rows(p);
         for (std::size_t r = 0; r < batch->num_rows; ++r) {
           scratch_.clear();
