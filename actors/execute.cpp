@@ -22,8 +22,11 @@ job_result job::execute() {
     ctx = std::make_shared<runtime::job_context>(graph_);
     if (graph_->options.on_bad_record == bad_record_policy::dead_letter
         && !graph_->options.dead_letter_path.empty())
+      // A job that may resume from a checkpoint keeps earlier bad records
+      // (those replayed after the restore point are written again).
       ctx->dead_letters = std::make_unique<runtime::dead_letter_queue>(
-        graph_->options.dead_letter_path);
+        graph_->options.dead_letter_path,
+        graph_->options.checkpoint.enabled && !graph_->options.checkpoint.fresh);
     const auto& cp = graph_->options.checkpoint;
     if (cp.enabled) {
       if (cp.fresh) {

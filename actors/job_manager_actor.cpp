@@ -414,7 +414,10 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
 } // namespace
 
 caf::actor spawn_job_manager(caf::actor_system& sys, std::shared_ptr<job_context> ctx) {
-  return sys.spawn(job_manager, std::move(ctx));
+  // Detached (its own thread): status lines and checkpoint triggers stay on
+  // time even when every scheduler worker is busy in an operator (a
+  // throttled sink sleeps).
+  return sys.spawn<caf::detached>(job_manager, std::move(ctx));
 }
 
 } // namespace weir::runtime

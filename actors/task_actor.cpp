@@ -177,7 +177,7 @@ public:
       if (!ops_[k]) {
         // A source: its operator state is the byte position to resume from.
         if (r && !r->operator_states.empty() && !r->operator_states.front().empty())
-          reader_->seek(std::stoull(r->operator_states.front()));
+          restore_source(r->operator_states.front());
         continue;
       }
       static const operator_restore empty;
@@ -210,6 +210,25 @@ public:
     processing_time_field_ = node.processing_time_field;
   }
 
+  /// Parses what take_snapshot wrote for a source: "<position>\nclock <ms>\n"
+  /// then the watermark generator's lines (a bare position is accepted too).
+  void restore_source(const std::string& state) {
+    std::string_view rest = state;
+    auto nl = rest.find('\n');
+    reader_->seek(std::stoull(std::string{rest.substr(0, nl)}));
+    if (nl == std::string_view::npos)
+      return;
+    rest.remove_prefix(nl + 1);
+    if (rest.substr(0, 6) == "clock ") {
+      auto end = rest.find('\n');
+      auto t = std::stoll(std::string{rest.substr(6, end - 6)});
+      if (clock_.is_replay())
+        clock_.advance(t);
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    }
+    watermarks_->restore(rest);
+  }
+
   bool is_source() const { return reader_ != nullptr; }
 
   bool blocked() const {
@@ -234,9 +253,9 @@ public:
       write(w, batch);
     if (port == 0 && k + 1 < ops_.size()) {
       metrics_[k + 1]->records_in.fetch_add(rows, std::memory_order_relaxed);
-      maybe_inject(k + 1);
       auto saved = current_;
       current_ = k + 1;
+      maybe_inject(k + 1);
       ops_[k + 1]->process_batch(batch, collectors_[k + 1]);
       current_ = saved;
     }
@@ -279,8 +298,12 @@ public:
       e.subtask = static_cast<std::uint32_t>(spec_.subtask);
       e.parallelism = static_cast<std::uint32_t>(vertex_.parallelism);
       if (!ops_[k]) {
+        // Position, replay clock and watermark generator: a resumed source
+        // re-reads from the position and emits what an uninterrupted one would.
         auto pos = reader_->position();
-        e.snapshot.operator_state = std::to_string(pos);
+        e.snapshot.operator_state = std::to_string(pos) + "\nclock "
+                                    + std::to_string(clock_.is_replay() ? clock_.now() : 0)
+                                    + "\n" + watermarks_->snapshot();
         e.source_position = "byte " + std::to_string(pos);
       } else {
         ops_[k]->snapshot_state(n, e.snapshot);
@@ -686,6 +709,8 @@ public:
   // -- ending ----------------------------------------------------------------
 
   void end_of_chain() {
+    if (finishing_)
+      return; // a released end of input may complete the chain first
     for (std::size_t k = 0; k < ops_.size(); ++k) {
       current_ = k;
       if (ops_[k])

@@ -173,6 +173,17 @@ public:
     return subtask_ + next_ * parallelism_;
   }
 
+  /// Resumes at the event number `position()` returned (same parallelism:
+  /// each subtask generates every parallelism-th event).
+  void seek(std::uint64_t position) override {
+    if (position < subtask_ || (position - subtask_) % parallelism_ != 0)
+      throw std::runtime_error("cannot resume a generated source at event "
+                               + std::to_string(position) + " with parallelism "
+                               + std::to_string(parallelism_)
+                               + " (restore it at the parallelism it ran with)");
+    next_ = (position - subtask_) / parallelism_;
+  }
+
   std::chrono::nanoseconds next_poll_delay() const override { return delay_; }
 
 private:
@@ -277,6 +288,17 @@ public:
 
   std::uint64_t position() const override {
     return subtask_ + next_ * parallelism_;
+  }
+
+  /// Resumes at the event number `position()` returned (same parallelism:
+  /// each subtask generates every parallelism-th event).
+  void seek(std::uint64_t position) override {
+    if (position < subtask_ || (position - subtask_) % parallelism_ != 0)
+      throw std::runtime_error("cannot resume a generated source at event "
+                               + std::to_string(position) + " with parallelism "
+                               + std::to_string(parallelism_)
+                               + " (restore it at the parallelism it ran with)");
+    next_ = (position - subtask_) / parallelism_;
   }
 
   std::chrono::nanoseconds next_poll_delay() const override { return delay_; }

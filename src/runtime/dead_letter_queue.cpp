@@ -10,12 +10,13 @@
 
 namespace weir::runtime {
 
-dead_letter_queue::dead_letter_queue(std::string path) : path_(std::move(path)) {
+dead_letter_queue::dead_letter_queue(std::string path, bool append)
+  : path_(std::move(path)) {
   std::error_code ec;
   auto parent = std::filesystem::path{path_}.parent_path();
   if (!parent.empty())
     std::filesystem::create_directories(parent, ec);
-  file_ = std::fopen(path_.c_str(), "wb");
+  file_ = std::fopen(path_.c_str(), append ? "ab" : "wb");
   if (file_ == nullptr)
     throw std::runtime_error("cannot create dead-letter file " + path_ + ": "
                              + std::strerror(errno));

@@ -2,6 +2,8 @@
 #include "weir/time/source_watermarks.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <stdexcept>
 
 namespace weir::time {
 
@@ -59,6 +61,44 @@ std::optional<event_time> source_watermarks::poll() {
     return std::nullopt;
   emitted_ = wm;
   return wm;
+}
+
+std::string source_watermarks::snapshot() const {
+  std::string out = "wm " + std::to_string(emitted_) + "\n";
+  for (const auto& [name, p] : partitions_)
+    out += "p " + std::to_string(p.max_ts) + " " + (p.seen ? "1 " : "0 ") + name + "\n";
+  return out;
+}
+
+void source_watermarks::restore(std::string_view text) {
+  auto fail = [] { throw std::runtime_error("malformed source watermark state"); };
+  auto number = [&](std::string_view s) {
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || ptr != s.data() + s.size())
+      fail();
+    return v;
+  };
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    if (nl == std::string_view::npos)
+      fail();
+    auto line = text.substr(0, nl);
+    text.remove_prefix(nl + 1);
+    if (line.substr(0, 3) == "wm ") {
+      emitted_ = number(line.substr(3));
+    } else if (line.substr(0, 2) == "p ") {
+      line.remove_prefix(2);
+      auto sp = line.find(' ');
+      if (sp == std::string_view::npos || line.size() < sp + 3)
+        fail();
+      auto& p = partitions_[std::string{line.substr(sp + 3)}];
+      p.max_ts = number(line.substr(0, sp));
+      p.seen = line[sp + 1] == '1';
+    } else {
+      fail();
+    }
+  }
 }
 
 bool source_watermarks::all_idle() const noexcept {

@@ -184,6 +184,10 @@ public:
     out.keyed_state = backend_->snapshot();
     out.operator_state.clear();
     state::wire::put_u64(out.operator_state, next_seq_);
+    // The watermark at the barrier: a restored operator judges lateness as
+    // the uninterrupted one did (watermarks are not replayed).
+    state::wire::put_u64(out.operator_state,
+                         static_cast<std::uint64_t>(backend_->current_watermark()));
   }
 
   void restore_state(const operator_restore& in) override {
@@ -194,8 +198,12 @@ public:
                                  + std::to_string(group) + " of checkpoint "
                                  + std::to_string(in.checkpoint_id) + ": " + r.error().message);
     }
-    // Arrival numbers only order records of one key; after rescaling, the
-    // largest counter of the previous subtasks keeps them increasing.
+    // Arrival numbers only order records of one key. Records restored carry
+    // numbers from before the checkpoint; new ones start above every number
+    // any subtask could have given out by then, whichever subtask's counter
+    // this one inherits after rescaling: the epoch is the checkpoint id.
+    next_seq_ = std::max(next_seq_, (in.checkpoint_id + 1) << 40);
+    std::optional<event_time> watermark;
     for (const auto& s : in.operator_states) {
       std::string_view v = s;
       std::uint64_t seq = 0;
@@ -203,7 +211,15 @@ public:
         throw std::runtime_error("window operator: malformed operator state in checkpoint "
                                  + std::to_string(in.checkpoint_id));
       next_seq_ = std::max(next_seq_, seq);
+      std::uint64_t wm = 0;
+      if (state::wire::get_u64(v, wm)) {
+        auto w = static_cast<event_time>(wm);
+        watermark = watermark ? std::min(*watermark, w) : w;
+      }
     }
+    // Every timer at or before it fired before the checkpoint was taken.
+    if (watermark && *watermark > min_watermark)
+      backend_->advance_watermark(*watermark, [](event_time) {});
   }
 
   std::uint64_t late_records() const noexcept override { return late_; }

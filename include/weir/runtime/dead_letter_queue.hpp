@@ -12,12 +12,14 @@ namespace weir::runtime {
 /// Appends bad records to a JSONL file, one object per record:
 /// `{"origin": "path:line", "file": ..., "line": N, "offset": N, "reason": ...,
 /// "raw": ...}`. Thread-safe: source subtasks of a job share one queue.
-/// The file is created (with parent directories) on construction and
-/// truncated; writes are flushed on each record so a crash loses none.
+/// The file is created (with parent directories) on construction;
+/// writes are flushed on each record so a crash loses none.
 class dead_letter_queue {
 public:
   /// Throws std::runtime_error naming the path if the file cannot be created.
-  explicit dead_letter_queue(std::string path);
+  /// With `append` (a job resuming from a checkpoint) earlier bad records are
+  /// kept; otherwise the file starts empty.
+  explicit dead_letter_queue(std::string path, bool append = false);
   ~dead_letter_queue();
   dead_letter_queue(const dead_letter_queue&) = delete;
   dead_letter_queue& operator=(const dead_letter_queue&) = delete;

@@ -52,6 +52,16 @@ public:
   /// True when every known partition is idle (the source holds nothing back).
   bool all_idle() const noexcept;
 
+  /// The generator's state for a checkpoint, as text: the emitted watermark
+  /// and each partition's maximum timestamp (idleness is not kept: it is a
+  /// matter of processing time).
+  std::string snapshot() const;
+
+  /// Restores what `snapshot` wrote, so a resumed source emits the same
+  /// watermarks an uninterrupted one would. Throws std::runtime_error for
+  /// malformed text.
+  void restore(std::string_view text);
+
 private:
   struct partition_state {
     event_time max_ts = min_watermark;
