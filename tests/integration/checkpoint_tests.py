@@ -158,10 +158,12 @@ def compare(got, want, what):
     for name in ("windows", "running"):
         g, w = got[name], want[name]
         if g != w:
-            missing = len(set(w) - set(g))
+            missing = sorted(set(w) - set(g))
+            unexpected = sorted(set(g) - set(w))
             extra = len(g) - len(set(g))
             raise Failure(f"{what}: {name} differs from the uninterrupted run: {len(g)} rows vs "
-                          f"{len(w)}, {missing} missing, {extra} duplicated")
+                          f"{len(w)}, {len(missing)} missing, {extra} duplicated\n"
+                          f"  first missing: {missing[:3]}\n  first unexpected: {unexpected[:3]}")
 
 
 def test_crash(args, seed):
