@@ -151,6 +151,9 @@ class Job:
         return ids
 
     def close(self):
+        if os.environ.get("WEIR_KEEP_FAILED") and sys.exc_info()[0] is not None:
+            print(f"kept {self.work} (WEIR_KEEP_FAILED)")
+            return
         shutil.rmtree(self.work, ignore_errors=True)
 
 
