@@ -109,6 +109,26 @@ expected<std::size_t> add_operator(job_graph& g, const operator_options& opts,
   return add_node(g, std::move(node), std::move(inputs), std::move(hash_keys));
 }
 
+/// Claims a source's stream name and adds its node (no inputs); returns the
+/// node for the caller to finish (partitioning, replay clock).
+expected<stream_node*> add_source(job_graph& g, const operator_options& opts,
+                                  std::string_view kind, schema_ptr output,
+                                  std::size_t parallelism, watermark_options watermark,
+                                  runtime::source_factory factory) {
+  auto name = claim_name(g, opts.name, kind);
+  if (!name)
+    return name.error();
+  stream_node node;
+  node.name = *name;
+  node.kind = std::string{kind};
+  node.parallelism = parallelism;
+  node.is_source = true;
+  node.watermark = watermark;
+  node.outputs.push_back(output_port{*name, std::move(output), false});
+  node.make_source = std::move(factory);
+  return &g.nodes[add_node(g, std::move(node), {})];
+}
+
 } // namespace
 
 // -- row_view -----------------------------------------------------------------
@@ -572,31 +592,24 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
                      + "' must be a timestamp or int64, got " + std::string{to_string(t)});
     spec.decoder.control_lines = true;
   }
-  auto name_ = claim_name(*graph_, opts.name, "file_source");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "file_source";
-  node.parallelism = 1;
-  node.is_source = true;
-  node.watermark = spec.watermark;
-  node.partition_field = partition_field;
-  node.partitions = spec.partitions;
-  node.processing_time_field = proc_field;
-  node.outputs.push_back(output_port{*name_, spec.decoder.schema, false});
-  node.make_source = [spec](std::size_t, std::size_t, bad_record_handler on_bad) {
-    format::file_source_options fo;
-    fo.path = spec.path;
-    fo.decoder = spec.decoder;
-    fo.event_time_field = spec.event_time_field;
-    auto reader = format::make_file_source_reader(fo, std::move(on_bad));
-    if (!reader)
-      throw std::runtime_error(reader.error().message);
-    return std::move(*reader);
-  };
-  auto id = add_node(*graph_, std::move(node), {});
-  return data_stream{graph_, id, 0};
+  // One split per file: parallelism 1.
+  auto node = add_source(*graph_, opts, "file_source", spec.decoder.schema, 1, spec.watermark,
+                         [spec](std::size_t, std::size_t, bad_record_handler on_bad) {
+                           format::file_source_options fo;
+                           fo.path = spec.path;
+                           fo.decoder = spec.decoder;
+                           fo.event_time_field = spec.event_time_field;
+                           auto reader = format::make_file_source_reader(fo, std::move(on_bad));
+                           if (!reader)
+                             throw std::runtime_error(reader.error().message);
+                           return std::move(*reader);
+                         });
+  if (!node)
+    return node.error();
+  (*node)->partition_field = partition_field;
+  (*node)->partitions = spec.partitions;
+  (*node)->processing_time_field = proc_field;
+  return data_stream{graph_, (*node)->id, 0};
 }
 
 expected<data_stream> job::from_generator(generator_source_spec spec,
@@ -604,27 +617,20 @@ expected<data_stream> job::from_generator(generator_source_spec spec,
   auto schema = generator_output_schema(spec);
   if (!schema)
     return schema.error();
-  auto name_ = claim_name(*graph_, opts.name, "generator_source");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "generator_source";
-  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
-  node.is_source = true;
-  node.watermark = spec.watermark;
-  node.outputs.push_back(output_port{*name_, *schema, false});
   // The options are read when the job runs: they may change until then.
   const job_options* options = &graph_->options;
-  node.make_source = [spec, options](std::size_t subtask, std::size_t parallelism,
-                                     bad_record_handler) {
-    auto reader = make_generator_reader(spec, subtask, parallelism, options->buffer_timeout);
-    if (!reader)
-      throw std::runtime_error(reader.error().message);
-    return std::move(*reader);
-  };
-  auto id = add_node(*graph_, std::move(node), {});
-  return data_stream{graph_, id, 0};
+  auto node = add_source(
+    *graph_, opts, "generator_source", *schema,
+    resolve_parallelism(*graph_, opts.parallelism), spec.watermark,
+    [spec, options](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
+      auto reader = make_generator_reader(spec, subtask, parallelism, options->buffer_timeout);
+      if (!reader)
+        throw std::runtime_error(reader.error().message);
+      return std::move(*reader);
+    });
+  if (!node)
+    return node.error();
+  return data_stream{graph_, (*node)->id, 0};
 }
 
 expected<data_stream> job::from_nexmark(nexmark_source_spec spec, operator_options opts) {
@@ -640,26 +646,19 @@ expected<data_stream> job::from_nexmark(nexmark_source_spec spec, operator_optio
   auto schema = nexmark_output_schema(spec);
   if (!schema)
     return schema.error();
-  auto name_ = claim_name(*graph_, opts.name, "nexmark_source");
-  if (!name_)
-    return name_.error();
-  stream_node node;
-  node.name = *name_;
-  node.kind = "nexmark_source";
-  node.parallelism = resolve_parallelism(*graph_, opts.parallelism);
-  node.is_source = true;
-  node.watermark = spec.watermark;
-  node.outputs.push_back(output_port{*name_, *schema, false});
   const job_options* options = &graph_->options;
-  node.make_source = [spec, options](std::size_t subtask, std::size_t parallelism,
-                                     bad_record_handler) {
-    auto reader = make_nexmark_reader(spec, subtask, parallelism, options->buffer_timeout);
-    if (!reader)
-      throw std::runtime_error(reader.error().message);
-    return std::move(*reader);
-  };
-  auto id = add_node(*graph_, std::move(node), {});
-  return data_stream{graph_, id, 0};
+  auto node = add_source(
+    *graph_, opts, "nexmark_source", *schema,
+    resolve_parallelism(*graph_, opts.parallelism), spec.watermark,
+    [spec, options](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
+      auto reader = make_nexmark_reader(spec, subtask, parallelism, options->buffer_timeout);
+      if (!reader)
+        throw std::runtime_error(reader.error().message);
+      return std::move(*reader);
+    });
+  if (!node)
+    return node.error();
+  return data_stream{graph_, (*node)->id, 0};
 }
 
 std::optional<data_stream> job::stream(std::string_view name) const {
