@@ -3,6 +3,7 @@
 
 #include "internal/decoder_common.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -110,7 +111,12 @@ public:
     return builder_.finish();
   }
 
-  std::uint64_t position() const override { return buf_offset_ + start_; }
+  /// While a resumed reader is still splitting the records before its start
+  /// offset, it has consumed nothing yet: the position stays the start
+  /// offset, so a checkpoint taken then resumes where this run did.
+  std::uint64_t position() const override {
+    return std::max<std::uint64_t>(buf_offset_ + start_, opts_.start_offset);
+  }
 
   void seek(std::uint64_t position) override {
     // Records before the position are split (for line numbers) but not decoded.

@@ -176,19 +176,26 @@ def test_crash(args, seed):
         toml = job.write(2)
         rnd = random.Random(seed)
         kills = 0
+        runs = 0
         first = True
         while kills < args.kills:
-            argv = [args.weir, "run", toml, "-q"] + (["--fresh"] if first else [])
+            argv = [args.weir, "run", toml] + (["--fresh"] if first else [])
             first = False
-            p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            time.sleep(rnd.uniform(0.05, 0.6))
-            if p.poll() is None:
-                p.send_signal(signal.SIGKILL)
-                p.wait()
-                kills += 1
-            else:
-                err = p.stderr.read()
-                check(p.returncode == 0, f"a run between kills failed:\n{err[-2000:]}")
+            log_path = os.path.join(job.work, f"run-{runs}.log")
+            runs += 1
+            with open(log_path, "w") as log:
+                p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
+                time.sleep(rnd.uniform(0.05, 0.6))
+                if p.poll() is None:
+                    p.send_signal(signal.SIGKILL)
+                    p.wait()
+                    kills += 1
+                    log.write("\n[test] SIGKILL\n")
+                else:
+                    p.wait()
+            if p.returncode != -signal.SIGKILL:
+                with open(log_path) as log:
+                    check(p.returncode == 0, f"a run between kills failed:\n{log.read()[-2000:]}")
         final = job.run(toml)
         compare(committed(job.work), want, f"after {kills} kills")
         check("restored from #" in final.stderr,

@@ -170,6 +170,31 @@ TEST_CASE("file source reader resumes from a position with exact line numbers") 
   CHECK(r.bad[0].line == 4);
 }
 
+TEST_CASE("a resumed file source reader never reports a position before its start offset") {
+  // A checkpoint taken while the reader still splits the records before the
+  // resume point must not move the source back (records would count twice).
+  temp_dir dir{"resume-pos"};
+  std::string text;
+  for (int i = 0; i < 200; ++i)
+    text += R"({"key": "k)" + std::to_string(i) + R"(", "ts": )" + std::to_string(i) + "}\n";
+  auto path = dir.file("in.jsonl", text);
+  auto o = jsonl_opts(path, 16);
+  o.start_offset = text.find("\"k150\"") - std::string{"{\"key\": "}.size();
+  auto reader = make_file_source_reader(o, {});
+  REQUIRE(reader);
+  auto& rd = **reader;
+  CHECK(rd.position() == o.start_offset);
+  std::uint64_t last = rd.position();
+  std::size_t rows = 0;
+  while (auto b = rd.poll_next(1)) {
+    CHECK(rd.position() > last);
+    last = rd.position();
+    rows += b->num_rows;
+  }
+  CHECK(rows == 50);
+  CHECK(last == text.size());
+}
+
 TEST_CASE("file source reader returns io_error for a missing file") {
   auto reader = make_file_source_reader(jsonl_opts("/nonexistent/dir/in.jsonl", 10), {});
   REQUIRE_FALSE(reader);
