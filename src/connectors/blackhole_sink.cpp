@@ -3,10 +3,13 @@
 
 #include "internal/pacer.hpp"
 #include "weir/expr/random.hpp"
+#include "weir/state/codec.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 
 namespace weir {
@@ -111,6 +114,53 @@ std::int64_t latency_histogram::quantile(double q) const noexcept {
   return max_;
 }
 
+void latency_histogram::merge(const latency_histogram& other) noexcept {
+  for (std::size_t b = 0; b < buckets_.size(); ++b)
+    buckets_[b] += other.buckets_[b];
+  count_ += other.count_;
+  max_ = std::max(max_, other.max_);
+}
+
+void latency_histogram::encode(std::string& out) const {
+  namespace wire = state::wire;
+  wire::put_i64(out, max_);
+  const auto non_empty = static_cast<std::uint32_t>(
+    std::count_if(buckets_.begin(), buckets_.end(), [](std::uint64_t n) { return n != 0; }));
+  wire::put_u32(out, non_empty);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (buckets_[b] == 0)
+      continue;
+    wire::put_u16(out, static_cast<std::uint16_t>(b));
+    wire::put_u64(out, buckets_[b]);
+  }
+}
+
+bool latency_histogram::decode(std::string_view& in) {
+  namespace wire = state::wire;
+  std::string_view probe = in;
+  std::int64_t max = 0;
+  std::uint32_t n = 0;
+  if (!wire::get_i64(probe, max) || max < 0 || !wire::get_u32(probe, n)
+      || n > buckets_.size())
+    return false;
+  latency_histogram h;
+  h.max_ = max;
+  std::size_t next = 0; // buckets come in increasing order
+  for (std::uint32_t k = 0; k < n; ++k) {
+    std::uint16_t b = 0;
+    std::uint64_t count = 0;
+    if (!wire::get_u16(probe, b) || !wire::get_u64(probe, count) || b < next
+        || b >= buckets_.size() || count == 0)
+      return false;
+    h.buckets_[b] = count;
+    h.count_ += count;
+    next = std::size_t{b} + 1;
+  }
+  *this = h;
+  in = probe;
+  return true;
+}
+
 std::string latency_histogram::to_json() const {
   std::string out = "[";
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
@@ -127,6 +177,10 @@ std::string latency_histogram::to_json() const {
 // -- the sink ---------------------------------------------------------------------
 
 namespace {
+
+// First field of the sink's operator state; bump the version when the layout
+// changes.
+constexpr std::string_view state_magic = "weir-blackhole-sink v1";
 
 std::string json_escape(std::string_view s) {
   std::string out;
@@ -163,7 +217,7 @@ public:
   void process_batch(const record_batch_ptr& batch, output_collector&) override {
     const auto& b = *batch;
     const std::int64_t now = internal::steady_now_ns();
-    if (rows_ == 0)
+    if (run_rows_ == 0)
       first_ns_ = now;
     last_ns_ = now;
     if (digest_)
@@ -176,9 +230,11 @@ public:
           latency_.add(now - c.ints[r]);
     }
     rows_ += b.num_rows;
+    run_rows_ += b.num_rows;
     if (ns_per_row_ > 0) {
-      // Sleep until the rows so far fit the rate since the first batch.
-      const auto due = first_ns_ + static_cast<std::int64_t>(static_cast<double>(rows_)
+      // Sleep until the rows so far (of this run) fit the rate since the
+      // first batch.
+      const auto due = first_ns_ + static_cast<std::int64_t>(static_cast<double>(run_rows_)
                                                              * ns_per_row_);
       const auto wait = due - internal::steady_now_ns();
       if (wait > 0)
@@ -187,6 +243,40 @@ public:
   }
 
   void process_watermark(event_time, output_collector&) override {}
+
+  /// Operator state: magic, rows (u64), digest (u64), latency histogram.
+  void snapshot_state(std::uint64_t, operator_snapshot& out) override {
+    namespace wire = state::wire;
+    std::string& b = out.operator_state;
+    b.clear();
+    wire::put_bytes(b, state_magic);
+    wire::put_u64(b, rows_);
+    wire::put_u64(b, digest_sum_);
+    latency_.encode(b);
+  }
+
+  /// Adds up every handed-over state (several after a change of
+  /// parallelism).
+  void restore_state(const operator_restore& in) override {
+    namespace wire = state::wire;
+    for (const auto& bytes : in.operator_states) {
+      if (bytes.empty())
+        continue;
+      std::string_view v = bytes;
+      std::string_view magic;
+      std::uint64_t rows = 0;
+      std::uint64_t digest = 0;
+      latency_histogram latency;
+      if (!wire::get_bytes(v, magic) || magic != state_magic || !wire::get_u64(v, rows)
+          || !wire::get_u64(v, digest) || !latency.decode(v) || !v.empty())
+        throw std::runtime_error("blackhole sink: cannot restore the state of checkpoint "
+                                 + std::to_string(in.checkpoint_id)
+                                 + ": not a well-formed blackhole sink state");
+      rows_ += rows;
+      digest_sum_ += digest; // mod 2^64, like the digest itself
+      latency_.merge(latency);
+    }
+  }
 
   void finish(output_collector&) override {
     if (!report_)
@@ -225,7 +315,8 @@ private:
   std::size_t subtask_ = 0;
   std::size_t parallelism_ = 1;
   double ns_per_row_ = 0;
-  std::uint64_t rows_ = 0;
+  std::uint64_t rows_ = 0;     // including the rows of restored states
+  std::uint64_t run_rows_ = 0; // of this run only (pacing, first_ns_)
   std::uint64_t digest_sum_ = 0;
   std::int64_t first_ns_ = 0;
   std::int64_t last_ns_ = 0;

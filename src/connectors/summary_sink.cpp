@@ -11,6 +11,7 @@
 #include <iostream>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace weir {
@@ -21,6 +22,10 @@ using internal::accumulator;
 using internal::aggregate_kind;
 using internal::aggregate_set;
 using internal::row_target;
+
+// First field of the sink's operator state; bump the version when the layout
+// changes.
+constexpr std::string_view state_magic = "weir-summary-sink v1";
 
 // Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's
 // civil_from_days).
@@ -114,6 +119,9 @@ struct summary_config {
   std::optional<expr::compiled_expression> highlight;
   std::string highlight_label;
   std::ostream* out = nullptr;
+  // The shape of the state (columns with their types, aggregate kinds): a
+  // snapshot of another shape is refused on restore.
+  std::string state_signature;
 };
 
 class summary_sink final : public stream_operator {
@@ -260,7 +268,83 @@ public:
     os.flush();
   }
 
+  /// Operator state: magic, signature, the highlight's total and matched
+  /// accumulators, then every group as (encoded key, key values,
+  /// accumulators).
+  void snapshot_state(std::uint64_t checkpoint_id, operator_snapshot& out) override {
+    (void) checkpoint_id;
+    using namespace state;
+    std::string& b = out.operator_state;
+    b.clear();
+    wire::put_bytes(b, state_magic);
+    wire::put_bytes(b, cfg_->state_signature);
+    codec<internal::accumulator>::encode(total_[0], b);
+    codec<internal::accumulator>::encode(matched_[0], b);
+    wire::put_u64(b, groups_.size());
+    for (const auto& [k, g] : groups_) {
+      wire::put_bytes(b, k);
+      codec<std::vector<value>>::encode(g.key_values, b);
+      codec<std::vector<accumulator>>::encode(g.accs, b);
+    }
+  }
+
+  /// Merges every handed-over state (several after a change of parallelism)
+  /// into this sink's groups. Throws std::runtime_error on a malformed
+  /// state or one written by a summary of another shape.
+  void restore_state(const operator_restore& in) override {
+    for (const auto& bytes : in.operator_states)
+      if (!bytes.empty())
+        merge_state(bytes, in.checkpoint_id);
+  }
+
 private:
+  void merge_state(std::string_view in, std::uint64_t checkpoint_id) {
+    using namespace state;
+    const auto& c = *cfg_;
+    auto fail = [&](const std::string& why) {
+      return std::runtime_error("summary sink: cannot restore the state of checkpoint "
+                                + std::to_string(checkpoint_id) + ": " + why);
+    };
+    std::string_view magic, signature;
+    if (!wire::get_bytes(in, magic) || magic != state_magic)
+      throw fail("not a summary sink state");
+    if (!wire::get_bytes(in, signature))
+      throw fail("malformed state");
+    if (signature != c.state_signature)
+      throw fail("it was written by a summary with other columns or aggregates ("
+                 + std::string{signature} + "; now " + c.state_signature + ")");
+    accumulator total, matched;
+    std::uint64_t n = 0;
+    if (!codec<accumulator>::decode(in, total) || !codec<accumulator>::decode(in, matched)
+        || !wire::get_u64(in, n) || n > in.size())
+      throw fail("malformed state");
+    std::unordered_map<std::string, group> restored;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      std::string key;
+      group g;
+      if (!codec<std::string>::decode(in, key)
+          || !codec<std::vector<value>>::decode(in, g.key_values)
+          || !codec<std::vector<accumulator>>::decode(in, g.accs)
+          || g.key_values.size() != c.group_fields.size()
+          || g.accs.size() != c.aggregates.size())
+        throw fail("malformed group " + std::to_string(i));
+      if (!restored.emplace(std::move(key), std::move(g)).second)
+        throw fail("group " + std::to_string(i) + " appears twice");
+    }
+    if (!in.empty())
+      throw fail(std::to_string(in.size()) + " trailing bytes");
+    // Decoded whole: merge (sums add, distinct sets unite, ...).
+    c.first_only.merge(total_.data(), &total);
+    c.first_only.merge(matched_.data(), &matched);
+    for (auto& [k, g] : restored) {
+      auto [it, fresh] = groups_.try_emplace(k);
+      if (fresh)
+        it->second = std::move(g);
+      else
+        c.aggregates.merge(it->second.accs.data(), g.accs.data());
+    }
+  }
+
   static std::string percent(double part, double whole) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.1f%%", whole == 0.0 ? 0.0 : 100.0 * part / whole);
@@ -324,6 +408,11 @@ make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec
   cfg->first_only =
     std::move(*aggregate_set::make({spec.aggregates.front()}, *input));
   cfg->aggregates = std::move(*aggs);
+  for (const auto& f : cfg->columns)
+    cfg->state_signature += f.name + ":" + std::string{to_string(f.type)} + " ";
+  for (std::size_t j = 0; j < cfg->aggregates.size(); ++j)
+    cfg->state_signature += std::string{internal::to_string(cfg->aggregates.function(j).kind)}
+                            + (j + 1 < cfg->aggregates.size() ? " " : "");
   const auto first_kind = cfg->aggregates.function(0).kind;
   const bool additive = first_kind == aggregate_kind::count_rows
                         || first_kind == aggregate_kind::count

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/window/window_operator.hpp"
+#include "weir/window/sliding_windows.hpp"
+#include "weir/window/tumbling_windows.hpp"
 
 #include "aggregates.hpp"
 
@@ -10,6 +12,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 #include <utility>
 
@@ -22,6 +25,25 @@ expected<type_id> check_aggregate(std::string_view call, const schema& input) {
   return fn->result_type;
 }
 
+/// Sliced aggregation (Flink SQL's `SliceAssigners` / `SlicingWindowOperator`;
+/// Carbone et al., "Cutty: Aggregate Sharing for User-Defined Windows",
+/// CIKM 2016): event-time tumbling and sliding windows cut into slices of
+/// gcd(size, slide) ms; each record updates the accumulator of its one slice
+/// (not of every window holding it), and a window's result is the merge of
+/// its slices when the watermark passes its end. The operator keeps, per
+/// slice, the keys with contents there, so firing needs no timer per key and
+/// window. Used when nothing can observe the difference: the event-time
+/// trigger, no allowed lateness, no evictor, mergeable aggregates (or one
+/// slice per window), and no gaps between windows (slide <= size: a record
+/// between two windows counts as late, which needs the per-window path).
+/// All times in ms.
+struct slicing_plan {
+  std::int64_t size = 0;
+  std::int64_t slide = 0;  ///< = size for tumbling windows
+  std::int64_t offset = 0;
+  std::int64_t slice = 0;  ///< gcd(size, slide)
+};
+
 struct window_plan::impl {
   schema_ptr input;
   schema_ptr output;
@@ -32,6 +54,8 @@ struct window_plan::impl {
   internal::aggregate_set aggregates;
   std::int64_t allowed_lateness = 0; // ms
   bool buffered = false;             // keep records, aggregate when firing
+  /// Set when the windows are aggregated by slices (see `slicing_plan`).
+  std::optional<slicing_plan> slicing;
 };
 
 namespace {
@@ -59,11 +83,16 @@ std::int64_t get_ordered(std::string_view in) {
   return static_cast<std::int64_t>(u ^ (std::uint64_t{1} << 63));
 }
 
+void encode_window_into(std::string& out, const time_window& w) {
+  out.clear();
+  put_ordered(out, w.start);
+  put_ordered(out, w.end);
+}
+
 std::string encode_window(const time_window& w) {
   std::string out;
   out.reserve(16);
-  put_ordered(out, w.start);
-  put_ordered(out, w.end);
+  encode_window_into(out, w);
   return out;
 }
 
@@ -153,7 +182,9 @@ public:
       encode_key(in, p.key_fields, row, key_scratch_);
       backend_->set_current_key(key_scratch_);
       const std::uint64_t seq = next_seq_++;
-      if (!process_row(in, args, row, seq, by_event_time ? ts : now, ts))
+      const bool kept = p.slicing ? add_to_slice(in, args, row, seq, ts)
+                                  : process_row(in, args, row, seq, by_event_time ? ts : now, ts);
+      if (!kept)
         late_rows_.push_back(row);
     }
     flush(out);
@@ -164,9 +195,12 @@ public:
   }
 
   void process_watermark(event_time wm, output_collector& out) override {
-    if (wm <= backend_->current_watermark())
+    const event_time previous = backend_->current_watermark();
+    if (wm <= previous)
       return; // a watermark never goes back; nothing new to fire
     backend_->advance_watermark(wm, [this](event_time t) { on_timer(t, true); });
+    if (plan_->slicing)
+      fire_slices(previous, wm);
     flush(out);
     out.emit_watermark(wm);
   }
@@ -220,6 +254,13 @@ public:
     // Every timer at or before it fired before the checkpoint was taken.
     if (watermark && *watermark > min_watermark)
       backend_->advance_watermark(*watermark, [](event_time) {});
+    // The slice index is derived state: rebuilt from the contents restored.
+    if (plan_->slicing) {
+      slices_.clear();
+      backend_->for_each_key(contents_state, [this](std::string_view key, std::string_view ns) {
+        slices_[decode_window(ns).start].emplace_back(key);
+      });
+    }
   }
 
   std::uint64_t late_records() const noexcept override { return late_; }
@@ -323,7 +364,7 @@ private:
   }
 
   void set_namespace(const time_window& w) {
-    ns_scratch_ = encode_window(w);
+    encode_window_into(ns_scratch_, w); // reuses the buffer: no allocation per call
     backend_->set_current_namespace(ns_scratch_);
   }
 
@@ -496,6 +537,7 @@ private:
                      const time_window& state_window, const time_window& actual) {
     const auto& p = *plan_;
     set_namespace(state_window);
+    bool created = true;
     if (p.buffered) {
       std::vector<value> fields;
       fields.reserve(in.columns.size());
@@ -503,8 +545,16 @@ private:
         fields.push_back(c.get(row));
       rows_.add(buffered_row{seq, ts, std::move(fields)});
     } else {
-      contents_.add(row_input{&in, &args, row, seq});
+      created = contents_.add(row_input{&in, &args, row, seq});
     }
+    // The window already held records of this key, so the first of them
+    // registered the trigger's end-of-window timer and the cleanup timer
+    // (nothing deletes them while the contents exist); a trigger that does
+    // nothing else on an element needs no call while the window is not yet
+    // due. This skips two timer registrations per record and window.
+    if (!created && !p.assigner->as_merging() && p.trigger->only_registers_window_end_timer()
+        && actual.max_timestamp() > backend_->current_watermark())
+      return;
     trigger_result r;
     {
       context ctx{*this, actual};
@@ -523,6 +573,111 @@ private:
         rows_.clear();
       else
         contents_.clear();
+    }
+  }
+
+  // -- sliced aggregation (see slicing_plan) ---------------------------------------
+
+  // Window ends are the times congruent to offset + size modulo slide.
+  // The first window end after slice `a` (the earliest window holding it).
+  event_time first_end(event_time a) const noexcept {
+    const auto& s = *plan_->slicing;
+    return saturating_add(window_start(a, s.offset + s.size, s.slide), s.slide);
+  }
+
+  // The end of the last window holding slice `a`.
+  event_time last_end(event_time a) const noexcept {
+    const auto& s = *plan_->slicing;
+    return saturating_add(window_start(a, s.offset, s.slide), s.size);
+  }
+
+  void set_slice_namespace(event_time a) {
+    set_namespace(time_window{a, saturating_add(a, plan_->slicing->slice)});
+  }
+
+  // Adds a row (current key set) to its slice; false when every window
+  // holding it has fired (a late record).
+  bool add_to_slice(const record_batch& in, const std::vector<column>& args,
+                    std::uint32_t row, std::uint64_t seq, event_time ts) {
+    const auto& s = *plan_->slicing;
+    const event_time a = window_start(ts, s.offset, s.slice);
+    if (last_end(a) - 1 <= backend_->current_watermark())
+      return false;
+    set_slice_namespace(a);
+    if (contents_.add(row_input{&in, &args, row, seq}))
+      slices_[a].emplace_back(backend_->current_key());
+    return true;
+  }
+
+  // Fires, in order of their ends, the windows the watermark passed in
+  // (previous, wm] that hold a slice with contents.
+  void fire_slices(event_time previous, event_time wm) {
+    if (slices_.empty())
+      return;
+    const auto& s = *plan_->slicing;
+    // The first end not yet fired: window [end - size, end) fired once the
+    // watermark reached end - 1.
+    event_time end = first_end(slices_.begin()->first);
+    if (previous > min_watermark + s.slide) // (no window ends that early)
+      end = std::max(end, saturating_add(window_start(previous + 1, s.offset + s.size, s.slide),
+                                         s.slide));
+    while (end - 1 <= wm) {
+      fire_window(end);
+      if (slices_.empty())
+        return;
+      const event_time next = std::max(saturating_add(end, s.slide),
+                                       first_end(slices_.begin()->first));
+      if (next <= end)
+        return; // the end of time
+      end = next;
+    }
+  }
+
+  // Emits window [end - size, end) for every key with contents in one of
+  // its slices (keys in byte order, as timers would fire), then drops the
+  // slices no later window holds.
+  void fire_window(event_time end) {
+    const auto& s = *plan_->slicing;
+    const time_window w{end - s.size, end};
+    const auto lo = slices_.lower_bound(w.start);
+    const auto hi = slices_.lower_bound(w.end);
+    fire_keys_.clear();
+    for (auto it = lo; it != hi; ++it)
+      for (const auto& k : it->second)
+        fire_keys_.push_back(k);
+    std::sort(fire_keys_.begin(), fire_keys_.end());
+    fire_keys_.erase(std::unique(fire_keys_.begin(), fire_keys_.end()), fire_keys_.end());
+    const bool one_slice = s.slice == s.size;
+    for (auto key : fire_keys_) {
+      backend_->set_current_key(key);
+      if (one_slice) {
+        set_slice_namespace(w.start);
+        if (const auto* acc = contents_.accumulator())
+          append_row(w, acc->data(), 0);
+        continue;
+      }
+      bool any = false;
+      for (auto it = lo; it != hi; ++it) {
+        set_slice_namespace(it->first);
+        const auto* acc = contents_.accumulator();
+        if (!acc)
+          continue;
+        if (!any)
+          fold_ = *acc;
+        else
+          plan_->aggregates.merge(fold_.data(), acc->data());
+        any = true;
+      }
+      if (any)
+        append_row(w, fold_.data(), 0);
+    }
+    while (!slices_.empty() && last_end(slices_.begin()->first) <= end) {
+      auto node = slices_.extract(slices_.begin());
+      set_slice_namespace(node.key());
+      for (const auto& key : node.mapped()) {
+        backend_->set_current_key(key);
+        contents_.clear();
+      }
     }
   }
 
@@ -596,6 +751,14 @@ private:
       set_namespace(state_window);
       accs = contents_.accumulator()->data();
     }
+    append_row(actual, accs, fire);
+  }
+
+  // Appends one result row for the current key: key fields, the window (or
+  // the firing number of the global window), the aggregates' results.
+  void append_row(const time_window& actual, const internal::accumulator* accs,
+                  std::int64_t fire) {
+    const auto& p = *plan_;
     if (!builder_)
       builder_.emplace(p.output);
     auto& b = *builder_;
@@ -695,6 +858,10 @@ private:
   std::vector<std::uint32_t> late_rows_;
   std::vector<event_time> stamps_;
   accumulators fold_;
+  std::vector<std::string_view> fire_keys_;
+
+  /// Sliced aggregation: slice start (ms) -> keys with contents in it.
+  std::map<event_time, std::vector<std::string>> slices_;
 };
 
 } // namespace
@@ -768,6 +935,18 @@ expected<window_plan> window_plan::make(const schema_ptr& input,
   p->buffered = p->evictor != nullptr
                 || (p->assigner->as_merging() != nullptr && p->aggregates.has_reduce());
   p->output = make_schema(std::move(out_fields));
+  if (spec.allow_slicing && p->allowed_lateness == 0 && !p->buffered && !p->evictor
+      && p->trigger->only_registers_window_end_timer()) {
+    if (const auto* t = dynamic_cast<const tumbling_event_time_windows*>(p->assigner.get()))
+      p->slicing = slicing_plan{t->size().count(), t->size().count(), t->offset().count(),
+                                t->size().count()};
+    else if (const auto* sl =
+               dynamic_cast<const sliding_event_time_windows*>(p->assigner.get());
+             sl && sl->slide() <= sl->size() && !p->aggregates.has_reduce())
+      p->slicing = slicing_plan{sl->size().count(), sl->slide().count(),
+                                sl->offset().count(),
+                                std::gcd(sl->size().count(), sl->slide().count())};
+  }
   return window_plan{std::move(p)};
 }
 

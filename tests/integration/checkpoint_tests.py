@@ -10,7 +10,9 @@ the committed output (the part files a reader of the output directory sees)
 with that of one uninterrupted run: nothing lost, nothing twice.
 
 usage: checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
-  crash             SIGKILL at random moments, restart on the same dir (default 10 kills)
+  crash             SIGKILL at random moments, restart on the same dir (default 10 kills);
+                    each time a run completes its committed output is compared, and
+                    a new cycle (--fresh) starts until enough kills were survived
   failure-injection a subtask throws at record k; the job restarts itself
   rescale           checkpoint taken at parallelism 4, restored at parallelism 2
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
@@ -177,10 +179,12 @@ def test_crash(args, seed):
         rnd = random.Random(seed)
         kills = 0
         runs = 0
-        first = True
-        while kills < args.kills:
-            argv = [args.weir, "run", toml] + (["--fresh"] if first else [])
-            first = False
+        restores = 0  # runs started on a directory holding a checkpoint
+        fresh = True
+        while True:
+            argv = [args.weir, "run", toml] + (["--fresh"] if fresh else [])
+            resumable = not fresh and bool(job.checkpoint_ids())
+            fresh = False
             log_path = os.path.join(job.work, f"run-{runs}.log")
             runs += 1
             with open(log_path, "w") as log:
@@ -191,17 +195,26 @@ def test_crash(args, seed):
                     p.wait()
                     kills += 1
                     log.write("\n[test] SIGKILL\n")
-                else:
-                    p.wait()
-            if p.returncode != -signal.SIGKILL:
-                with open(log_path) as log:
-                    check(p.returncode == 0, f"a run between kills failed:\n{log.read()[-2000:]}")
-        final = job.run(toml)
-        compare(committed(job.work), want, f"after {kills} kills")
-        check("restored from #" in final.stderr,
-              f"the final run did not resume from a checkpoint:\n{final.stderr[-2000:]}")
-        print(f"ok: {kills} SIGKILLs, committed output equals the uninterrupted run "
-              f"({len(want['running'])} counts, {len(want['windows'])} windows)")
+                    restores += resumable
+                    continue
+                p.wait()
+            with open(log_path) as log:
+                err = log.read()
+            restores += resumable
+            check(p.returncode == 0, f"a run between kills failed:\n{err[-2000:]}")
+            # The job completed: what it committed must equal the uninterrupted
+            # run. Too few kills yet: the next cycle starts over (--fresh).
+            compare(committed(job.work), want, f"after {kills} kills ({runs} runs)")
+            if resumable:
+                check("restored from #" in err,
+                      f"the completing run did not resume from a checkpoint:\n{err[-2000:]}")
+            if kills >= args.kills:
+                break
+            fresh = True
+        check(restores > 0, "no run ever resumed from a checkpoint")
+        print(f"ok: {kills} SIGKILLs in {runs} runs ({restores} resumed), committed output "
+              f"equals the uninterrupted run ({len(want['running'])} counts, "
+              f"{len(want['windows'])} windows)")
     finally:
         job.close()
 

@@ -261,6 +261,85 @@ def test_click_counter(args):
         box.close()
 
 
+RESTART_TOML = """
+[job]
+name = "sink-restart"
+parallelism = 2
+status_interval = "0s"
+{extra}
+
+[checkpoint]
+interval = "50ms"
+dir = "state"
+
+[[source]]
+name = "gen"
+type = "generator"
+count = 300000
+rate = 200000
+seed = 11
+fields = {{ key = "rand_int(seq, 1, 0, 49)", value = "rand_int(seq, 2, 1, 100)", tag = "rand_string(seq, 3, 2)" }}
+
+[[sink]]
+name = "top"
+input = "gen"
+type = "summary"
+title = "Top keys"
+group_by = ["key"]
+aggregate = {{ n = "count(*)", total = "sum(value)", low = "min(value)", tags = "count_distinct(tag)" }}
+limit = 100
+
+[sink.highlight]
+label = "large values"
+where = "value > 90"
+
+[[sink]]
+name = "all"
+input = "gen"
+type = "blackhole"
+digest = true
+"""
+
+
+def sink_outputs(box, extra):
+    """Runs RESTART_TOML from a fresh checkpoint dir: (summary text, blackhole
+    reports, stderr)."""
+    shutil.rmtree(box.work / "state", ignore_errors=True)
+    proc = box.run("run", "pipeline.toml", "--fresh", toml_text=RESTART_TOML.format(extra=extra))
+    lines = proc.stdout.splitlines()
+    reports = [json.loads(l) for l in lines if l.startswith("{")]
+    table = "\n".join(l for l in lines if not l.startswith("{"))
+    return table, reports, proc.stderr
+
+
+def test_sink_restart(args):
+    """The summary and blackhole sinks keep their state across an in-process
+    restart from a checkpoint: the same table, rows and digest."""
+    box = Sandbox(args)
+    try:
+        want_table, want_reports, _ = sink_outputs(box, "")
+        check("Top keys" in want_table and "large values: " in want_table,
+              f"no summary table:\n{want_table}")
+        check(sum(r["rows"] for r in want_reports) == 300000,
+              f"the blackhole saw {sum(r['rows'] for r in want_reports)} rows, expected 300,000")
+        table, reports, err = sink_outputs(
+            box, 'restart = { attempts = 3, delay = "50ms" }\n'
+                 'inject_failure = { operator = "top", after_records = 200000 }')
+        check("injected failure" in err, f"the injected failure did not happen:\n{err[-2000:]}")
+        check("1 restart" in err and "restored from #" in err,
+              f"no restart from a checkpoint reported:\n{err[-2000:]}")
+        check(table == want_table,
+              f"the restarted job's summary differs:\n{table}\n--- uninterrupted:\n{want_table}")
+        check(len(reports) == len(want_reports) == 2,
+              f"{len(reports)} blackhole reports, expected one per subtask (2)")
+        check(sum(r["rows"] for r in reports) == 300000,
+              f"the restarted blackhole reports {sum(r['rows'] for r in reports)} rows")
+        digest = lambda rs: sum(int(r["digest"], 16) for r in rs) % 2**64
+        check(digest(reports) == digest(want_reports), "the restarted blackhole's digest differs")
+    finally:
+        box.close()
+
+
 TESTS = {
     "dashboard": test_dashboard,
     "parallelism-invariance": test_parallelism_invariance,
@@ -269,6 +348,7 @@ TESTS = {
     "subtask-failure": test_subtask_failure,
     "embedded-example": test_embedded_example,
     "click-counter": test_click_counter,
+    "sink-restart": test_sink_restart,
 }
 
 

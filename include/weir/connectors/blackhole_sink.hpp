@@ -58,6 +58,19 @@ public:
   /// histograms of several subtasks.
   std::string to_json() const;
 
+  /// Adds `other`'s values, as if they had been added here.
+  void merge(const latency_histogram& other) noexcept;
+
+  /// Appends the snapshot encoding (little-endian): max_ns as i64, the
+  /// number of non-empty buckets as u32, then (bucket u16, count u64) pairs
+  /// in bucket order.
+  void encode(std::string& out) const;
+
+  /// Decodes what `encode` wrote from the front of `in`, consuming it;
+  /// false on malformed bytes (a bucket out of range, out of order or
+  /// empty, a negative max, a short input), leaving `*this` unchanged.
+  [[nodiscard]] bool decode(std::string_view& in);
+
   static std::size_t bucket_of(std::uint64_t v) noexcept;
   static std::int64_t upper_bound(std::size_t bucket) noexcept;
 
@@ -80,6 +93,13 @@ private:
 /// where t0/t1 are steady-clock ns of the first and last batch, the digest
 /// is the sum of `row_hash` over the rows, and latency is the arrival time
 /// (steady ns, once per batch) minus each row's `latency_field` value.
+///
+/// Checkpoints: rows, digest and latency histogram are the sink's operator
+/// state, so a job restored from a checkpoint reports the totals of an
+/// uninterrupted run (DESIGN.md §7); a subtask handed several states (a
+/// change of parallelism) adds them up. first_ns/last_ns and the rate
+/// pacing are of the current run only. Restoring a malformed state throws
+/// `std::runtime_error`.
 /// Errors: `errc::invalid_argument` when `latency_field` is not an int64
 /// field of `input`, or the rate is negative.
 [[nodiscard]] expected<std::function<stream_operator_ptr()>>

@@ -47,6 +47,14 @@ namespace weir {
 ///
 /// The sink needs a single instance (parallelism 1) to see every group.
 /// Output goes to `out` only in `finish()`, so it appears once, at the end.
+///
+/// Checkpoints: the groups and their accumulators (and the highlight's
+/// totals) are the sink's operator state, serialized at the barrier, so a
+/// job restored from a checkpoint prints the table of an uninterrupted run
+/// (DESIGN.md §7). A subtask handed several states (a change of parallelism)
+/// merges them group by group, as `AggregateFunction.merge` would. Restoring
+/// a state written by a summary with other columns, column types or
+/// aggregate functions throws `std::runtime_error` (as does a malformed one).
 [[nodiscard]] expected<std::function<stream_operator_ptr()>>
 make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec);
 

@@ -321,11 +321,16 @@ public:
   /// The accumulator without copying, or nullptr.
   const ACC* accumulator() const { return table().map.get(scope_->current()); }
 
-  /// Folds `value` in, creating the accumulator first when absent.
-  void add(const IN& value) {
+  /// Folds `value` in, creating the accumulator first when absent; returns
+  /// whether it was created (the first value of this key and namespace).
+  bool add(const IN& value) {
     const auto* fn = fn_.get();
-    fn->add(value, table().map.get_or_insert(scope_->current(),
-                                             [fn] { return fn->create_accumulator(); }));
+    bool created = false;
+    fn->add(value, table().map.get_or_insert(scope_->current(), [fn, &created] {
+      created = true;
+      return fn->create_accumulator();
+    }));
+    return created;
   }
 
   void clear() { table().map.remove(scope_->current()); }

@@ -89,6 +89,13 @@ public:
   virtual trigger_result on_processing_time(event_time time, const time_window& w,
                                             trigger_context& ctx) const = 0;
 
+  /// True when `on_element` does nothing but fire a window whose
+  /// `max_timestamp()` the watermark has passed, or else register an
+  /// event-time timer at `max_timestamp()` (Flink's `EventTimeTrigger`). The
+  /// window operator then skips the call for later records of a window that
+  /// already has contents and is not yet due: the timer is registered.
+  virtual bool only_registers_window_end_timer() const noexcept { return false; }
+
   /// True when the trigger supports merging windows (`on_merge`).
   virtual bool can_merge() const noexcept { return false; }
 

@@ -22,6 +22,7 @@ public:
                                trigger_context& ctx) const override;
   trigger_result on_processing_time(event_time time, const time_window& w,
                                     trigger_context& ctx) const override;
+  bool only_registers_window_end_timer() const noexcept override { return true; }
   bool can_merge() const noexcept override { return true; }
   /// Registers a timer for the merged window's end - 1 unless the watermark
   /// is already past it (then `on_element` fires it, so a timer would fire

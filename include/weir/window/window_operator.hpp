@@ -76,6 +76,12 @@ struct window_operator_spec {
   /// Null: no evictor. With one, the operator buffers the records of each
   /// window and aggregates them when it fires.
   std::shared_ptr<const window::evictor> evictor;
+  /// Event-time tumbling and sliding windows with the event-time trigger, no
+  /// allowed lateness and no evictor are aggregated by slices (one
+  /// accumulator update per record, no timer per key and window; Flink
+  /// SQL's slicing window aggregation) unless this is false. The results
+  /// are the same either way; tests turn it off to compare.
+  bool allow_slicing = true;
 };
 
 /// The operator a `window_plan` makes (Flink's `WindowOperator`, and its
