@@ -346,10 +346,22 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
       self->delayed_send(self, st.ctx->graph->options.restart.delay, redeploy_atom::value);
       return;
     }
-    record_outcome(st);
-    if (st.writer)
-      self->send_exit(st.writer, caf::exit_reason::user_shutdown);
-    self->quit();
+    auto finish = [self] {
+      auto& st = self->state;
+      record_outcome(st);
+      if (st.writer)
+        self->send_exit(st.writer, caf::exit_reason::user_shutdown);
+      self->quit();
+    };
+    if (!st.writer) {
+      finish();
+      return;
+    }
+    // Let a manifest commit still in the writer's mailbox land (and its
+    // reply reach the coordinator) before the summary counts checkpoints.
+    self->request(st.writer, caf::infinite, drain_atom::value)
+      .then([finish](drain_atom) { finish(); },
+            [finish](caf::error&) { finish(); });
   });
   deploy(self);
   if (st0.failed) {
@@ -396,17 +408,31 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
     },
     [self](redeploy_atom) {
       auto& st = self->state;
-      st.restarting = false;
-      ++st.attempt;
-      ++st.ctx->result.restarts;
-      st.ctx->clear_failure();
-      st.ctx->metrics.reset();
-      deploy(self);
-      if (st.failed) {
-        if (st.writer)
-          self->send_exit(st.writer, caf::exit_reason::user_shutdown);
-        self->quit();
+      auto redeploy = [self] {
+        auto& st = self->state;
+        st.restarting = false;
+        ++st.attempt;
+        ++st.ctx->result.restarts;
+        st.ctx->clear_failure();
+        st.ctx->metrics.reset();
+        deploy(self);
+        if (st.failed) {
+          if (st.writer)
+            self->send_exit(st.writer, caf::exit_reason::user_shutdown);
+          self->quit();
+        }
+      };
+      if (!st.writer) {
+        redeploy();
+        return;
       }
+      // A manifest commit sent before the failure may still be in the state
+      // writer's mailbox: a round trip behind it (its mailbox is in order)
+      // makes the restart see that checkpoint, so it neither restores an
+      // older one nor reuses its id.
+      self->request(st.writer, caf::infinite, drain_atom::value)
+        .then([redeploy](drain_atom) { redeploy(); },
+              [redeploy](caf::error&) { redeploy(); });
     },
   };
 }

@@ -120,6 +120,7 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
         return r;
       });
     },
+    [](drain_atom a) { return a; },
     [self](read_latest_atom) {
       return guarded<read_latest_result>([&] {
         read_latest_result r;

@@ -14,6 +14,8 @@
 //   (discard_ckpt_atom, std::uint64_t id)        -> discard_result
 //   (read_latest_atom)                           -> read_latest_result
 //   (restore_op_atom, restore_request)           -> restore_result
+//   (drain_atom)                                 -> drain_atom (a barrier: every
+//                                                   request sent before it is done)
 // Each handler runs its LMDB transactions to completion inside the call.
 
 #include "weir/checkpoint/checkpoint_coordinator.hpp"
@@ -44,6 +46,9 @@ using discard_ckpt_atom = caf::atom_constant<caf::atom("discard_cp")>;
 using read_latest_atom = caf::atom_constant<caf::atom("read_last")>;
 /// Read what one operator subtask restores.
 using restore_op_atom = caf::atom_constant<caf::atom("restore_op")>;
+/// Reply once every request the sender sent before is done (the mailbox is
+/// in order): a restart or the job's end waits for in-flight commits.
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
 
 /// What one operator of a chain froze at checkpoint n.
 struct operator_snapshot_entry {
