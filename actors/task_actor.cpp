@@ -10,6 +10,7 @@
 #include "weir/runtime/input_gate.hpp"
 #include "weir/time/source_watermarks.hpp"
 
+#include <algorithm>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -552,7 +553,14 @@ public:
       if (batch->has_timestamps()) {
         const auto now = clock_.now();
         const column* part = partition_field_ ? &batch->columns[*partition_field_] : nullptr;
-        for (std::size_t r = 0; r < batch->num_rows; ++r) {
+        if (part == nullptr) {
+          // One partition: only the batch's largest timestamp matters.
+          partition_name_.clear();
+          gen.on_record(partition_name_,
+                        *std::max_element(batch->timestamps.begin(), batch->timestamps.end()),
+                        now);
+        }
+        for (std::size_t r = 0; part != nullptr && r < batch->num_rows; ++r) {
           partition_name_.clear();
           if (part != nullptr && part->is_valid(r))
             partition_name_ = to_display_string(part->get(r));

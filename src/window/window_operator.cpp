@@ -375,6 +375,7 @@ private:
 
   void set_namespace(const time_window& w) {
     encode_window_into(ns_scratch_, w); // reuses the buffer: no allocation per call
+    scratch_slice_.reset();
     backend_->set_current_namespace(ns_scratch_);
   }
 
@@ -602,7 +603,11 @@ private:
   }
 
   void set_slice_namespace(event_time a) {
-    set_namespace(time_window{a, saturating_add(a, plan_->slicing->slice)});
+    if (scratch_slice_ != a) { // consecutive rows mostly share a slice
+      encode_window_into(ns_scratch_, time_window{a, saturating_add(a, plan_->slicing->slice)});
+      scratch_slice_ = a;
+    }
+    backend_->set_current_namespace(ns_scratch_);
   }
 
   // Adds a row (current key set) to its slice; false when every window
@@ -865,6 +870,7 @@ private:
   std::vector<merging_window_assigner::merge_group> merges_;
   std::string key_scratch_;
   std::string ns_scratch_;
+  std::optional<event_time> scratch_slice_; ///< the slice ns_scratch_ holds, if one
   std::vector<std::uint32_t> late_rows_;
   std::vector<event_time> stamps_;
   accumulators fold_;
