@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <unordered_map>
 #include <stdexcept>
 #include <utility>
 
@@ -42,6 +43,7 @@ struct slicing_plan {
   std::int64_t slide = 0;  ///< = size for tumbling windows
   std::int64_t offset = 0;
   std::int64_t slice = 0;  ///< gcd(size, slide)
+  std::int64_t end_offset = 0; ///< window ends are congruent to it modulo slide
 };
 
 struct window_plan::impl {
@@ -67,6 +69,7 @@ constexpr std::string_view rows_state = "window-rows";
 constexpr std::string_view trigger_state = "window-trigger";
 constexpr std::string_view fires_state = "window-fires";
 constexpr std::string_view merging_state = "window-merging-set";
+constexpr std::string_view slices_watermark_state = "window-slices-watermark";
 
 // A window as a state namespace: the start as a big-endian u64 with the
 // sign bit flipped (byte order is numeric order), then the length end -
@@ -225,7 +228,37 @@ public:
   }
 
   void snapshot_state(std::uint64_t, operator_snapshot& out) override {
+    // Sliding windows keep slices after some of their windows fired. Those
+    // windows must not fire again in a restored subtask that gets no
+    // operator state (more subtasks than before): every key group with
+    // slices carries the watermark in one entry, written for the snapshot
+    // only. O(key groups) writes.
+    std::vector<std::string> marked;
+    if (slices_watermark_) {
+      const auto range = backend_->range();
+      std::vector<bool> seen(range.size(), false);
+      std::size_t left = range.size();
+      for (auto it = slices_.begin(); it != slices_.end() && left > 0; ++it) {
+        for (const auto& key : it->second) {
+          backend_->set_current_key(key);
+          auto g = backend_->current_key_group() - range.start;
+          if (seen[g])
+            continue;
+          seen[g] = true;
+          --left;
+          backend_->set_current_namespace({});
+          slices_watermark_.update(backend_->current_watermark());
+          marked.push_back(key);
+        }
+      }
+      scratch_slice_.reset();
+    }
     out.keyed_state = backend_->snapshot();
+    for (const auto& key : marked) {
+      backend_->set_current_key(key);
+      backend_->set_current_namespace({});
+      slices_watermark_.clear();
+    }
     out.operator_state.clear();
     state::wire::put_u64(out.operator_state, next_seq_);
     // The watermark at the barrier: a restored operator judges lateness as
@@ -270,6 +303,23 @@ public:
       backend_->for_each_key(contents_state, [this](std::string_view key, std::string_view ns) {
         slices_[decode_window(ns).start].emplace_back(key);
       });
+    }
+    if (slices_watermark_) {
+      // The watermark of the key groups' previous subtask (see snapshot_state).
+      std::vector<std::string> marked;
+      backend_->for_each_key(slices_watermark_state,
+                             [&](std::string_view key, std::string_view) {
+                               marked.emplace_back(key);
+                             });
+      restored_fired_.clear();
+      for (const auto& key : marked) {
+        backend_->set_current_key(key);
+        backend_->set_current_namespace({});
+        if (auto v = slices_watermark_.value(); v && *v > backend_->current_watermark())
+          restored_fired_[backend_->current_key_group()] = *v;
+        slices_watermark_.clear();
+      }
+      scratch_slice_.reset();
     }
   }
 
@@ -363,6 +413,8 @@ private:
       fires_ = must(backend_->get_value_state<std::int64_t>(fires_state));
     if (p.assigner->as_merging())
       merging_set_ = must(backend_->get_map_state<window_pair, window_pair>(merging_state));
+    if (p.slicing && p.slicing->slide < p.slicing->size)
+      slices_watermark_ = must(backend_->get_value_state<std::int64_t>(slices_watermark_state));
   }
 
   event_time processing_now() const {
@@ -593,7 +645,7 @@ private:
   // The first window end after slice `a` (the earliest window holding it).
   event_time first_end(event_time a) const noexcept {
     const auto& s = *plan_->slicing;
-    return saturating_add(window_start(a, s.offset + s.size, s.slide), s.slide);
+    return saturating_add(window_start(a, s.end_offset, s.slide), s.slide);
   }
 
   // The end of the last window holding slice `a`.
@@ -634,8 +686,17 @@ private:
     // watermark reached end - 1.
     event_time end = first_end(slices_.begin()->first);
     if (previous > min_watermark + s.slide) // (no window ends that early)
-      end = std::max(end, saturating_add(window_start(previous + 1, s.offset + s.size, s.slide),
+      end = std::max(end, saturating_add(window_start(previous + 1, s.end_offset, s.slide),
                                          s.slide));
+    fire_slices_through(end, wm);
+    // Every window left ends after wm: none fired before the restore.
+    if (std::all_of(restored_fired_.begin(), restored_fired_.end(),
+                    [wm](const auto& g) { return g.second <= wm; }))
+      restored_fired_.clear();
+  }
+
+  void fire_slices_through(event_time end, event_time wm) {
+    const auto& s = *plan_->slicing;
     while (end - 1 <= wm) {
       fire_window(end);
       if (slices_.empty())
@@ -653,6 +714,10 @@ private:
   // slices no later window holds.
   void fire_window(event_time end) {
     const auto& s = *plan_->slicing;
+    if (end == max_watermark) {
+      fire_last_windows();
+      return;
+    }
     const time_window w{end - s.size, end};
     const auto lo = slices_.lower_bound(w.start);
     const auto hi = slices_.lower_bound(w.end);
@@ -665,6 +730,12 @@ private:
     const bool one_slice = s.slice == s.size;
     for (auto key : fire_keys_) {
       backend_->set_current_key(key);
+      if (!restored_fired_.empty()) {
+        // Fired before the restore, by the subtask that had this key group.
+        auto it = restored_fired_.find(backend_->current_key_group());
+        if (it != restored_fired_.end() && end - 1 <= it->second)
+          continue;
+      }
       if (one_slice) {
         set_slice_namespace(w.start);
         if (const auto* acc = contents_.accumulator())
@@ -687,6 +758,65 @@ private:
         append_row(w, fold_.data(), 0);
     }
     while (!slices_.empty() && last_end(slices_.begin()->first) <= end) {
+      auto node = slices_.extract(slices_.begin());
+      set_slice_namespace(node.key());
+      for (const auto& key : node.mapped()) {
+        backend_->set_current_key(key);
+        contents_.clear();
+      }
+    }
+  }
+
+  // Every window whose end is max_watermark (saturated: start + size
+  // overflows, or exactly): they all fire at max_watermark - 1, for each
+  // key (in byte order) by start, as their timers would; then drops every
+  // slice. Slices from the first such start on, up to and including a slice
+  // starting at max_watermark, belong to them.
+  void fire_last_windows() {
+    const auto& s = *plan_->slicing;
+    const event_time last_slice = slices_.rbegin()->first;
+    std::vector<event_time> starts;
+    event_time st = window_start(max_watermark - s.size, s.offset, s.slide);
+    if (st < max_watermark - s.size)
+      st += s.slide;
+    for (; st <= last_slice; st += s.slide) {
+      starts.push_back(st);
+      if (st > max_watermark - s.slide)
+        break;
+    }
+    if (!starts.empty()) {
+      const auto lo = slices_.lower_bound(starts.front());
+      fire_keys_.clear();
+      for (auto it = lo; it != slices_.end(); ++it)
+        for (const auto& k : it->second)
+          fire_keys_.push_back(k);
+      std::sort(fire_keys_.begin(), fire_keys_.end());
+      fire_keys_.erase(std::unique(fire_keys_.begin(), fire_keys_.end()), fire_keys_.end());
+      for (auto key : fire_keys_) {
+        backend_->set_current_key(key);
+        for (const event_time start : starts) {
+          bool any = false;
+          for (auto it = slices_.lower_bound(start);
+               it != slices_.end()
+               && static_cast<std::uint64_t>(it->first) - static_cast<std::uint64_t>(start)
+                    < static_cast<std::uint64_t>(s.size);
+               ++it) {
+            set_slice_namespace(it->first);
+            const auto* acc = contents_.accumulator();
+            if (!acc)
+              continue;
+            if (!any)
+              fold_ = *acc;
+            else
+              plan_->aggregates.merge(fold_.data(), acc->data());
+            any = true;
+          }
+          if (any)
+            append_row(time_window{start, max_watermark}, fold_.data(), 0);
+        }
+      }
+    }
+    while (!slices_.empty()) {
       auto node = slices_.extract(slices_.begin());
       set_slice_namespace(node.key());
       for (const auto& key : node.mapped()) {
@@ -859,6 +989,10 @@ private:
   state::value_state<std::int64_t> trigger_state_;
   state::value_state<std::int64_t> fires_;
   state::map_state<window_pair, window_pair> merging_set_;
+  state::value_state<std::int64_t> slices_watermark_;
+  /// After a restore: key group -> the watermark its previous subtask had
+  /// fired windows through, where above this subtask's (see snapshot_state).
+  std::unordered_map<std::uint16_t, event_time> restored_fired_;
   const processing_clock* clock_ = nullptr;
   std::uint64_t next_seq_ = 0;
   std::uint64_t late_ = 0;
@@ -962,6 +1096,10 @@ expected<window_plan> window_plan::make(const schema_ptr& input,
       p->slicing = slicing_plan{sl->size().count(), sl->slide().count(),
                                 sl->offset().count(),
                                 std::gcd(sl->size().count(), sl->slide().count())};
+  if (p->slicing) {
+    auto& s = *p->slicing;
+    s.end_offset = (s.offset % s.slide + s.size % s.slide) % s.slide;
+  }
   }
   return window_plan{std::move(p)};
 }

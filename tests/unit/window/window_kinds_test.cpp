@@ -700,4 +700,344 @@ TEST_CASE("sliced aggregation restores from a snapshot anywhere and continues ex
                          random_records(12, 60), 2000);
 }
 
+
+// -- sliced aggregation: edge cases against the per-window path ---------------------------
+
+namespace {
+
+/// One step of a script: a batch of (key, ts, value) rows, or a watermark.
+struct script_step {
+  bool is_watermark = false;
+  event_time wm = 0;
+  std::vector<std::tuple<value, event_time, value>> rows;
+};
+using script = std::vector<script_step>;
+
+script_step wm_step(event_time wm) {
+  script_step s;
+  s.is_watermark = true;
+  s.wm = wm;
+  return s;
+}
+
+script_step batch_step(std::vector<std::tuple<value, event_time, value>> rows) {
+  script_step s;
+  s.rows = std::move(rows);
+  return s;
+}
+
+window_plan plan_keyed(std::shared_ptr<const window_assigner> a, bool slicing,
+                       std::vector<std::string> key_by = {"key"},
+                       std::vector<aggregate_spec> aggs = every_mergeable) {
+  window_operator_spec spec;
+  spec.key_by = std::move(key_by);
+  spec.assigner = std::move(a);
+  spec.aggregates = std::move(aggs);
+  spec.allow_slicing = slicing;
+  auto p = window_plan::make(weir::test::case_schema(), std::move(spec));
+  REQUIRE_MESSAGE(p, (p ? "" : p.error().message));
+  return *p;
+}
+
+void play(weir::stream_operator& op, const script& sc, std::size_t from, std::size_t to,
+          recording_collector& out) {
+  const auto s = weir::test::case_schema();
+  for (std::size_t i = from; i < to; ++i) {
+    const auto& st = sc[i];
+    if (st.is_watermark) {
+      op.process_watermark(st.wm, out);
+      continue;
+    }
+    std::vector<std::vector<value>> rows;
+    std::vector<event_time> ts;
+    for (const auto& [k, t, v] : st.rows) {
+      rows.push_back({value{"s" + std::to_string(i)}, k, t, v});
+      ts.push_back(t);
+    }
+    op.process_batch(make_batch(s, rows, ts), out);
+  }
+}
+
+recording_collector play_all(const window_plan& plan, const script& sc) {
+  auto op = plan.make_operator();
+  recording_collector out;
+  play(*op, sc, 0, sc.size(), out);
+  return out;
+}
+
+void check_same_output(const recording_collector& sliced, const recording_collector& per_window) {
+  const auto diff = weir::test::diff_rows(sliced.rows(), per_window.rows());
+  CHECK_MESSAGE(diff == "", diff);
+  CHECK(sliced.timestamps() == per_window.timestamps());
+  const auto late = weir::test::diff_rows(sliced.rows(1), per_window.rows(1));
+  CHECK_MESSAGE(late == "", late);
+  CHECK(sliced.watermarks() == per_window.watermarks());
+}
+
+/// Runs `sc` sliced and per window and compares everything emitted; then
+/// snapshots the sliced operator after every step, restores it into a fresh
+/// operator and checks the continued run emits the same again.
+void check_sliced_like_per_window(const std::shared_ptr<const window_assigner>& a,
+                                  const script& sc,
+                                  const std::vector<std::string>& key_by = {"key"},
+                                  bool restore_everywhere = true,
+                                  std::size_t restore_stride = 1) {
+  CAPTURE(a->describe());
+  const auto sliced_plan = plan_keyed(a, true, key_by);
+  const auto per_window = play_all(plan_keyed(a, false, key_by), sc);
+  check_same_output(play_all(sliced_plan, sc), per_window);
+  if (!restore_everywhere)
+    return;
+  for (std::size_t cut = 0; cut <= sc.size(); cut += restore_stride) {
+    CAPTURE(cut);
+    recording_collector out;
+    auto op = sliced_plan.make_operator();
+    play(*op, sc, 0, cut, out);
+    weir::operator_snapshot snap;
+    op->snapshot_state(7, snap);
+    REQUIRE(snap.keyed_state);
+    op.reset();
+    auto restored = sliced_plan.make_operator();
+    restored->open(weir::operator_context{});
+    restored->restore_state(to_restore(snap));
+    play(*restored, sc, cut, sc.size(), out);
+    check_same_output(out, per_window);
+  }
+}
+
+/// A random script around `base`: batches of 1..4 rows (keys k0..k3 and
+/// null, some values null), timestamps on and next to slice and window
+/// boundaries of `grid` (shifted by `shift`), some behind the watermark;
+/// watermarks after some batches, by small steps, to just below a record,
+/// by big jumps, and at the end max_watermark; sometimes records after it.
+script random_script(std::uint64_t seed, event_time base, std::int64_t grid, std::int64_t shift,
+                     std::size_t steps) {
+  std::mt19937_64 rnd{seed};
+  script sc;
+  event_time wm = base - 3 * grid;
+  event_time hi = base;
+  bool started = false;
+  for (std::size_t i = 0; i < steps; ++i) {
+    std::vector<std::tuple<value, event_time, value>> rows;
+    const auto n = 1 + rnd() % 4;
+    for (std::size_t r = 0; r < n; ++r) {
+      event_time ts = 0;
+      switch (rnd() % 4) {
+        case 0: // on a boundary or next to one
+          ts = (hi / grid) * grid + shift + static_cast<event_time>(rnd() % 5) * grid
+               + static_cast<event_time>(rnd() % 3) - 1 - 2 * grid;
+          break;
+        case 1: // just after the watermark
+          ts = wm + 1 + static_cast<event_time>(rnd() % 2);
+          break;
+        case 2: // behind the watermark (late for some windows or all)
+          ts = wm - static_cast<event_time>(rnd() % (4 * grid));
+          break;
+        default:
+          ts = hi + static_cast<event_time>(rnd() % (3 * grid)) - grid;
+      }
+      hi = std::max(hi, ts);
+      const auto k = rnd() % 6;
+      value key = k == 5 ? value{} : value{"k" + std::to_string(k)};
+      value v = rnd() % 7 == 0 ? value{} : value{static_cast<std::int64_t>(rnd() % 30) - 10};
+      rows.emplace_back(key, ts, v);
+    }
+    sc.push_back(batch_step(std::move(rows)));
+    const auto w = rnd() % 6;
+    event_time next = wm;
+    if (w == 0)
+      next = wm + 1;
+    else if (w == 1)
+      next = hi - 1;
+    else if (w == 2)
+      next = hi - static_cast<event_time>(rnd() % (2 * grid));
+    else if (w == 3 && rnd() % 4 == 0)
+      next = hi + static_cast<event_time>(rnd() % (20 * grid)); // jumps over many windows
+    if (next > wm || !started) {
+      started = true;
+      wm = std::max(wm, next);
+      sc.push_back(wm_step(wm));
+      sc.push_back(wm_step(wm)); // a repeated watermark changes nothing
+    }
+  }
+  sc.push_back(wm_step(max_watermark));
+  sc.push_back(batch_step({{value{"k1"}, hi, value{std::int64_t{1}}}})); // late: after the end
+  sc.push_back(wm_step(max_watermark));
+  return sc;
+}
+
+std::vector<std::shared_ptr<const window_assigner>> sliceable_assigners() {
+  return {
+    shared(tumbling_event_time_windows::make(7ms, 3ms)),
+    shared(tumbling_event_time_windows::make(7ms, -5ms)),
+    shared(tumbling_event_time_windows::make(1ms)),
+    shared(sliding_event_time_windows::make(10ms, 4ms, 7ms)),  // offset > slide
+    shared(sliding_event_time_windows::make(10ms, 4ms, -9ms)), // offset < -slide
+    shared(sliding_event_time_windows::make(10ms, 3ms, 2ms)),  // slices of 1 ms
+    shared(sliding_event_time_windows::make(9ms, 6ms, -5ms)),  // slices of 3 ms
+    shared(sliding_event_time_windows::make(12ms, 12ms, 5ms)), // slide = size
+    shared(sliding_event_time_windows::make(1ms, 1ms)),
+    shared(sliding_event_time_windows::make(40ms, 1ms, 13ms)), // 40 windows a record
+    shared(sliding_event_time_windows::make(40ms, 39ms, -3ms)), // 40 slices a window
+  };
+}
+
+} // namespace
+
+TEST_CASE("sliced aggregation matches per-window aggregation before the epoch, with odd offsets and gcd slices") {
+  for (const event_time base : {event_time{-95}, event_time{0}, event_time{-1'000'000'000'000'003},
+                                event_time{4'000'000'000'000'000'017}}) {
+    for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+      CAPTURE(base);
+      CAPTURE(seed);
+      const auto sc = random_script(seed * 31 + 5, base, 4, 1, 25);
+      for (const auto& a : sliceable_assigners())
+        check_sliced_like_per_window(a, sc, {"key"}, seed == 1 && base == -95, 4);
+    }
+  }
+}
+
+TEST_CASE("sliced aggregation matches per-window aggregation with multi-field keys holding nulls") {
+  for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+    CAPTURE(seed);
+    const auto sc = random_script(seed + 100, -20, 3, 0, 20);
+    for (const auto& a : sliceable_assigners())
+      check_sliced_like_per_window(a, sc, {"value", "key"}, seed == 1, 5);
+  }
+}
+
+TEST_CASE("sliced aggregation fires every window at once when the watermark jumps to the end") {
+  // Records on exact slice and window boundaries, no watermark until the end;
+  // then records late for some windows after a watermark inside the range.
+  const script sc = {
+    batch_step({{value{"a"}, -40, value{std::int64_t{1}}},
+                {value{"b"}, -1, value{std::int64_t{2}}},
+                {value{"a"}, 0, value{std::int64_t{3}}},
+                {value{"a"}, 11, value{std::int64_t{4}}},
+                {value{"b"}, 12, value{std::int64_t{5}}},
+                {value{"c"}, 1000, value{std::int64_t{6}}}}),
+    wm_step(11),
+    batch_step({{value{"a"}, 3, value{std::int64_t{7}}},   // late for some windows only
+                {value{"b"}, 11, value{std::int64_t{8}}},  // at the watermark
+                {value{"a"}, 12, value{std::int64_t{9}}},  // just after it
+                {value{"c"}, -30, value{std::int64_t{10}}}}), // late for every window
+    wm_step(999),
+    wm_step(max_watermark),
+  };
+  for (const auto& a : sliceable_assigners())
+    check_sliced_like_per_window(a, sc);
+}
+
+TEST_CASE("sliced aggregation emits windows whose end overflows int64 as the per-window path does") {
+  // Windows near Long.MAX_VALUE end at max_watermark (saturated); their start
+  // is still the real start.
+  const event_time top = max_watermark;
+  const script sc = {
+    batch_step({{value{"a"}, top - 3, value{std::int64_t{1}}},
+                {value{"a"}, top - 12, value{std::int64_t{2}}},
+                {value{"b"}, top, value{std::int64_t{3}}},
+                {value{"b"}, top - 8, value{std::int64_t{4}}}}),
+    wm_step(top - 20),
+    wm_step(top - 5),
+    wm_step(max_watermark),
+  };
+  for (const auto& a : std::vector<std::shared_ptr<const window_assigner>>{
+         shared(tumbling_event_time_windows::make(10ms)),
+         shared(sliding_event_time_windows::make(10ms, 5ms)),
+         shared(sliding_event_time_windows::make(10ms, 4ms, 1ms)),
+         shared(tumbling_event_time_windows::make(1ms)), // a slice [max, max)
+         shared(sliding_event_time_windows::make(3ms, 1ms))})
+    check_sliced_like_per_window(a, sc);
+}
+
+TEST_CASE("sliced aggregation handles windows at the start of the int64 range") {
+  // 8 divides 2^63: the first window starts exactly at Long.MIN_VALUE.
+  const event_time bottom = weir::min_watermark;
+  const script sc = {
+    batch_step({{value{"a"}, bottom + 3, value{std::int64_t{1}}},
+                {value{"b"}, bottom, value{std::int64_t{2}}},
+                {value{"a"}, bottom + 9, value{std::int64_t{3}}}}),
+    wm_step(bottom + 2),
+    wm_step(bottom + 7),
+    batch_step({{value{"a"}, bottom + 5, value{std::int64_t{4}}}}),
+    wm_step(max_watermark),
+  };
+  check_sliced_like_per_window(shared(tumbling_event_time_windows::make(8ms)), sc);
+}
+
+TEST_CASE("sliced aggregation handles window sizes and offsets near the int64 range") {
+  const std::int64_t e18 = 1'000'000'000'000'000'000;
+  const script sc = {
+    batch_step({{value{"a"}, 0, value{std::int64_t{1}}},
+                {value{"a"}, e18, value{std::int64_t{2}}},
+                {value{"b"}, -e18, value{std::int64_t{3}}},
+                {value{"b"}, 2 * e18 + 7, value{std::int64_t{4}}}}),
+    wm_step(e18 / 2),
+    wm_step(3 * e18),
+    wm_step(max_watermark),
+  };
+  for (const auto& a : std::vector<std::shared_ptr<const window_assigner>>{
+         shared(tumbling_event_time_windows::make(std::chrono::milliseconds{6 * e18},
+                                                  std::chrono::milliseconds{5 * e18})),
+         shared(sliding_event_time_windows::make(std::chrono::milliseconds{6 * e18},
+                                                 std::chrono::milliseconds{2 * e18},
+                                                 std::chrono::milliseconds{5 * e18})),
+         shared(sliding_event_time_windows::make(std::chrono::milliseconds{6 * e18},
+                                                 std::chrono::milliseconds{4 * e18},
+                                                 std::chrono::milliseconds{-5 * e18}))})
+    check_sliced_like_per_window(a, sc);
+}
+
+TEST_CASE("sliced aggregation restored after rescaling fires no window twice") {
+  // Rescaling hands a subtask key groups whose windows fired up to another
+  // subtask's watermark: merged with a subtask that was behind (the restored
+  // operator starts at the lowest watermark), or with no operator state at
+  // all (scaling up: new subtasks get none, and start at min_watermark). A
+  // window that already fired for a key must not fire again.
+  auto a = shared(sliding_event_time_windows::make(10ms, 5ms));
+  const auto s = weir::test::case_schema();
+  auto run_restored = [&](bool slicing, bool with_lagging_subtask) {
+    const auto plan = plan_keyed(a, slicing);
+    recording_collector out;
+    auto ahead = plan.make_operator();
+    ahead->process_batch(make_batch(s, {{"e1", "a", std::int64_t{97}, std::int64_t{1}}}, {97}), out);
+    ahead->process_watermark(100, out); // fires a's [90, 100); [95, 105) is pending
+    weir::operator_snapshot s1;
+    ahead->snapshot_state(7, s1);
+    auto r = to_restore(s1);
+    if (with_lagging_subtask) {
+      auto behind = plan.make_operator();
+      behind->process_batch(make_batch(s, {{"e2", "b", std::int64_t{52}, std::int64_t{2}}}, {52}),
+                            out);
+      behind->process_watermark(50, out);
+      weir::operator_snapshot s2;
+      behind->snapshot_state(7, s2);
+      auto r2 = to_restore(s2);
+      for (auto& g : r2.key_groups) {
+        REQUIRE(std::none_of(r.key_groups.begin(), r.key_groups.end(),
+                             [&](const auto& x) { return x.first == g.first; }));
+        r.key_groups.push_back(std::move(g));
+      }
+      r.operator_states.push_back(r2.operator_states.front());
+    } else {
+      r.operator_states.clear(); // a new subtask after scaling up
+    }
+    auto restored = plan.make_operator();
+    restored->open(weir::operator_context{});
+    restored->restore_state(r);
+    restored->process_watermark(max_watermark, out);
+    return out;
+  };
+  SUBCASE("merged with a subtask whose watermark was behind") {
+    const auto per_window = run_restored(false, true);
+    CHECK(per_window.rows().size() == 4); // a: [90, 100) [95, 105), b: [45, 55) [50, 60)
+    check_same_output(run_restored(true, true), per_window);
+  }
+  SUBCASE("on a new subtask without operator state") {
+    const auto per_window = run_restored(false, false);
+    CHECK(per_window.rows().size() == 2); // a: [90, 100) [95, 105)
+    check_same_output(run_restored(true, false), per_window);
+  }
+}
+
 } // TEST_SUITE
