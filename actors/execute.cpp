@@ -4,6 +4,7 @@
 #include "job_context.hpp"
 #include "job_manager_actor.hpp"
 #include "weir/api/job.hpp"
+#include "weir/runtime/job_graph.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -19,6 +20,7 @@ job_result job::execute() {
   auto started = std::chrono::steady_clock::now();
   std::shared_ptr<runtime::job_context> ctx;
   try {
+    runtime::prune_generated_fields(*graph_);
     ctx = std::make_shared<runtime::job_context>(graph_);
     if (graph_->options.on_bad_record == bad_record_policy::dead_letter
         && !graph_->options.dead_letter_path.empty())

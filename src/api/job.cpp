@@ -182,6 +182,7 @@ expected<data_stream> data_stream::filter(std::string_view condition,
                       "a filter condition must be a bool, got "
                         + std::string{to_string(compiled->result_type())},
                       0);
+  auto reads = compiled->referenced_fields();
   auto id = add_operator(*graph_, opts,
                          {"filter", output_schema(), [c = std::move(*compiled)] {
                             return std::make_unique<internal::expression_filter>(c);
@@ -189,6 +190,8 @@ expected<data_stream> data_stream::filter(std::string_view condition,
                          {{node_, port_}});
   if (!id)
     return id.error();
+  graph_->nodes[*id].reads = std::move(reads);
+  graph_->nodes[*id].forwards_input_columns = true;
   return data_stream{graph_, *id, 0};
 }
 
@@ -260,6 +263,16 @@ expected<std::size_t> make_projection(const data_stream& in, bool keep_input,
   node.kind = keep_input ? "map" : "select";
   node.parallelism = resolve_parallelism(*g, opts.parallelism);
   node.outputs.push_back(output_port{*name, schema, false});
+  if (!keep_input) {
+    // A select reads only what its expressions reference.
+    std::vector<std::size_t> reads;
+    for (const auto& c : columns)
+      for (auto f : c.expression.referenced_fields())
+        reads.push_back(f);
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    node.reads = std::move(reads);
+  }
   node.make_operator = [schema, columns = std::move(columns)] {
     return std::make_unique<internal::projection>(schema, columns);
   };
@@ -619,17 +632,21 @@ expected<data_stream> job::from_generator(generator_source_spec spec,
     return schema.error();
   // The options are read when the job runs: they may change until then.
   const job_options* options = &graph_->options;
+  // Filled by runtime::prune_generated_fields before the job runs.
+  auto needed = std::make_shared<std::vector<bool>>();
   auto node = add_source(
     *graph_, opts, "generator_source", *schema,
     resolve_parallelism(*graph_, opts.parallelism), spec.watermark,
-    [spec, options](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
-      auto reader = make_generator_reader(spec, subtask, parallelism, options->buffer_timeout);
+    [spec, options, needed](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
+      auto reader = make_generator_reader(spec, subtask, parallelism, options->buffer_timeout,
+                                          *needed);
       if (!reader)
         throw std::runtime_error(reader.error().message);
       return std::move(*reader);
     });
   if (!node)
     return node.error();
+  (*node)->needed_columns = std::move(needed);
   return data_stream{graph_, (*node)->id, 0};
 }
 

@@ -132,9 +132,11 @@ protected:
 class generator_reader final : public interleaved_reader {
 public:
   generator_reader(compiled_generator g, const generator_source_spec& spec, std::size_t subtask,
-                   std::size_t parallelism, std::chrono::milliseconds buffer_timeout)
+                   std::size_t parallelism, std::chrono::milliseconds buffer_timeout,
+                   std::vector<bool> needed)
     : interleaved_reader(subtask, parallelism),
       gen_(std::move(g)),
+      needed_(std::move(needed)),
       local_count_(local_share(spec.count, subtask, parallelism)),
       pacer_(spec.rate / static_cast<double>(parallelism), buffer_timeout),
       with_generation_time_(!spec.generation_time_field.empty()),
@@ -176,8 +178,31 @@ public:
     out->schema = gen_.output;
     out->num_rows = n;
     out->columns.reserve(gen_.output->size());
-    for (const auto& f : gen_.fields)
-      out->columns.push_back(f.evaluate(input_));
+    for (std::size_t i = 0; i < gen_.fields.size(); ++i) {
+      if (i < needed_.size() && !needed_[i] && gen_.event_time_index != i
+          && gen_.output->at(i).type != type_id::null_type) {
+        // Read by nothing downstream (prune_generated_fields): all null.
+        column c{gen_.output->at(i).type};
+        c.validity.assign(n, 0);
+        switch (c.type) {
+          case type_id::float64:
+            c.floats.assign(n, 0.0);
+            break;
+          case type_id::boolean:
+            c.bools.assign(n, 0);
+            break;
+          case type_id::string:
+            c.offsets.assign(n + 1, 0);
+            break;
+          default:
+            c.ints.assign(n, 0);
+            break;
+        }
+        out->columns.push_back(std::move(c));
+        continue;
+      }
+      out->columns.push_back(gen_.fields[i].evaluate(input_));
+    }
     if (with_generation_time_)
       out->columns.push_back(generation_times(pacer_, pacer_.emitted(), n));
     if (gen_.event_time_index) {
@@ -199,6 +224,7 @@ public:
 
 private:
   compiled_generator gen_;
+  std::vector<bool> needed_; ///< per field; empty = all
   std::optional<std::uint64_t> local_count_;
   internal::emission_pacer pacer_;
   bool with_generation_time_;
@@ -339,7 +365,8 @@ expected<schema_ptr> nexmark_output_schema(const nexmark_source_spec& spec) {
 
 expected<source_reader_ptr> make_generator_reader(const generator_source_spec& spec,
                                                   std::size_t subtask, std::size_t parallelism,
-                                                  std::chrono::milliseconds buffer_timeout) {
+                                                  std::chrono::milliseconds buffer_timeout,
+                                                  std::vector<bool> needed) {
   auto g = compile_generator(spec);
   if (!g)
     return g.error();
@@ -347,7 +374,8 @@ expected<source_reader_ptr> make_generator_reader(const generator_source_spec& s
     return invalid("generator: subtask " + std::to_string(subtask) + " of "
                    + std::to_string(parallelism));
   return source_reader_ptr{
-    std::make_unique<generator_reader>(std::move(*g), spec, subtask, parallelism, buffer_timeout)};
+    std::make_unique<generator_reader>(std::move(*g), spec, subtask, parallelism, buffer_timeout,
+                                       std::move(needed))};
 }
 
 expected<source_reader_ptr> make_nexmark_reader(const nexmark_source_spec& spec,

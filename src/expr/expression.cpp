@@ -4,6 +4,8 @@
 #include "node.hpp"
 #include "weir/expr/random.hpp"
 
+#include <algorithm>
+
 namespace weir::expr {
 
 compiled_expression::compiled_expression(std::shared_ptr<const node> root,
@@ -22,6 +24,27 @@ column compiled_expression::evaluate(const record_batch& batch) const {
     return out;
   }
   return materialize(evaluate_node(*root_, batch), batch.num_rows);
+}
+
+namespace {
+
+void collect_fields(const node& n, std::vector<std::size_t>& out) {
+  if (n.kind == node_kind::field)
+    out.push_back(n.field_index);
+  for (const auto& c : n.children)
+    if (c)
+      collect_fields(*c, out);
+}
+
+} // namespace
+
+std::vector<std::size_t> compiled_expression::referenced_fields() const {
+  std::vector<std::size_t> out;
+  if (root_)
+    collect_fields(*root_, out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 std::vector<std::uint32_t>

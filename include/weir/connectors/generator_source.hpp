@@ -36,11 +36,15 @@ schema_ptr generator_input_schema();
 /// `buffer_timeout`, else a batch of 0 rows, and `next_poll_delay()` then
 /// says when to poll again. Event time: the value of `event_time_field`
 /// (ms); a null there throws std::runtime_error, failing the job.
-/// `position()` is the next seq this subtask will generate.
+/// `position()` is the next seq this subtask will generate. `needed` (one
+/// flag per field, empty = all): fields flagged false are not evaluated and
+/// come out all null (projection push-down; the event-time field is always
+/// evaluated).
 /// Errors: as `generator_output_schema`.
 [[nodiscard]] expected<source_reader_ptr>
 make_generator_reader(const generator_source_spec& spec, std::size_t subtask,
-                      std::size_t parallelism, std::chrono::milliseconds buffer_timeout);
+                      std::size_t parallelism, std::chrono::milliseconds buffer_timeout,
+                      std::vector<bool> needed = {});
 
 /// The reader of subtask `subtask` of `parallelism` of a Nexmark source: it
 /// walks the event numbers `subtask + k * parallelism` below `spec.events`,

@@ -75,6 +75,10 @@ public:
   /// type selects nothing.
   std::vector<std::uint32_t> select(const record_batch& batch) const;
 
+  /// The input fields the expression reads: indices into the schema it was
+  /// compiled against, ascending, each once (empty for a constant).
+  std::vector<std::size_t> referenced_fields() const;
+
 private:
   std::shared_ptr<const node> root_;
   std::string text_;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,17 @@ struct stream_node {
   std::optional<std::size_t> partition_field;       ///< sources: partition_by column
   std::vector<std::string> partitions;              ///< sources: declared partitions
   std::optional<std::size_t> processing_time_field; ///< sources: replay clock column
+  /// Columns of its (main) input the node reads, as indices into that
+  /// schema; nullopt = unknown, taken as all of them. With
+  /// `forwards_input_columns` (a filter) its output has the input's columns,
+  /// so what its consumers read counts too. Used by
+  /// `prune_generated_fields`.
+  std::optional<std::vector<std::size_t>> reads;
+  bool forwards_input_columns = false;
+  /// Generated sources: per output column, whether anything downstream reads
+  /// it (set by `prune_generated_fields` before the job runs; the reader
+  /// leaves the others null instead of computing them). Null: all.
+  std::shared_ptr<std::vector<bool>> needed_columns;
 };
 
 /// A connection from (source node, port) to a target node.
@@ -64,6 +76,17 @@ struct stream_edge {
   partitioning mode = partitioning::forward;
   std::vector<std::size_t> key_fields; ///< hash only: indices in the port's schema
 };
+
+struct job_graph;
+
+/// Projection push-down into generated sources (Flink's
+/// `SupportsProjectionPushDown`): marks, in each generated source's
+/// `needed_columns`, the columns some consumer reads (directly, through
+/// filters, or as a hash key), its event-time column and the columns of
+/// consumers whose reads are unknown (all). A generator then skips
+/// evaluating the expressions of the other fields: their columns stay null,
+/// which nothing observes.
+void prune_generated_fields(job_graph& g);
 
 /// The logical job graph built by the public API (and so by the TOML loader).
 struct job_graph {
