@@ -347,10 +347,10 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
       return;
     }
     auto finish = [self] {
-      auto& st = self->state;
-      record_outcome(st);
-      if (st.writer)
-        self->send_exit(st.writer, caf::exit_reason::user_shutdown);
+      auto& s = self->state;
+      record_outcome(s);
+      if (s.writer)
+        self->send_exit(s.writer, caf::exit_reason::user_shutdown);
       self->quit();
     };
     if (!st.writer) {
@@ -409,16 +409,16 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
     [self](redeploy_atom) {
       auto& st = self->state;
       auto redeploy = [self] {
-        auto& st = self->state;
-        st.restarting = false;
-        ++st.attempt;
-        ++st.ctx->result.restarts;
-        st.ctx->clear_failure();
-        st.ctx->metrics.reset();
+        auto& s = self->state;
+        s.restarting = false;
+        ++s.attempt;
+        ++s.ctx->result.restarts;
+        s.ctx->clear_failure();
+        s.ctx->metrics.reset();
         deploy(self);
-        if (st.failed) {
-          if (st.writer)
-            self->send_exit(st.writer, caf::exit_reason::user_shutdown);
+        if (s.failed) {
+          if (s.writer)
+            self->send_exit(s.writer, caf::exit_reason::user_shutdown);
           self->quit();
         }
       };
