@@ -721,13 +721,7 @@ private:
     const time_window w{end - s.size, end};
     const auto lo = slices_.lower_bound(w.start);
     const auto hi = slices_.lower_bound(w.end);
-    fire_keys_.clear();
-    for (auto it = lo; it != hi; ++it)
-      for (const auto& k : it->second)
-        fire_keys_.push_back(k);
-    std::sort(fire_keys_.begin(), fire_keys_.end());
-    fire_keys_.erase(std::unique(fire_keys_.begin(), fire_keys_.end()), fire_keys_.end());
-    const bool one_slice = s.slice == s.size;
+    collect_fire_keys(lo, hi);
     for (auto key : fire_keys_) {
       backend_->set_current_key(key);
       if (!restored_fired_.empty()) {
@@ -736,35 +730,10 @@ private:
         if (it != restored_fired_.end() && end - 1 <= it->second)
           continue;
       }
-      if (one_slice) {
-        set_slice_namespace(w.start);
-        if (const auto* acc = contents_.accumulator())
-          append_row(w, acc->data(), 0);
-        continue;
-      }
-      bool any = false;
-      for (auto it = lo; it != hi; ++it) {
-        set_slice_namespace(it->first);
-        const auto* acc = contents_.accumulator();
-        if (!acc)
-          continue;
-        if (!any)
-          fold_ = *acc;
-        else
-          plan_->aggregates.merge(fold_.data(), acc->data());
-        any = true;
-      }
-      if (any)
-        append_row(w, fold_.data(), 0);
+      if (const auto* accs = fold_slices(lo, hi))
+        append_row(w, accs, 0);
     }
-    while (!slices_.empty() && last_end(slices_.begin()->first) <= end) {
-      auto node = slices_.extract(slices_.begin());
-      set_slice_namespace(node.key());
-      for (const auto& key : node.mapped()) {
-        backend_->set_current_key(key);
-        contents_.clear();
-      }
-    }
+    drop_slices([this, end](event_time a) { return last_end(a) <= end; });
   }
 
   // Every window whose end is max_watermark (saturated: start + size
@@ -785,38 +754,63 @@ private:
         break;
     }
     if (!starts.empty()) {
-      const auto lo = slices_.lower_bound(starts.front());
-      fire_keys_.clear();
-      for (auto it = lo; it != slices_.end(); ++it)
-        for (const auto& k : it->second)
-          fire_keys_.push_back(k);
-      std::sort(fire_keys_.begin(), fire_keys_.end());
-      fire_keys_.erase(std::unique(fire_keys_.begin(), fire_keys_.end()), fire_keys_.end());
+      collect_fire_keys(slices_.lower_bound(starts.front()), slices_.end());
       for (auto key : fire_keys_) {
         backend_->set_current_key(key);
         for (const event_time start : starts) {
-          bool any = false;
-          for (auto it = slices_.lower_bound(start);
-               it != slices_.end()
-               && static_cast<std::uint64_t>(it->first) - static_cast<std::uint64_t>(start)
-                    < static_cast<std::uint64_t>(s.size);
-               ++it) {
-            set_slice_namespace(it->first);
-            const auto* acc = contents_.accumulator();
-            if (!acc)
-              continue;
-            if (!any)
-              fold_ = *acc;
-            else
-              plan_->aggregates.merge(fold_.data(), acc->data());
-            any = true;
-          }
-          if (any)
-            append_row(time_window{start, max_watermark}, fold_.data(), 0);
+          // The slices in [start, start + size), the end saturating.
+          const auto hi = start > max_watermark - s.size ? slices_.end()
+                                                         : slices_.lower_bound(start + s.size);
+          if (const auto* accs = fold_slices(slices_.lower_bound(start), hi))
+            append_row(time_window{start, max_watermark}, accs, 0);
         }
       }
     }
-    while (!slices_.empty()) {
+    drop_slices([](event_time) { return true; });
+  }
+
+  using slice_iterator = std::map<event_time, std::vector<std::string>>::const_iterator;
+
+  // fire_keys_ = the keys with contents in slices [lo, hi), in byte order,
+  // each once.
+  void collect_fire_keys(slice_iterator lo, slice_iterator hi) {
+    fire_keys_.clear();
+    for (auto it = lo; it != hi; ++it)
+      for (const auto& k : it->second)
+        fire_keys_.push_back(k);
+    std::sort(fire_keys_.begin(), fire_keys_.end());
+    fire_keys_.erase(std::unique(fire_keys_.begin(), fire_keys_.end()), fire_keys_.end());
+  }
+
+  // The current key's accumulators over slices [lo, hi): the one slice's own
+  // when the range holds one, else merged into fold_; nullptr when the key
+  // has no contents there.
+  const internal::accumulator* fold_slices(slice_iterator lo, slice_iterator hi) {
+    const internal::accumulator* only = nullptr;
+    bool folded = false;
+    for (auto it = lo; it != hi; ++it) {
+      set_slice_namespace(it->first);
+      const auto* acc = contents_.accumulator();
+      if (!acc)
+        continue;
+      if (!only && !folded) {
+        only = acc->data();
+        continue;
+      }
+      if (!folded) {
+        fold_.assign(only, only + plan_->aggregates.size());
+        folded = true;
+      }
+      plan_->aggregates.merge(fold_.data(), acc->data());
+    }
+    return folded ? fold_.data() : only;
+  }
+
+  // Drops, from the oldest, the slices `done(start)` says no later window
+  // holds: their contents for every key, and their index entry.
+  template <class Done>
+  void drop_slices(Done done) {
+    while (!slices_.empty() && done(slices_.begin()->first)) {
       auto node = slices_.extract(slices_.begin());
       set_slice_namespace(node.key());
       for (const auto& key : node.mapped()) {
