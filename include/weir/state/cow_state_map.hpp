@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,26 +39,35 @@ std::uint64_t hash_key_bytes(std::string_view key) noexcept;
 /// Aborts with a message naming the broken invariant (bugs, not errors).
 [[noreturn]] void state_invariant_failed(const char* what, const char* file, int line);
 
-/// A copy-on-write hash map from (key, namespace) to a typed `V`, bucketed
+/// A copy-on-write hash map from (key, namespace) to a typed `V`, one table
 /// per key group (the model is Flink's `CopyOnWriteStateMap` in its
-/// `HeapKeyedStateBackend`).
+/// `HeapKeyedStateBackend`; the unit of copy here is a page of entries, not
+/// one entry).
 ///
-/// Layout: one `group_table` per key group of the range; a group table is a
-/// power-of-two array of shared buckets, each a small vector of entries. Every
-/// group table and bucket carries the map version at which it was created.
-/// `snapshot()` bumps the version and shares the group-table pointers with an
-/// immutable `frozen` view: O(key groups), never O(entries). A later write to
-/// a group table or bucket whose version is older than the current one clones
-/// it first (the array copy is O(buckets of that group), once per group per
-/// snapshot; a bucket clone copies that bucket's entries by value), so the
-/// frozen view keeps seeing the values of the snapshot. A group grows
-/// (doubles its buckets) when it averages more than `max_load` entries per
-/// bucket; the frozen view keeps the old array.
+/// Layout: one `group_table` per key group of the range. A group table keeps
+/// its entries densely at positions 0..size-1, in shared pages of
+/// `page_entries` entries, and finds them through an open-addressing index
+/// (linear probing, at most half full, backward-shift deletion: Knuth, TAOCP
+/// vol. 3, 6.4, Algorithm R) of 8-byte slots holding 32 bits of the hash and
+/// the position. Every group table and page carries the map version at which
+/// it was created. `snapshot()` bumps the version and shares the group-table
+/// pointers with an immutable `frozen` view: O(key groups), never O(entries).
+/// A later write to a group table or page whose version is older than the
+/// current one clones it first (a group clone copies the index and the page
+/// pointers, O(entries / page_entries + slots), once per group per snapshot;
+/// a page clone copies that page's entries by value), so the frozen view
+/// keeps seeing the values of the snapshot. Growing a group rehashes only its
+/// index: entries never move for it. Removing an entry moves the group's last
+/// entry into its place.
 ///
 /// Threads: the live map belongs to one thread (the operator's). A `frozen`
 /// view is immutable and may be read from any thread, concurrently with the
 /// live map changing: the two only share objects that neither writes, and
 /// their lifetime is managed by atomic reference counts.
+///
+/// Iteration order within a group is the order of positions: insertion
+/// order, changed only by removals. Restoring a serialized group in its
+/// iteration order reproduces that order.
 ///
 /// Pointers and references returned by lookups stay valid until the next
 /// non-const call on the map.
@@ -72,10 +82,12 @@ public:
     V value;
   };
 
-  /// Average entries per bucket above which a group doubles its buckets.
-  static constexpr std::size_t max_load = 2;
-  /// Buckets of a group table when it is first written.
-  static constexpr std::size_t initial_buckets = 4;
+  /// Entries per page, the unit of copy-on-write.
+  static constexpr std::size_t page_entries = 16;
+  /// A group's index has at least this many slots per entry.
+  static constexpr std::size_t min_slots_per_entry = 2;
+  /// Slots of a group's index when it is first written.
+  static constexpr std::size_t initial_slots = 8;
 
   class frozen;
 
@@ -103,7 +115,7 @@ public:
   const V* get(const state_key& k) const;
 
   /// The value of `k` for writing, or nullptr; clones the group table and the
-  /// bucket first if a snapshot shares them.
+  /// page first if a snapshot shares them. A miss copies nothing.
   V* get_mut(const state_key& k);
 
   /// The value of `k` for writing, inserting `make()` first when absent.
@@ -123,7 +135,7 @@ public:
   /// immutable view (see the class comment).
   std::shared_ptr<const frozen> snapshot();
 
-  /// Calls `f(const entry&)` for every entry of `group` (in bucket order).
+  /// Calls `f(const entry&)` for every entry of `group` (in position order).
   template <class F>
   void for_each_in_group(std::uint16_t group, F&& f) const;
 
@@ -134,20 +146,73 @@ public:
   /// Entries stored in `group`. O(1).
   std::size_t group_size(std::uint16_t group) const;
 
-  /// Buckets of `group` (0 before its first write); for tests of growth.
-  std::size_t bucket_count(std::uint16_t group) const;
+  /// Index slots of `group` (0 before its first write); for tests of growth.
+  std::size_t slot_count(std::uint16_t group) const;
 
 private:
-  struct bucket {
+  // A fixed array of up to `page_entries` entries, constructed in order.
+  struct page {
     std::uint64_t version = 0;
-    std::vector<entry> entries;
+    std::uint32_t count = 0;
+    alignas(entry) unsigned char raw[page_entries * sizeof(entry)];
+
+    explicit page(std::uint64_t v) : version(v) {}
+    // A copy of `other`'s entries owned by version `v`.
+    page(const page& other, std::uint64_t v) : version(v) {
+      try {
+        for (; count < other.count; ++count)
+          ::new (static_cast<void*>(slot(count))) entry(*other.at(count));
+      } catch (...) {
+        destroy();
+        throw;
+      }
+    }
+    page(const page&) = delete;
+    page& operator=(const page&) = delete;
+    ~page() { destroy(); }
+
+    entry* slot(std::size_t i) noexcept { return reinterpret_cast<entry*>(raw) + i; }
+    entry* at(std::size_t i) noexcept { return std::launder(slot(i)); }
+    const entry* at(std::size_t i) const noexcept {
+      return std::launder(reinterpret_cast<const entry*>(raw) + i);
+    }
+    void destroy() noexcept {
+      while (count > 0)
+        at(--count)->~entry();
+    }
   };
-  using bucket_ptr = std::shared_ptr<bucket>;
+  using page_ptr = std::shared_ptr<page>;
+
+  // One index slot: the low 32 bits of the entry's hash and its position + 1
+  // (0 = empty).
+  struct slot_t {
+    std::uint32_t hash_lo = 0;
+    std::uint32_t pos1 = 0;
+  };
 
   struct group_table {
     std::uint64_t version = 0;
     std::size_t size = 0;
-    std::vector<bucket_ptr> buckets; // power-of-two size; null = empty bucket
+    std::vector<slot_t> slots;   // power-of-two size
+    std::vector<page_ptr> pages; // ceil(size / page_entries) pages
+
+    const entry& at(std::size_t pos) const noexcept {
+      return *pages[pos / page_entries]->at(pos % page_entries);
+    }
+    // The slot holding `k`, or slots.size() when absent.
+    std::size_t find(const state_key& k) const noexcept {
+      if (slots.empty())
+        return 0;
+      const std::size_t mask = slots.size() - 1;
+      const auto lo = static_cast<std::uint32_t>(k.hash);
+      for (std::size_t i = k.hash & mask;; i = (i + 1) & mask) {
+        const auto s = slots[i];
+        if (s.pos1 == 0)
+          return slots.size();
+        if (s.hash_lo == lo && matches(at(s.pos1 - 1), k))
+          return i;
+      }
+    }
   };
   using group_ptr = std::shared_ptr<group_table>;
 
@@ -164,9 +229,13 @@ private:
   // The group table of `group`, owned by the current version (created or
   // cloned as needed).
   group_table& writable_group(std::uint16_t group);
-  // The bucket of `hash` in `g`, owned by the current version.
-  bucket& writable_bucket(group_table& g, std::uint64_t hash);
-  void grow(group_table& g);
+  // The page `index` of `g`, owned by the current version.
+  page& writable_page(group_table& g, std::size_t index);
+  // Doubles the index of `g` (entries stay where they are).
+  static void grow(group_table& g);
+  // Removes the entry in slot `i` of `g` (owned by the current version),
+  // moving the value out to `out` when given.
+  void erase(group_table& g, std::size_t i, V* out);
 
   key_group_range range_;
   std::uint64_t version_ = 0;
@@ -193,19 +262,15 @@ public:
     return g ? g->size : 0;
   }
 
-  /// Calls `f(const entry&)` for every entry of `group` at the snapshot;
-  /// nothing for a group outside the range.
+  /// Calls `f(const entry&)` for every entry of `group` at the snapshot, in
+  /// position order; nothing for a group outside the range.
   template <class F>
   void for_each_in_group(std::uint16_t group, F&& f) const {
     if (!range_.contains(group))
       return;
     const auto& g = groups_[range_.local_index(group)];
-    if (!g)
-      return;
-    for (const auto& b : g->buckets)
-      if (b)
-        for (const auto& e : b->entries)
-          f(e);
+    if (g)
+      visit_group(*g, f);
   }
 
   /// The value of `k` at the snapshot, or nullptr.
@@ -213,19 +278,26 @@ public:
     if (!range_.contains(k.group))
       return nullptr;
     const auto& g = groups_[range_.local_index(k.group)];
-    if (!g || g->buckets.empty())
+    if (!g)
       return nullptr;
-    const auto& b = g->buckets[k.hash & (g->buckets.size() - 1)];
-    if (!b)
-      return nullptr;
-    for (const auto& e : b->entries)
-      if (matches(e, k))
-        return &e.value;
-    return nullptr;
+    const auto i = g->find(k);
+    return i == g->slots.size() ? nullptr : &g->at(g->slots[i].pos1 - 1).value;
   }
 
 private:
   friend class cow_state_map<V>;
+
+  template <class F>
+  static void visit_group(const group_table& g, F& f) {
+    std::size_t left = g.size;
+    for (const auto& p : g.pages) {
+      const std::size_t n = left < page_entries ? left : page_entries;
+      for (std::size_t i = 0; i < n; ++i)
+        f(*static_cast<const page&>(*p).at(i));
+      left -= n;
+    }
+  }
+
   key_group_range range_;
   std::uint64_t version_ = 0;
   std::size_t size_ = 0;
@@ -243,15 +315,10 @@ cow_state_map<V>::cow_state_map(key_group_range range)
 template <class V>
 const V* cow_state_map<V>::get(const state_key& k) const {
   const auto& g = groups_[local(k.group)];
-  if (!g || g->buckets.empty())
+  if (!g)
     return nullptr;
-  const auto& b = g->buckets[k.hash & (g->buckets.size() - 1)];
-  if (!b)
-    return nullptr;
-  for (const auto& e : b->entries)
-    if (matches(e, k))
-      return &e.value;
-  return nullptr;
+  const auto i = g->find(k);
+  return i == g->slots.size() ? nullptr : &g->at(g->slots[i].pos1 - 1).value;
 }
 
 template <class V>
@@ -260,9 +327,10 @@ typename cow_state_map<V>::group_table& cow_state_map<V>::writable_group(std::ui
   if (!g) {
     g = std::make_shared<group_table>();
     g->version = version_;
-    g->buckets.resize(initial_buckets);
+    g->slots.resize(initial_slots);
   } else if (g->version < version_) {
-    // Shared with a snapshot: copy the bucket pointers (not the buckets).
+    // Shared with a snapshot: copy the index and the page pointers (not the
+    // pages).
     auto copy = std::make_shared<group_table>(*g);
     copy->version = version_;
     g = std::move(copy);
@@ -271,44 +339,70 @@ typename cow_state_map<V>::group_table& cow_state_map<V>::writable_group(std::ui
 }
 
 template <class V>
-typename cow_state_map<V>::bucket& cow_state_map<V>::writable_bucket(group_table& g,
-                                                                    std::uint64_t hash) {
-  auto& b = g.buckets[hash & (g.buckets.size() - 1)];
-  if (!b) {
-    b = std::make_shared<bucket>();
-    b->version = version_;
-  } else if (b->version < version_) {
-    auto copy = std::make_shared<bucket>();
-    copy->version = version_;
-    copy->entries = b->entries; // entries copied by value
-    b = std::move(copy);
-  }
-  return *b;
+typename cow_state_map<V>::page& cow_state_map<V>::writable_page(group_table& g,
+                                                                 std::size_t index) {
+  auto& p = g.pages[index];
+  if (p->version < version_)
+    p = std::make_shared<page>(static_cast<const page&>(*p), version_);
+  return *p;
 }
 
 template <class V>
 void cow_state_map<V>::grow(group_table& g) {
-  std::vector<bucket_ptr> next(g.buckets.size() * 2);
+  std::vector<slot_t> next(g.slots.size() * 2);
   const std::size_t mask = next.size() - 1;
-  for (auto& old : g.buckets) {
-    if (!old)
+  for (const auto& s : g.slots) {
+    if (s.pos1 == 0)
       continue;
-    // A bucket of the current version is ours alone: move its entries.
-    // An older one is shared with a snapshot: copy them.
-    const bool owned = old->version == version_;
-    for (auto& e : old->entries) {
-      auto& nb = next[e.hash & mask];
-      if (!nb) {
-        nb = std::make_shared<bucket>();
-        nb->version = version_;
-      }
-      if (owned)
-        nb->entries.push_back(std::move(e));
-      else
-        nb->entries.push_back(e);
+    std::size_t i = s.hash_lo & mask;
+    while (next[i].pos1 != 0)
+      i = (i + 1) & mask;
+    next[i] = s;
+  }
+  g.slots = std::move(next);
+}
+
+template <class V>
+void cow_state_map<V>::erase(group_table& g, std::size_t i, V* out) {
+  const std::size_t mask = g.slots.size() - 1;
+  const std::size_t pos = g.slots[i].pos1 - 1;
+  const std::size_t last = g.size - 1;
+  {
+    auto& e = *writable_page(g, pos / page_entries).at(pos % page_entries);
+    key_bytes_ -= e.key.size() + e.ns.size();
+    if (out != nullptr)
+      *out = std::move(e.value);
+  }
+  // Backward-shift deletion of slot i.
+  for (std::size_t hole = i, j = i;;) {
+    j = (j + 1) & mask;
+    const auto s = g.slots[j];
+    if (s.pos1 == 0) {
+      g.slots[hole] = slot_t{};
+      break;
+    }
+    const std::size_t ideal = s.hash_lo & mask;
+    const bool stays = j > hole ? (ideal > hole && ideal <= j) : (ideal > hole || ideal <= j);
+    if (!stays) {
+      g.slots[hole] = s;
+      hole = j;
     }
   }
-  g.buckets = std::move(next);
+  // Keep positions dense: the last entry moves into the freed position.
+  auto& tail = writable_page(g, last / page_entries);
+  if (pos != last) {
+    auto& moved = *tail.at(last % page_entries);
+    std::size_t j = moved.hash & mask;
+    while (g.slots[j].pos1 != last + 1)
+      j = (j + 1) & mask;
+    g.slots[j].pos1 = static_cast<std::uint32_t>(pos + 1);
+    *writable_page(g, pos / page_entries).at(pos % page_entries) = std::move(moved);
+  }
+  tail.at(--tail.count)->~entry();
+  if (tail.count == 0)
+    g.pages.pop_back();
+  --g.size;
+  --size_;
 }
 
 template <class V>
@@ -317,31 +411,38 @@ V* cow_state_map<V>::get_mut(const state_key& k) {
   if (get(k) == nullptr)
     return nullptr;
   auto& g = writable_group(k.group);
-  auto& b = writable_bucket(g, k.hash);
-  for (auto& e : b.entries)
-    if (matches(e, k))
-      return &e.value;
-  return nullptr; // unreachable
+  const std::size_t pos = g.slots[g.find(k)].pos1 - 1;
+  return &writable_page(g, pos / page_entries).at(pos % page_entries)->value;
 }
 
 template <class V>
 template <class F>
 V& cow_state_map<V>::get_or_insert(const state_key& k, F&& make) {
   auto& g = writable_group(k.group);
-  {
-    auto& b = writable_bucket(g, k.hash);
-    for (auto& e : b.entries)
-      if (matches(e, k))
-        return e.value;
+  if (const auto i = g.find(k); i != g.slots.size()) {
+    const std::size_t pos = g.slots[i].pos1 - 1;
+    return writable_page(g, pos / page_entries).at(pos % page_entries)->value;
   }
-  if (g.size + 1 > g.buckets.size() * max_load)
+  // Build the entry before changing anything, so a throwing `make` leaves
+  // the map as it was.
+  entry fresh{k.hash, std::string{k.key}, std::string{k.ns}, make()};
+  if ((g.size + 1) * min_slots_per_entry > g.slots.size())
     grow(g);
-  auto& b = writable_bucket(g, k.hash);
-  b.entries.push_back(entry{k.hash, std::string{k.key}, std::string{k.ns}, make()});
+  const std::size_t pos = g.size;
+  if (pos % page_entries == 0)
+    g.pages.push_back(std::make_shared<page>(version_));
+  auto& p = writable_page(g, pos / page_entries);
+  entry* e = ::new (static_cast<void*>(p.slot(p.count))) entry(std::move(fresh));
+  ++p.count;
+  const std::size_t mask = g.slots.size() - 1;
+  std::size_t i = k.hash & mask;
+  while (g.slots[i].pos1 != 0)
+    i = (i + 1) & mask;
+  g.slots[i] = slot_t{static_cast<std::uint32_t>(k.hash), static_cast<std::uint32_t>(pos + 1)};
   ++g.size;
   ++size_;
   key_bytes_ += k.key.size() + k.ns.size();
-  return b.entries.back().value;
+  return e->value;
 }
 
 template <class V>
@@ -360,20 +461,8 @@ bool cow_state_map<V>::take(const state_key& k, V& out) {
   if (get(k) == nullptr)
     return false;
   auto& g = writable_group(k.group);
-  auto& b = writable_bucket(g, k.hash);
-  for (std::size_t i = 0; i < b.entries.size(); ++i) {
-    if (!matches(b.entries[i], k))
-      continue;
-    out = std::move(b.entries[i].value);
-    if (i + 1 != b.entries.size())
-      b.entries[i] = std::move(b.entries.back());
-    b.entries.pop_back();
-    --g.size;
-    --size_;
-    key_bytes_ -= k.key.size() + k.ns.size();
-    return true;
-  }
-  return false;
+  erase(g, g.find(k), &out);
+  return true;
 }
 
 template <class V>
@@ -381,19 +470,8 @@ bool cow_state_map<V>::remove(const state_key& k) {
   if (get(k) == nullptr)
     return false;
   auto& g = writable_group(k.group);
-  auto& b = writable_bucket(g, k.hash);
-  for (std::size_t i = 0; i < b.entries.size(); ++i) {
-    if (!matches(b.entries[i], k))
-      continue;
-    if (i + 1 != b.entries.size())
-      b.entries[i] = std::move(b.entries.back());
-    b.entries.pop_back();
-    --g.size;
-    --size_;
-    key_bytes_ -= k.key.size() + k.ns.size();
-    return true;
-  }
-  return false;
+  erase(g, g.find(k), nullptr);
+  return true;
 }
 
 template <class V>
@@ -414,12 +492,8 @@ template <class V>
 template <class F>
 void cow_state_map<V>::for_each_in_group(std::uint16_t group, F&& f) const {
   const auto& g = groups_[local(group)];
-  if (!g)
-    return;
-  for (const auto& b : g->buckets)
-    if (b)
-      for (const auto& e : b->entries)
-        f(e);
+  if (g)
+    frozen::visit_group(*g, f);
 }
 
 template <class V>
@@ -436,9 +510,9 @@ std::size_t cow_state_map<V>::group_size(std::uint16_t group) const {
 }
 
 template <class V>
-std::size_t cow_state_map<V>::bucket_count(std::uint16_t group) const {
+std::size_t cow_state_map<V>::slot_count(std::uint16_t group) const {
   const auto& g = groups_[local(group)];
-  return g ? g->buckets.size() : 0;
+  return g ? g->slots.size() : 0;
 }
 
 } // namespace weir::state
