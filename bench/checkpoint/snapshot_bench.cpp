@@ -2,7 +2,7 @@
 // Micro-benchmark of one subtask's checkpoint path (issue 4, "Bench"): fills a
 // weir::state::keyed_state_backend with N keys of value state, then times
 //   - snapshot(): the synchronous pause of a checkpoint,
-//   - the first writes after it (copy-on-write of group tables and buckets),
+//   - the first writes after it (copy-on-write of group tables and pages),
 //   - serializing every key group of the frozen snapshot (the off-path part),
 //   - lmdb_checkpoint_store::write_state + commit_manifest (a checkpoint's
 //     storage part; its duration and size),
@@ -164,8 +164,8 @@ void run_one(const options& o, std::size_t n) {
   held.reset();
 
   // -- copy-on-write: the first writes after a snapshot ------------------------
-  // Each write into a group the snapshot shares copies that group's bucket
-  // array (once per group per snapshot) and the touched bucket.
+  // Each write into a group the snapshot shares copies that group's index
+  // and page pointers (once per group per snapshot) and the touched page.
   auto snap = backend->snapshot();
   const std::size_t first = std::min<std::size_t>(n, 10'000);
   std::vector<double> first_us;

@@ -240,6 +240,8 @@ public:
       std::size_t left = range.size();
       for (auto it = slices_.begin(); it != slices_.end() && left > 0; ++it) {
         for (const auto& key : it->second) {
+          if (left == 0)
+            break;
           backend_->set_current_key(key);
           auto g = backend_->current_key_group() - range.start;
           if (seen[g])
