@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -73,6 +74,11 @@ std::uint64_t hash_key_bytes(std::string_view key) noexcept;
 /// non-const call on the map.
 template <class V>
 class cow_state_map {
+  // Removal and insertion move entries after the steps that can throw; a
+  // throwing move would leave a half-moved entry behind.
+  static_assert(std::is_nothrow_move_constructible_v<V> && std::is_nothrow_move_assignable_v<V>,
+                "cow_state_map needs a value type with non-throwing moves");
+
 public:
   /// One stored entry.
   struct entry {
@@ -367,8 +373,13 @@ void cow_state_map<V>::erase(group_table& g, std::size_t i, V* out) {
   const std::size_t mask = g.slots.size() - 1;
   const std::size_t pos = g.slots[i].pos1 - 1;
   const std::size_t last = g.size - 1;
+  // Copy both pages first (the only steps that can throw), so a failed copy
+  // leaves the map as it was. `hole_page` stays valid when the second call
+  // replaces a page pointer: it refers to the page, not to the pointer.
+  page& hole_page = writable_page(g, pos / page_entries);
+  page& tail = writable_page(g, last / page_entries);
   {
-    auto& e = *writable_page(g, pos / page_entries).at(pos % page_entries);
+    auto& e = *hole_page.at(pos % page_entries);
     key_bytes_ -= e.key.size() + e.ns.size();
     if (out != nullptr)
       *out = std::move(e.value);
@@ -389,14 +400,13 @@ void cow_state_map<V>::erase(group_table& g, std::size_t i, V* out) {
     }
   }
   // Keep positions dense: the last entry moves into the freed position.
-  auto& tail = writable_page(g, last / page_entries);
   if (pos != last) {
     auto& moved = *tail.at(last % page_entries);
     std::size_t j = moved.hash & mask;
     while (g.slots[j].pos1 != last + 1)
       j = (j + 1) & mask;
     g.slots[j].pos1 = static_cast<std::uint32_t>(pos + 1);
-    *writable_page(g, pos / page_entries).at(pos % page_entries) = std::move(moved);
+    *hole_page.at(pos % page_entries) = std::move(moved);
   }
   tail.at(--tail.count)->~entry();
   if (tail.count == 0)
