@@ -291,6 +291,12 @@ public:
     req.checkpoint_id = n;
     req.task = spec_.task_index;
     req.alignment = align;
+    for (std::size_t k = 0; k < ops_.size(); ++k) {
+      if (ops_[k]) {
+        current_ = k;
+        ops_[k]->prepare_snapshot_pre_barrier(n, collectors_[k]);
+      }
+    }
     for (std::size_t k = 0; k < vertex_.nodes.size(); ++k) {
       current_ = k;
       const auto& node = graph_.nodes[vertex_.nodes[k]];

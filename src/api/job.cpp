@@ -489,6 +489,25 @@ keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
   node.parallelism = resolve_parallelism(*g, opts.parallelism);
   node.outputs.push_back(output_port{*name_, plan->output_schema(), false});
   node.outputs.push_back(output_port{late_name, input_.output_schema(), true});
+  if (wopts.local_aggregation && late_name.empty() && plan->supports_local_aggregation()) {
+    // Local phase: same parallelism as the input, forward edge (chained
+    // into the input's task); the window becomes the global phase, keyed by
+    // the partial rows' leading key fields.
+    stream_node local;
+    local.name = *name_ + "/local";
+    local.kind = "local_window_aggregate";
+    local.parallelism = g->nodes[input_.node_].parallelism;
+    local.outputs.push_back(output_port{local.name, plan->partial_schema(), false});
+    local.make_operator = [p = *plan] { return p.make_local_operator(); };
+    local.reads = plan->local_reads();
+    auto local_id = add_node(*g, std::move(local), {{input_.node_, input_.port_}}, std::nullopt);
+    std::vector<std::size_t> partial_keys(key_idx_.size());
+    for (std::size_t i = 0; i < partial_keys.size(); ++i)
+      partial_keys[i] = i;
+    node.make_operator = [p = *plan] { return p.make_global_operator(); };
+    auto id = add_node(*g, std::move(node), {{local_id, 0}}, partial_keys);
+    return data_stream{g, id, 0};
+  }
   node.make_operator = [p = *plan] { return p.make_operator(); };
   auto id = add_node(*g, std::move(node), {{input_.node_, input_.port_}}, key_idx_);
   return data_stream{g, id, 0};

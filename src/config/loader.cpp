@@ -109,6 +109,7 @@ const std::vector<std::string> key_catalogue = {
   "operator[].aggregate",
   "operator[].allowed_lateness",
   "operator[].late_output",
+  "operator[].local_aggregation",
   "sink[].name",
   "sink[].input",
   "sink[].type",
@@ -151,7 +152,8 @@ const std::map<std::string, key_list, std::less<>> operator_type_keys = {
   {"select", {"fields"}},
   {"map", {"fields"}},
   {"window",
-   {"key_by", "window", "trigger", "aggregate", "allowed_lateness", "late_output"}},
+   {"key_by", "window", "trigger", "aggregate", "allowed_lateness", "late_output",
+    "local_aggregation"}},
   {"union", {}},
   {"running_count", {"key_by", "output"}},
   {"split", {"field", "separator", "keep_empty"}},
@@ -472,6 +474,7 @@ struct operator_def : element {
   const toml::node* aggregate_node = nullptr;
   milliseconds allowed_lateness{0};
   located late_output;
+  bool local_aggregation = true;
 };
 
 enum class sink_kind { file, stdout_, summary, blackhole };
@@ -1685,6 +1688,8 @@ void loader::parse_operator(const toml::table& t, std::size_t index) {
       op.allowed_lateness = *v;
     if (auto v = soft.string("late_output", false, true))
       op.late_output = *v;
+    if (auto v = soft.boolean("local_aggregation"))
+      op.local_aggregation = *v;
     check_window_options(op, soft);
   }
 }
@@ -2193,7 +2198,7 @@ void loader::build_operator(job& j, operator_def& op) {
         aggs.push_back(window::aggregate_spec{a.name, a.text});
       auto r = keyed->window(shared, aggs,
                              window_options{op.allowed_lateness, op.late_output.value,
-                                            w->trigger, w->evictor},
+                                            w->trigger, w->evictor, op.local_aggregation},
                              oo);
       if (r)
         break;

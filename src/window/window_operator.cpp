@@ -10,6 +10,7 @@
 #include "weir/state/keyed_state_backend.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -58,6 +59,12 @@ struct window_plan::impl {
   bool buffered = false;             // keep records, aggregate when firing
   /// Set when the windows are aggregated by slices (see `slicing_plan`).
   std::optional<slicing_plan> slicing;
+  /// Set when the aggregation can be split into a local and a global phase
+  /// (see `window_plan::supports_local_aggregation`): the partial rows'
+  /// schema.
+  schema_ptr partial;
+  /// The input columns the local phase reads (keys, aggregate arguments).
+  std::vector<std::size_t> local_reads;
 };
 
 namespace {
@@ -155,6 +162,14 @@ private:
 using buffered_row = std::tuple<std::uint64_t, std::int64_t, std::vector<value>>;
 using window_pair = std::pair<std::int64_t, std::int64_t>;
 
+// 0, 1, ..., n - 1.
+std::vector<std::size_t> first_indices(std::size_t n) {
+  std::vector<std::size_t> out(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = i;
+  return out;
+}
+
 template <class T>
 T must(expected<T> x) {
   if (!x)
@@ -164,9 +179,10 @@ T must(expected<T> x) {
 
 class window_operator_impl final : public window_operator {
 public:
-  explicit window_operator_impl(std::shared_ptr<const window_plan::impl> plan)
+  window_operator_impl(std::shared_ptr<const window_plan::impl> plan, bool partial_input)
     : plan_(std::move(plan)),
-      contents_fn_(std::make_shared<const contents_function>(&plan_->aggregates)) {
+      contents_fn_(std::make_shared<const contents_function>(&plan_->aggregates)),
+      partial_input_(partial_input) {
     init_backend(state::key_group_range{0, 127}, 128);
   }
 
@@ -186,6 +202,11 @@ public:
     if (by_event_time && !in.has_timestamps())
       throw std::logic_error("window operator received a batch without event "
                              "timestamps; assign event time at the source");
+    if (partial_input_) {
+      merge_partials(in);
+      flush(out);
+      return;
+    }
     const event_time now = processing_now();
     auto args = p.aggregates.evaluate(in);
     late_rows_.clear();
@@ -678,6 +699,34 @@ private:
     return true;
   }
 
+  // The global phase of a two-phase aggregation: each row of `in` is a
+  // partial result (keys, rows, encoded accumulators; event time = the
+  // slice's last ms) merged into its slice. A late partial counts its rows
+  // as late records (no side output: the plan has none).
+  void merge_partials(const record_batch& in) {
+    const auto& s = *plan_->slicing;
+    const std::size_t keys = plan_->key_fields.size();
+    const column& rows = in.columns[keys];
+    const column& accs = in.columns[keys + 1];
+    for (std::uint32_t row = 0; row < in.num_rows; ++row) {
+      const event_time a = window_start(in.timestamps[row], s.offset, s.slice);
+      if (last_end(a) - 1 <= backend_->current_watermark()) {
+        late_ += static_cast<std::uint64_t>(rows.ints[row]);
+        continue;
+      }
+      std::string_view bytes = accs.str(row);
+      if (!state::codec<accumulators>::decode(bytes, partial_scratch_) || !bytes.empty()
+          || partial_scratch_.size() != plan_->aggregates.size())
+        throw std::logic_error("window operator: a malformed partial aggregate");
+      key_scratch_.clear();
+      encode_key(in, partial_key_fields_, row, key_scratch_);
+      backend_->set_current_key(key_scratch_);
+      set_slice_namespace(a);
+      if (contents_.merge_accumulator(partial_scratch_))
+        slices_[a].emplace_back(backend_->current_key());
+    }
+  }
+
   // Fires, in order of their ends, the windows the watermark passed in
   // (previous, wm] that hold a slice with contents.
   void fire_slices(event_time previous, event_time wm) {
@@ -998,6 +1047,9 @@ private:
   std::optional<batch_builder> builder_;
   std::vector<time_window> assigned_;
   std::vector<merging_window_assigner::merge_group> merges_;
+  bool partial_input_ = false;
+  std::vector<std::size_t> partial_key_fields_ = first_indices(plan_->key_fields.size());
+  accumulators partial_scratch_;
   std::string key_scratch_;
   std::string ns_scratch_;
   std::optional<event_time> scratch_slice_; ///< the slice ns_scratch_ holds, if one
@@ -1008,6 +1060,132 @@ private:
 
   /// Sliced aggregation: slice start (ms) -> keys with contents in it.
   std::map<event_time, std::vector<std::string>> slices_;
+};
+
+
+/// The local phase of a two-phase window aggregation (Flink SQL's
+/// `LocalSlicingWindowAggOperator`, chained before the key-by exchange):
+/// folds the rows of each (key, slice) into accumulators and emits them as
+/// partial rows, so the exchange and the window operator see one row per
+/// key and slice instead of one per record. A partial is held until the
+/// watermark passes its slice's last ms (it then goes out before that
+/// watermark, so downstream it is never late), until a checkpoint barrier
+/// (`prepare_snapshot_pre_barrier`: no state of its own) or the end of
+/// input. A row whose slice the operator's watermark already passed is
+/// emitted at once, keeping its place among the records, so the global
+/// phase judges it late or not exactly as it would the record.
+class local_window_aggregate final : public stream_operator {
+public:
+  explicit local_window_aggregate(std::shared_ptr<const window_plan::impl> plan)
+    : plan_(std::move(plan)) {}
+
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override {
+    const record_batch& in = *batch;
+    if (in.num_rows == 0)
+      return;
+    if (!in.has_timestamps())
+      throw std::logic_error("window operator received a batch without event "
+                             "timestamps; assign event time at the source");
+    const auto& p = *plan_;
+    const auto& s = *p.slicing;
+    auto args = p.aggregates.evaluate(in);
+    targets_.clear();
+    bool urgent = false;
+    for (std::uint32_t row = 0; row < in.num_rows; ++row) {
+      const event_time a = window_start(in.timestamps[row], s.offset, s.slice);
+      key_scratch_.clear();
+      encode_key(in, p.key_fields, row, key_scratch_);
+      const auto slice_key = static_cast<std::uint64_t>(a);
+      key_scratch_.append(reinterpret_cast<const char*>(&slice_key), sizeof slice_key);
+      auto [it, fresh] = index_.try_emplace(key_scratch_, partials_.size());
+      if (fresh) {
+        partial& np = partials_.emplace_back();
+        np.index_key = key_scratch_;
+        np.slice = a;
+        np.accs.resize(p.aggregates.size());
+        for (auto k : p.key_fields)
+          np.keys.push_back(in.columns[k].get(row));
+        oldest_ = std::min(oldest_, a);
+      }
+      partial& pa = partials_[it->second];
+      ++pa.rows;
+      targets_.push_back(internal::row_target{row, pa.accs.data()});
+      if (last_ms(a) <= watermark_)
+        urgent = true;
+    }
+    p.aggregates.update(args, targets_);
+    if (urgent)
+      emit(out, watermark_);
+  }
+
+  void process_watermark(event_time wm, output_collector& out) override {
+    watermark_ = std::max(watermark_, wm);
+    if (!partials_.empty() && last_ms(oldest_) <= watermark_)
+      emit(out, watermark_);
+    out.emit_watermark(wm);
+  }
+
+  void prepare_snapshot_pre_barrier(std::uint64_t, output_collector& out) override {
+    emit(out, max_watermark);
+  }
+
+  void finish(output_collector& out) override { emit(out, max_watermark); }
+
+private:
+  struct partial {
+    std::string index_key; // encoded key, then the slice start
+    event_time slice = 0;
+    std::int64_t rows = 0;
+    std::vector<value> keys;
+    accumulators accs;
+  };
+
+  event_time last_ms(event_time slice_start) const noexcept {
+    return saturating_add(slice_start, plan_->slicing->slice - 1);
+  }
+
+  // Emits (in first-arrival order) the partials whose slice ends at or
+  // before `through`, keeps the others.
+  void emit(output_collector& out, event_time through) {
+    if (partials_.empty())
+      return;
+    batch_builder b{plan_->partial};
+    const std::size_t nkeys = plan_->key_fields.size();
+    std::deque<partial> kept;
+    event_time oldest = max_watermark;
+    for (auto& pa : partials_) {
+      if (last_ms(pa.slice) > through) {
+        oldest = std::min(oldest, pa.slice);
+        kept.push_back(std::move(pa));
+        continue;
+      }
+      for (std::size_t k = 0; k < nkeys; ++k)
+        b.col(k).append_value(pa.keys[k]);
+      b.col(nkeys).append_int(pa.rows);
+      encoded_.clear();
+      state::codec<accumulators>::encode(pa.accs, encoded_);
+      b.col(nkeys + 1).append_string(encoded_);
+      b.timestamps().push_back(last_ms(pa.slice));
+      b.commit_row();
+    }
+    if (b.rows() == 0)
+      return;
+    partials_ = std::move(kept);
+    oldest_ = oldest;
+    index_.clear();
+    for (std::size_t i = 0; i < partials_.size(); ++i)
+      index_.emplace(partials_[i].index_key, i);
+    out.collect(b.finish());
+  }
+
+  std::shared_ptr<const window_plan::impl> plan_;
+  std::deque<partial> partials_; // stable addresses while a batch updates them
+  std::unordered_map<std::string, std::size_t> index_;
+  event_time oldest_ = max_watermark; // the earliest slice held
+  event_time watermark_ = min_watermark;
+  std::vector<internal::row_target> targets_;
+  std::string key_scratch_;
+  std::string encoded_;
 };
 
 } // namespace
@@ -1097,6 +1275,41 @@ expected<window_plan> window_plan::make(const schema_ptr& input,
     s.end_offset = (s.offset % s.slide + s.size % s.slide) % s.slide;
   }
   }
+  if (p->slicing && p->assigner->is_event_time()) {
+    // Two phases give the same results when merging partial accumulators
+    // cannot depend on how rows were split or ordered: not first/last/reduce
+    // (arrival order), not float sums (rounding depends on the grouping).
+    bool splittable = true;
+    for (std::size_t i = 0; i < p->aggregates.size(); ++i) {
+      const auto& fn = p->aggregates.function(i);
+      switch (fn.kind) {
+        case internal::aggregate_kind::first:
+        case internal::aggregate_kind::last:
+        case internal::aggregate_kind::reduce:
+          splittable = false;
+          break;
+        case internal::aggregate_kind::sum:
+        case internal::aggregate_kind::avg:
+          splittable = splittable && fn.input_type != type_id::float64;
+          break;
+        default:
+          break;
+      }
+    }
+    if (splittable) {
+      std::vector<field> partial_fields;
+      for (auto k : p->key_fields)
+        partial_fields.push_back(input->at(k));
+      partial_fields.push_back(field{"rows", type_id::int64});
+      partial_fields.push_back(field{"partial", type_id::string});
+      p->partial = make_schema(std::move(partial_fields));
+      p->local_reads = p->key_fields;
+      for (std::size_t i = 0; i < p->aggregates.size(); ++i)
+        if (const auto& arg = p->aggregates.function(i).argument)
+          for (auto c : arg->referenced_fields())
+            p->local_reads.push_back(c);
+    }
+  }
   return window_plan{std::move(p)};
 }
 
@@ -1109,7 +1322,31 @@ const std::vector<std::size_t>& window_plan::key_fields() const noexcept {
 }
 
 stream_operator_ptr window_plan::make_operator() const {
-  return std::make_unique<window_operator_impl>(impl_);
+  return std::make_unique<window_operator_impl>(impl_, false);
+}
+
+bool window_plan::supports_local_aggregation() const noexcept {
+  return impl_->partial != nullptr;
+}
+
+const schema_ptr& window_plan::partial_schema() const noexcept {
+  return impl_->partial;
+}
+
+const std::vector<std::size_t>& window_plan::local_reads() const noexcept {
+  return impl_->local_reads;
+}
+
+stream_operator_ptr window_plan::make_local_operator() const {
+  if (!impl_->partial)
+    throw std::logic_error("window_plan: this window has no local aggregation");
+  return std::make_unique<local_window_aggregate>(impl_);
+}
+
+stream_operator_ptr window_plan::make_global_operator() const {
+  if (!impl_->partial)
+    throw std::logic_error("window_plan: this window has no local aggregation");
+  return std::make_unique<window_operator_impl>(impl_, true);
 }
 
 } // namespace weir::window

@@ -293,6 +293,13 @@ struct window_options {
   std::shared_ptr<const window::trigger> trigger;
   /// Drops records of a window when it fires; null = none.
   std::shared_ptr<const window::evictor> evictor;
+  /// Two-phase aggregation when the window supports it
+  /// (`window_plan::supports_local_aggregation`) and has no `late_output`:
+  /// a local phase chained after the input folds rows per key and slice
+  /// before the key-by exchange, and the window merges the partial results
+  /// (Flink SQL's local/global aggregation). Same results, far fewer rows
+  /// through the exchange when keys repeat within a slice.
+  bool local_aggregation = true;
 };
 
 /// A stream partitioned by key (Flink's `KeyedStream`).

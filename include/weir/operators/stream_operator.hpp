@@ -123,6 +123,17 @@ public:
   /// a wake-up for it under the wall clock.
   virtual std::optional<event_time> next_processing_timer() const { return std::nullopt; }
 
+  /// Checkpoint barrier n has been aligned at this subtask and is about to
+  /// be snapshotted: emit what must not wait in the operator across the
+  /// barrier (a local pre-aggregation flushes its partial results), so it
+  /// belongs to checkpoint n downstream and need not be state here. Called
+  /// for every chain member, first to last, before any `snapshot_state`
+  /// (Flink's `StreamOperator.prepareSnapshotPreBarrier`).
+  virtual void prepare_snapshot_pre_barrier(std::uint64_t checkpoint_id,
+                                            output_collector& out) {
+    (void) checkpoint_id;
+    (void) out;
+  }
   /// Checkpoint barrier n has been aligned at this subtask: capture state
   /// into `out` (Carbone et al. 2015, asynchronous barrier snapshotting).
   /// Must be cheap: freeze, don't serialize keyed state here.

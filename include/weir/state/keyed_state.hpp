@@ -333,6 +333,19 @@ public:
     return created;
   }
 
+  /// Merges the accumulator `from` in (a partial result computed
+  /// elsewhere), creating the accumulator first when absent; returns
+  /// whether it was created.
+  bool merge_accumulator(const ACC& from) {
+    const auto* fn = fn_.get();
+    bool created = false;
+    fn->merge(table().map.get_or_insert(scope_->current(), [fn, &created] {
+      created = true;
+      return fn->create_accumulator();
+    }), from);
+    return created;
+  }
+
   void clear() { table().map.remove(scope_->current()); }
 
   /// Merges the accumulators of namespaces `sources` into `target` with

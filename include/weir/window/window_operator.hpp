@@ -174,6 +174,36 @@ public:
   /// for its counters).
   stream_operator_ptr make_operator() const;
 
+  /// Whether the aggregation can run in two phases (Flink SQL's local/global
+  /// "two-phase aggregation" of slicing windows): sliced event-time windows
+  /// (see `window_operator_spec::allow_slicing`) whose aggregates merge
+  /// independently of how rows are split and ordered: count, min, max,
+  /// count_distinct, and sum/avg over int64 (not first, last, reduce, or
+  /// float sums, whose rounding depends on the grouping).
+  bool supports_local_aggregation() const noexcept;
+
+  /// The partial rows between the phases: the key fields, then `rows`
+  /// (int64, records folded) and `partial` (string, the encoded
+  /// accumulators); event time = the slice's last ms. Null without
+  /// `supports_local_aggregation`.
+  const schema_ptr& partial_schema() const noexcept;
+
+  /// Input columns the local phase reads (key fields, aggregate arguments).
+  const std::vector<std::size_t>& local_reads() const noexcept;
+
+  /// The local phase for one subtask, chained before the key-by exchange:
+  /// folds its input into partial rows per key and slice, emitted when the
+  /// watermark passes the slice, at a checkpoint barrier and at the end of
+  /// input. Throws `std::logic_error` without `supports_local_aggregation`.
+  stream_operator_ptr make_local_operator() const;
+
+  /// The global phase for one subtask: a `window_operator` whose input is
+  /// partial rows (hash-partitioned by their key fields); it merges them
+  /// into slices and fires as `make_operator`'s would. Late partials count
+  /// their `rows` as late records. Throws `std::logic_error` without
+  /// `supports_local_aggregation`.
+  stream_operator_ptr make_global_operator() const;
+
   struct impl;
 
 private:

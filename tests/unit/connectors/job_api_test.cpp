@@ -3,7 +3,9 @@
 // built and run through the public API.
 #include "weir/api/job.hpp"
 
+#include "weir/runtime/execution_plan.hpp"
 #include "weir/runtime/job_graph.hpp"
+#include "weir/window/tumbling_windows.hpp"
 
 #include <doctest/doctest.h>
 
@@ -122,6 +124,71 @@ TEST_CASE("generated fields that nothing reads are not evaluated (projection pus
     const auto& src = j->graph()->nodes[0];
     REQUIRE(src.needed_columns);
     CHECK(src.needed_columns->empty());
+  }
+}
+
+TEST_CASE("a splittable window gets a local phase chained into its input's task") {
+  auto make = [](bool local, std::string late_output) {
+    weir::job_options opts;
+    opts.name = "two-phase";
+    opts.parallelism = 2;
+    auto j = std::make_unique<weir::job>(opts);
+    weir::generator_source_spec g;
+    g.count = 20000;
+    g.fields = {{"k", "rand_int(seq, 1, 0, 9)"}, {"v", "rand_int(seq, 2, 0, 99)"},
+                {"ts", "to_timestamp(seq)"}};
+    g.event_time_field = "ts";
+    auto src = j->from_generator(g, {"gen", 0});
+    REQUIRE(src);
+    auto keyed = src->key_by({"k"});
+    REQUIRE(keyed);
+    weir::window_options w;
+    w.local_aggregation = local;
+    w.late_output = std::move(late_output);
+    auto win = keyed->window(
+      std::make_shared<const weir::window::tumbling_event_time_windows>(
+        *weir::window::tumbling_event_time_windows::make(std::chrono::milliseconds{1000})),
+      {{"n", "count(*)"}, {"total", "sum(v)"}}, w, {"per_k", 0});
+    REQUIRE(win);
+    REQUIRE(win->sink_to_blackhole({}, {"out", 0}));
+    return j;
+  };
+  SUBCASE("by default: source -> per_k/local (chained) -> hash on the partial key -> per_k") {
+    auto j = make(true, "");
+    const auto& g = *j->graph();
+    REQUIRE(g.nodes.size() == 4);
+    CHECK(g.nodes[1].kind == "local_window_aggregate");
+    CHECK(g.nodes[1].name == "per_k/local");
+    CHECK(g.nodes[1].parallelism == g.nodes[0].parallelism);
+    REQUIRE(g.nodes[1].reads);
+    CHECK(*g.nodes[1].reads == std::vector<std::size_t>{0, 1}); // k, v (not ts)
+    CHECK(g.nodes[2].kind == "window");
+    const auto plan = weir::runtime::build_execution_plan(g);
+    for (std::size_t e = 0; e < g.edges.size(); ++e) {
+      const auto& edge = g.edges[e];
+      if (edge.target == 1)
+        CHECK(plan.edge_is_chained[e]);
+      if (edge.target == 2) {
+        CHECK(edge.mode == weir::runtime::partitioning::hash);
+        CHECK(edge.key_fields == std::vector<std::size_t>{0});
+      }
+    }
+    // The generator evaluates only what the local phase reads (its event
+    // time is computed for the timestamps either way).
+    weir::runtime::prune_generated_fields(*j->graph());
+    REQUIRE(g.nodes[0].needed_columns);
+    CHECK(*g.nodes[0].needed_columns == std::vector<bool>{true, true, false});
+    auto r = j->execute();
+    CHECK(r.ok);
+  }
+  SUBCASE("not when turned off, nor with a late output (late records must stay routable)") {
+    for (auto [local, late] : {std::pair{false, std::string{}}, std::pair{true, std::string{"late"}}}) {
+      auto j = make(local, late);
+      const auto& g = *j->graph();
+      CHECK(g.nodes.size() == 3);
+      for (const auto& n : g.nodes)
+        CHECK(n.kind != "local_window_aggregate");
+    }
   }
 }
 }
