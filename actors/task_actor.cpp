@@ -98,6 +98,7 @@ struct chain_collector final : output_collector {
   void collect(record_batch_ptr batch) override;
   void collect_side(std::size_t port, record_batch_ptr batch) override;
   void emit_watermark(event_time wm) override;
+  void count_late(std::uint64_t n) override;
 };
 
 /// The runtime of one subtask: its operator chain, input gate, clock and
@@ -260,6 +261,10 @@ public:
       ops_[k + 1]->process_batch(batch, collectors_[k + 1]);
       current_ = saved;
     }
+  }
+
+  void count_late(std::size_t k, std::uint64_t n) {
+    metrics_[k]->late_records.fetch_add(n, std::memory_order_relaxed);
   }
 
   /// Sends a control element on every network output of chain member `k`.
@@ -427,6 +432,15 @@ public:
     if (idle == output_idle_)
       return;
     output_idle_ = idle;
+    if (idle) {
+      // Held-back output goes out before the idle marker.
+      for (std::size_t k = 0; k < ops_.size(); ++k)
+        if (ops_[k]) {
+          current_ = k;
+          ops_[k]->prepare_idle(collectors_[k]);
+        }
+      current_ = 0;
+    }
     for (std::size_t k = 0; k < ops_.size(); ++k)
       broadcast_from(k, idle ? element_kind::idle : element_kind::active, 0);
   }
@@ -792,6 +806,10 @@ void chain_collector::collect_side(std::size_t port, record_batch_ptr batch) {
 
 void chain_collector::emit_watermark(event_time wm) {
   st->emit_watermark(k, wm);
+}
+
+void chain_collector::count_late(std::uint64_t n) {
+  st->count_late(k, n);
 }
 
 /// Runs `f`, turning any exception into a failure of the subtask; then

@@ -203,7 +203,7 @@ public:
       throw std::logic_error("window operator received a batch without event "
                              "timestamps; assign event time at the source");
     if (partial_input_) {
-      merge_partials(in);
+      merge_partials(in, out);
       flush(out);
       return;
     }
@@ -703,7 +703,7 @@ private:
   // partial result (keys, rows, encoded accumulators; event time = the
   // slice's last ms) merged into its slice. A late partial counts its rows
   // as late records (no side output: the plan has none).
-  void merge_partials(const record_batch& in) {
+  void merge_partials(const record_batch& in, output_collector& out) {
     const auto& s = *plan_->slicing;
     const std::size_t keys = plan_->key_fields.size();
     const column& rows = in.columns[keys];
@@ -711,7 +711,9 @@ private:
     for (std::uint32_t row = 0; row < in.num_rows; ++row) {
       const event_time a = window_start(in.timestamps[row], s.offset, s.slice);
       if (last_end(a) - 1 <= backend_->current_watermark()) {
-        late_ += static_cast<std::uint64_t>(rows.ints[row]);
+        const auto n = static_cast<std::uint64_t>(rows.ints[row]);
+        late_ += n;
+        out.count_late(n);
         continue;
       }
       std::string_view bytes = accs.str(row);
@@ -1129,6 +1131,8 @@ public:
     emit(out, max_watermark);
   }
 
+  void prepare_idle(output_collector& out) override { emit(out, max_watermark); }
+
   void finish(output_collector& out) override { emit(out, max_watermark); }
 
 private:
@@ -1147,8 +1151,8 @@ private:
   // Emits (in first-arrival order) the partials whose slice ends at or
   // before `through`, keeps the others.
   void emit(output_collector& out, event_time through) {
-    if (partials_.empty())
-      return;
+    if (partials_.empty() || last_ms(oldest_) > through)
+      return; // nothing due (oldest_ is the earliest slice held)
     batch_builder b{plan_->partial};
     const std::size_t nkeys = plan_->key_fields.size();
     std::deque<partial> kept;
@@ -1278,7 +1282,8 @@ expected<window_plan> window_plan::make(const schema_ptr& input,
   if (p->slicing && p->assigner->is_event_time()) {
     // Two phases give the same results when merging partial accumulators
     // cannot depend on how rows were split or ordered: not first/last/reduce
-    // (arrival order), not float sums (rounding depends on the grouping).
+    // (arrival order), not float sums (rounding depends on the grouping),
+    // not float min/max (a NaN first in a group hides the group's values).
     bool splittable = true;
     for (std::size_t i = 0; i < p->aggregates.size(); ++i) {
       const auto& fn = p->aggregates.function(i);
@@ -1290,6 +1295,8 @@ expected<window_plan> window_plan::make(const schema_ptr& input,
           break;
         case internal::aggregate_kind::sum:
         case internal::aggregate_kind::avg:
+        case internal::aggregate_kind::min: // NaN makes float min/max order-dependent
+        case internal::aggregate_kind::max:
           splittable = splittable && fn.input_type != type_id::float64;
           break;
         default:

@@ -34,6 +34,10 @@ public:
 
   /// Forwards an event-time watermark (ms) to every output.
   virtual void emit_watermark(event_time wm) = 0;
+  /// Counts `n` late records the operator dropped without a batch to route
+  /// (a window's global phase merging a late partial of n records); rows
+  /// emitted on a late side output are counted by `collect_side` already.
+  virtual void count_late(std::uint64_t n) { (void) n; }
 };
 
 /// The job's processing-time clock as one subtask sees it (ms since the
@@ -123,6 +127,11 @@ public:
   /// a wake-up for it under the wall clock.
   virtual std::optional<event_time> next_processing_timer() const { return std::nullopt; }
 
+  /// Every input of this subtask went idle, and an idle marker (which takes
+  /// the subtask out of downstream watermarks) is about to go out: emit
+  /// what is held back waiting for a watermark, or downstream may fire
+  /// without it. Called for every chain member, first to last.
+  virtual void prepare_idle(output_collector& out) { (void) out; }
   /// Checkpoint barrier n has been aligned at this subtask and is about to
   /// be snapshotted: emit what must not wait in the operator across the
   /// barrier (a local pre-aggregation flushes its partial results), so it

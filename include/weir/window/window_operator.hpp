@@ -177,9 +177,9 @@ public:
   /// Whether the aggregation can run in two phases (Flink SQL's local/global
   /// "two-phase aggregation" of slicing windows): sliced event-time windows
   /// (see `window_operator_spec::allow_slicing`) whose aggregates merge
-  /// independently of how rows are split and ordered: count, min, max,
-  /// count_distinct, and sum/avg over int64 (not first, last, reduce, or
-  /// float sums, whose rounding depends on the grouping).
+  /// independently of how rows are split and ordered: count, count_distinct,
+  /// and min/max/sum/avg over non-float inputs (not first, last, reduce, or
+  /// float sum/avg/min/max: rounding and NaN depend on the grouping).
   bool supports_local_aggregation() const noexcept;
 
   /// The partial rows between the phases: the key fields, then `rows`
@@ -200,7 +200,8 @@ public:
   /// The global phase for one subtask: a `window_operator` whose input is
   /// partial rows (hash-partitioned by their key fields); it merges them
   /// into slices and fires as `make_operator`'s would. Late partials count
-  /// their `rows` as late records. Throws `std::logic_error` without
+  /// their `rows` as late records (`output_collector::count_late`). Throws
+  /// `std::logic_error` without
   /// `supports_local_aggregation`.
   stream_operator_ptr make_global_operator() const;
 

@@ -43,6 +43,9 @@ public:
   void emit_watermark(event_time wm) override {
     events.push_back({event::watermark, 0, nullptr, wm});
   }
+  void count_late(std::uint64_t n) override { late_counted += n; }
+
+  std::uint64_t late_counted = 0;
 
   /// Rows of every batch on `port` (0 = main), in emission order.
   std::vector<row_map> rows(std::size_t port = 0) const {
