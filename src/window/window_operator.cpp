@@ -1072,8 +1072,8 @@ private:
 /// key and slice instead of one per record. A partial is held until the
 /// watermark passes its slice's last ms (it then goes out before that
 /// watermark, so downstream it is never late), until a checkpoint barrier
-/// (`prepare_snapshot_pre_barrier`: no state of its own) or the end of
-/// input. A row whose slice the operator's watermark already passed is
+/// (`prepare_snapshot_pre_barrier`: no state of its own), the subtask going
+/// idle, the end of input, or more than `max_held` partials. A row whose slice the operator's watermark already passed is
 /// emitted at once, keeping its place among the records, so the global
 /// phase judges it late or not exactly as it would the record.
 class local_window_aggregate final : public stream_operator {
@@ -1116,7 +1116,9 @@ public:
         urgent = true;
     }
     p.aggregates.update(args, targets_);
-    if (urgent)
+    if (partials_.size() > max_held)
+      emit(out, max_watermark); // bounded memory with many keys per slice
+    else if (urgent)
       emit(out, watermark_);
   }
 
@@ -1136,6 +1138,10 @@ public:
   void finish(output_collector& out) override { emit(out, max_watermark); }
 
 private:
+  /// Partials held at most; beyond it all are emitted early (the global
+  /// phase merges any number of partials of one key and slice).
+  static constexpr std::size_t max_held = 1 << 16;
+
   struct partial {
     std::string index_key; // encoded key, then the slice start
     event_time slice = 0;

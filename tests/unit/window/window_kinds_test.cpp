@@ -1104,10 +1104,11 @@ struct two_phase {
 };
 
 // The records go round-robin to `locals` local phases, each watermark to
-// all of them; a checkpoint barrier reaches a random local now and then.
+// all of them; with `flushes`, a checkpoint barrier or idleness reaches a
+// random local now and then.
 recording_collector run_two_phase(const window_plan& plan, const std::vector<row_map>& input,
                                   std::int64_t bound_ms, std::size_t locals, std::uint64_t seed,
-                                  std::uint64_t& late) {
+                                  std::uint64_t& late, bool flushes = true) {
   two_phase tp{plan, locals};
   std::mt19937_64 rnd{seed};
   const auto s = weir::test::case_schema();
@@ -1119,11 +1120,11 @@ recording_collector run_two_phase(const window_plan& plan, const std::vector<row
     const auto k = i % locals;
     tp.locals[k]->process_batch(
       make_batch(s, {{rec.at("id"), rec.at("key"), ts, rec.at("value")}}, {ts}), tp.links[k]);
-    if (rnd() % 50 == 0) {
+    if (flushes && rnd() % 50 == 0) {
       const auto b = rnd() % locals;
       tp.locals[b]->prepare_snapshot_pre_barrier(1, tp.links[b]);
     }
-    if (rnd() % 97 == 0) { // an input going idle flushes as a barrier does
+    if (flushes && rnd() % 97 == 0) { // an input going idle flushes as a barrier does
       const auto b = rnd() % locals;
       tp.locals[b]->prepare_idle(tp.links[b]);
     }
@@ -1180,6 +1181,25 @@ TEST_CASE("two-phase aggregation emits exactly what one window operator does") {
     }
   }
   CHECK(all_late > 0); // the input has late records, so late counting is exercised
+}
+
+TEST_CASE("a local phase holding more partials than its bound emits early, same results") {
+  std::vector<row_map> input;
+  // 70,000 keys in the first 5 s slice: more than a local phase holds.
+  for (std::size_t i = 0; i < 150000; ++i)
+    input.push_back(row({{"id", std::string{"r"} + std::to_string(i)},
+                         {"key", std::string{"k"} + std::to_string(i % 70000)},
+                         {"ts", static_cast<event_time>(i / 20)},
+                         {"value", static_cast<std::int64_t>(i % 13)}}));
+  const auto plan = splittable_plan(shared(tumbling_event_time_windows::make(5s)));
+  auto op = plan.make_operator();
+  recording_collector one;
+  weir::test::replay(*op, input, 0, one);
+  REQUIRE(one.rows().size() > 70000);
+  std::uint64_t late = 0;
+  auto two = run_two_phase(plan, input, 0, 1, 5, late, false);
+  CHECK(weir::test::diff_rows(two.rows(), one.rows()) == "");
+  CHECK(late == 0);
 }
 
 TEST_CASE("two-phase aggregation is offered only where merging cannot change results") {
