@@ -656,11 +656,12 @@ const std::vector<aggregate_spec> every_mergeable = {
   {"hi", "max(value)"},       {"mean", "avg(value)"},  {"first", "first(value)"},
   {"last", "last(value)"},    {"distinct", "count_distinct(value)"}};
 
-window_plan plan_with(std::shared_ptr<const window_assigner> a, bool slicing) {
+window_plan plan_with(std::shared_ptr<const window_assigner> a, bool slicing,
+                      const std::vector<aggregate_spec>& aggregates = every_mergeable) {
   window_operator_spec spec;
   spec.key_by = {"key"};
   spec.assigner = std::move(a);
-  spec.aggregates = every_mergeable;
+  spec.aggregates = aggregates;
   spec.allow_slicing = slicing;
   auto p = window_plan::make(weir::test::case_schema(), std::move(spec));
   REQUIRE_MESSAGE(p, (p ? "" : p.error().message));
@@ -1056,13 +1057,7 @@ const std::vector<aggregate_spec> splittable = {
   {"hi", "max(value)"},  {"mean", "avg(value)"}, {"distinct", "count_distinct(value)"}};
 
 window_plan splittable_plan(std::shared_ptr<const window_assigner> a) {
-  window_operator_spec spec;
-  spec.key_by = {"key"};
-  spec.assigner = std::move(a);
-  spec.aggregates = splittable;
-  auto p = window_plan::make(weir::test::case_schema(), std::move(spec));
-  REQUIRE_MESSAGE(p, (p ? "" : p.error().message));
-  return *p;
+  return plan_with(std::move(a), true, splittable);
 }
 
 // Feeds a global phase from several local phases as the runtime would: a
