@@ -474,7 +474,7 @@ struct operator_def : element {
   const toml::node* aggregate_node = nullptr;
   milliseconds allowed_lateness{0};
   located late_output;
-  bool local_aggregation = true;
+  bool local_aggregation = false;
 };
 
 enum class sink_kind { file, stdout_, summary, blackhole };

@@ -59,6 +59,7 @@ input = "input"
 key_by = ["key"]
 window = {{ type = "tumbling", size = "10s" }}
 aggregate = {{ n = "count(*)", total = "sum(value)" }}
+local_aggregation = {local}
 
 [[operator]]
 name = "running"
@@ -115,11 +116,15 @@ class Job:
         self.args = args
         self.work = tempfile.mkdtemp(prefix="weir-cp-")
         generate(os.path.join(self.work, "input.jsonl"), RECORDS, seed)
+        # Two-phase window aggregation (its partials flush at each barrier);
+        # the crash and rescale tests turn it on.
+        self.local = "false"
 
     def write(self, parallelism, extra=""):
         path = os.path.join(self.work, "pipeline.toml")
         with open(path, "w") as f:
-            f.write(PIPELINE.format(parallelism=parallelism, extra=extra, work=self.work))
+            f.write(PIPELINE.format(parallelism=parallelism, extra=extra, work=self.work,
+                                    local=self.local))
         return path
 
     def run(self, toml, *flags, expect=0):
@@ -175,6 +180,7 @@ def test_crash(args, seed):
     job = Job(args, seed)
     try:
         want = job.reference()
+        job.local = "true"
         toml = job.write(2)
         rnd = random.Random(seed)
         kills = 0
@@ -238,6 +244,7 @@ def test_rescale(args, seed):
     job = Job(args, seed)
     try:
         want = job.reference()
+        job.local = "true"
         toml = job.write(4)
         p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -298,8 +298,10 @@ struct window_options {
   /// a local phase chained after the input folds rows per key and slice
   /// before the key-by exchange, and the window merges the partial results
   /// (Flink SQL's local/global aggregation). Same results, far fewer rows
-  /// through the exchange when keys repeat within a slice.
-  bool local_aggregation = true;
+  /// through the exchange when keys repeat within a slice; slower when most
+  /// keys occur once or twice per slice (each becomes a partial row). Off by
+  /// default, as Flink SQL's two-phase aggregation needs mini-batch turned on.
+  bool local_aggregation = false;
 };
 
 /// A stream partitioned by key (Flink's `KeyedStream`).

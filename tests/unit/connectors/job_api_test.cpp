@@ -153,7 +153,7 @@ TEST_CASE("a splittable window gets a local phase chained into its input's task"
     REQUIRE(win->sink_to_blackhole({}, {"out", 0}));
     return j;
   };
-  SUBCASE("by default: source -> per_k/local (chained) -> hash on the partial key -> per_k") {
+  SUBCASE("when asked: source -> per_k/local (chained) -> hash on the partial key -> per_k") {
     auto j = make(true, "");
     const auto& g = *j->graph();
     REQUIRE(g.nodes.size() == 4);
@@ -181,7 +181,8 @@ TEST_CASE("a splittable window gets a local phase chained into its input's task"
     auto r = j->execute();
     CHECK(r.ok);
   }
-  SUBCASE("not when turned off, nor with a late output (late records must stay routable)") {
+  SUBCASE("not by default, nor with a late output (late records must stay routable)") {
+    CHECK_FALSE(weir::window_options{}.local_aggregation);
     for (auto [local, late] : {std::pair{false, std::string{}}, std::pair{true, std::string{"late"}}}) {
       auto j = make(local, late);
       const auto& g = *j->graph();
