@@ -168,6 +168,19 @@ bool read_restore_points(jm_actor* self,
 
 /// Spawns every subtask, downstream first (a subtask needs the handles of
 /// its targets), restoring from the latest completed checkpoint if any.
+/// Runs `then` once every message already in the state writer's mailbox
+/// (which is in order) has been handled, e.g. a manifest commit sent before
+/// now; at once when there is no writer.
+template <class F>
+void after_writer_drained(jm_actor* self, F then) {
+  if (!self->state.writer) {
+    then();
+    return;
+  }
+  self->request(self->state.writer, caf::infinite, drain_atom::value)
+    .then([then](drain_atom) { then(); }, [then](caf::error&) { then(); });
+}
+
 void deploy(jm_actor* self) {
   auto& st = self->state;
   const auto& g = *st.ctx->graph;
@@ -353,15 +366,9 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
         self->send_exit(s.writer, caf::exit_reason::user_shutdown);
       self->quit();
     };
-    if (!st.writer) {
-      finish();
-      return;
-    }
     // Let a manifest commit still in the writer's mailbox land (and its
     // reply reach the coordinator) before the summary counts checkpoints.
-    self->request(st.writer, caf::infinite, drain_atom::value)
-      .then([finish](drain_atom) { finish(); },
-            [finish](caf::error&) { finish(); });
+    after_writer_drained(self, finish);
   });
   deploy(self);
   if (st0.failed) {
@@ -407,7 +414,6 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
         abort_checkpoints(self, {*a});
     },
     [self](redeploy_atom) {
-      auto& st = self->state;
       auto redeploy = [self] {
         auto& s = self->state;
         s.restarting = false;
@@ -422,17 +428,10 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
           self->quit();
         }
       };
-      if (!st.writer) {
-        redeploy();
-        return;
-      }
       // A manifest commit sent before the failure may still be in the state
-      // writer's mailbox: a round trip behind it (its mailbox is in order)
-      // makes the restart see that checkpoint, so it neither restores an
-      // older one nor reuses its id.
-      self->request(st.writer, caf::infinite, drain_atom::value)
-        .then([redeploy](drain_atom) { redeploy(); },
-              [redeploy](caf::error&) { redeploy(); });
+      // writer's mailbox: draining it makes the restart see that checkpoint,
+      // so it neither restores an older one nor reuses its id.
+      after_writer_drained(self, redeploy);
     },
   };
 }

@@ -656,6 +656,17 @@ const std::vector<aggregate_spec> every_mergeable = {
   {"hi", "max(value)"},       {"mean", "avg(value)"},  {"first", "first(value)"},
   {"last", "last(value)"},    {"distinct", "count_distinct(value)"}};
 
+// Event-time windows the sliced path handles: tumbling with and without
+// an offset, sliding with slices of the slide, of gcd = 2 s, of 1 s with an
+// offset. (A function: `shared` checks with doctest, inside a test only.)
+std::vector<std::shared_ptr<const window_assigner>> sliced_assigners() {
+  return {shared(tumbling_event_time_windows::make(5s)),
+          shared(tumbling_event_time_windows::make(5s, -1s)),
+          shared(sliding_event_time_windows::make(6s, 2s)),
+          shared(sliding_event_time_windows::make(10s, 4s)),
+          shared(sliding_event_time_windows::make(5s, 3s, 1s))};
+}
+
 window_plan plan_with(std::shared_ptr<const window_assigner> a, bool slicing,
                       const std::vector<aggregate_spec>& aggregates = every_mergeable) {
   window_operator_spec spec;
@@ -671,14 +682,8 @@ window_plan plan_with(std::shared_ptr<const window_assigner> a, bool slicing,
 } // namespace
 
 TEST_CASE("sliced aggregation emits exactly what per-window aggregation does, in the same order") {
-  const std::vector<std::shared_ptr<const window_assigner>> assigners = {
-    shared(tumbling_event_time_windows::make(5s)),
-    shared(tumbling_event_time_windows::make(5s, -1s)),
-    shared(sliding_event_time_windows::make(6s, 2s)),
-    shared(sliding_event_time_windows::make(10s, 4s)),       // slices of gcd = 2 s
-    shared(sliding_event_time_windows::make(5s, 3s, 1s)),    // slices of 1 s, offset
-    shared(sliding_event_time_windows::make(2s, 5s)),        // gaps between windows
-  };
+  auto assigners = sliced_assigners();
+  assigners.push_back(shared(sliding_event_time_windows::make(2s, 5s))); // gaps: per window
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     const auto input = random_records(seed, 400);
     for (const auto& a : assigners) {
@@ -1143,13 +1148,7 @@ recording_collector run_two_phase(const window_plan& plan, const std::vector<row
 } // namespace
 
 TEST_CASE("two-phase aggregation emits exactly what one window operator does") {
-  const std::vector<std::shared_ptr<const window_assigner>> assigners = {
-    shared(tumbling_event_time_windows::make(5s)),
-    shared(tumbling_event_time_windows::make(5s, -1s)),
-    shared(sliding_event_time_windows::make(6s, 2s)),
-    shared(sliding_event_time_windows::make(10s, 4s)),
-    shared(sliding_event_time_windows::make(5s, 3s, 1s)),
-  };
+  const auto assigners = sliced_assigners();
   std::uint64_t all_late = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     const auto input = random_records(seed, 400);
