@@ -11,12 +11,16 @@
 #include "weir/state/codec.hpp"
 #include "weir/window/window_operator.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace weir::internal {
@@ -76,6 +80,84 @@ struct accumulator {
 
   friend bool operator==(const accumulator&, const accumulator&) = default;
 };
+
+/// The accumulators of one group, one per aggregate of a set, in order:
+/// the value type of a window's keyed state. Up to `inline_capacity` live
+/// inside the object, more on the heap, so that copying a state entry
+/// (copy-on-write of a page after a snapshot, `cow_state_map`) allocates
+/// nothing for windows of one or two aggregates.
+class accumulator_list {
+public:
+  static constexpr std::size_t inline_capacity = 2;
+
+  accumulator_list() noexcept = default;
+  /// `n` default (empty) accumulators.
+  explicit accumulator_list(std::size_t n) { resize(n); }
+  accumulator_list(const accumulator_list& other) : inline_(other.inline_), size_(other.size_) {
+    if (other.heap_)
+      heap_ = clone(other.heap_.get(), size_);
+  }
+  accumulator_list(accumulator_list&& other) noexcept
+    : inline_(std::move(other.inline_)), heap_(std::move(other.heap_)), size_(other.size_) {
+    other.size_ = 0;
+  }
+  accumulator_list& operator=(const accumulator_list& other) {
+    if (this != &other) {
+      auto heap = other.heap_ ? clone(other.heap_.get(), other.size_) : nullptr;
+      inline_ = other.inline_;
+      heap_ = std::move(heap);
+      size_ = other.size_;
+    }
+    return *this;
+  }
+  accumulator_list& operator=(accumulator_list&& other) noexcept {
+    inline_ = std::move(other.inline_);
+    heap_ = std::move(other.heap_);
+    size_ = other.size_;
+    other.size_ = 0;
+    return *this;
+  }
+  ~accumulator_list() = default;
+
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  accumulator* data() noexcept { return heap_ ? heap_.get() : inline_.data(); }
+  const accumulator* data() const noexcept { return heap_ ? heap_.get() : inline_.data(); }
+  accumulator& operator[](std::size_t i) noexcept { return data()[i]; }
+  const accumulator& operator[](std::size_t i) const noexcept { return data()[i]; }
+  accumulator* begin() noexcept { return data(); }
+  accumulator* end() noexcept { return data() + size_; }
+  const accumulator* begin() const noexcept { return data(); }
+  const accumulator* end() const noexcept { return data() + size_; }
+
+  /// Replaces the contents with `n` default (empty) accumulators.
+  void resize(std::size_t n) {
+    heap_.reset();
+    inline_ = {};
+    if (n > inline_capacity)
+      heap_ = std::make_unique<accumulator[]>(n);
+    size_ = static_cast<std::uint32_t>(n);
+  }
+
+  friend bool operator==(const accumulator_list& a, const accumulator_list& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+private:
+  static std::unique_ptr<accumulator[]> clone(const accumulator* from, std::size_t n) {
+    auto out = std::make_unique<accumulator[]>(n);
+    std::copy(from, from + n, out.get());
+    return out;
+  }
+
+  // Unused (default) when the accumulators are on the heap.
+  std::array<accumulator, inline_capacity> inline_{};
+  std::unique_ptr<accumulator[]> heap_;
+  std::uint32_t size_ = 0;
+};
+
+static_assert(std::is_nothrow_move_constructible_v<accumulator_list>
+              && std::is_nothrow_move_assignable_v<accumulator_list>);
 
 /// Where one input row's values go: the accumulators (one per aggregate of
 /// the set, contiguous) of the group the row belongs to.
@@ -177,6 +259,27 @@ struct codec<internal::accumulator> {
         return false;
       a.distinct.emplace(d);
     }
+    return true;
+  }
+};
+
+/// Snapshot encoding of an accumulator list: as a `std::vector` of them
+/// (u32 count + accumulators), so either decodes the other's bytes.
+template <>
+struct codec<internal::accumulator_list> {
+  static void encode(const internal::accumulator_list& v, std::string& out) {
+    wire::put_u32(out, static_cast<std::uint32_t>(v.size()));
+    for (const auto& a : v)
+      codec<internal::accumulator>::encode(a, out);
+  }
+  static bool decode(std::string_view& in, internal::accumulator_list& out) {
+    std::uint32_t n = 0;
+    if (!wire::get_count(in, n))
+      return false;
+    out.resize(n);
+    for (auto& a : out)
+      if (!codec<internal::accumulator>::decode(in, a))
+        return false;
     return true;
   }
 };

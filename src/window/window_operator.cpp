@@ -139,7 +139,7 @@ struct row_input {
   std::uint64_t seq = 0;
 };
 
-using accumulators = std::vector<internal::accumulator>;
+using accumulators = internal::accumulator_list;
 
 class contents_function final
   : public state::aggregate_function<row_input, accumulators, std::monostate> {
@@ -1057,7 +1057,7 @@ private:
   std::optional<event_time> scratch_slice_; ///< the slice ns_scratch_ holds, if one
   std::vector<std::uint32_t> late_rows_;
   std::vector<event_time> stamps_;
-  accumulators fold_;
+  std::vector<internal::accumulator> fold_;
   std::vector<std::string_view> fire_keys_;
 
   /// Sliced aggregation: slice start (ms) -> keys with contents in it.
@@ -1147,7 +1147,9 @@ private:
     event_time slice = 0;
     std::int64_t rows = 0;
     std::vector<value> keys;
-    accumulators accs;
+    // A vector, not an accumulator_list: targets_ points into it while
+    // partials_ grows.
+    std::vector<internal::accumulator> accs;
   };
 
   event_time last_ms(event_time slice_start) const noexcept {
@@ -1173,7 +1175,7 @@ private:
         b.col(k).append_value(pa.keys[k]);
       b.col(nkeys).append_int(pa.rows);
       encoded_.clear();
-      state::codec<accumulators>::encode(pa.accs, encoded_);
+      state::codec<std::vector<internal::accumulator>>::encode(pa.accs, encoded_);
       b.col(nkeys + 1).append_string(encoded_);
       b.timestamps().push_back(last_ms(pa.slice));
       b.commit_row();
