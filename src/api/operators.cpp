@@ -140,20 +140,32 @@ void running_count::restore_state(const operator_restore& in) {
 }
 
 void running_count::process_batch(const record_batch_ptr& batch, output_collector& out) {
+  const std::size_t n = batch->num_rows;
+  keys_.clear();
+  key_ends_.clear();
+  addresses_.clear();
+  for (std::size_t row = 0; row < n; ++row) {
+    encode_key(*batch, key_fields_, row, keys_);
+    key_ends_.push_back(keys_.size());
+  }
+  const auto key = [this](std::size_t row) {
+    const std::size_t begin = row == 0 ? 0 : key_ends_[row - 1];
+    return std::string_view{keys_}.substr(begin, key_ends_[row] - begin);
+  };
+  for (std::size_t row = 0; row < n; ++row)
+    addresses_.push_back(backend_->address_of(key(row), {}));
   batch_builder builder{output_};
-  for (std::size_t row = 0; row < batch->num_rows; ++row) {
-    scratch_.clear();
-    encode_key(*batch, key_fields_, row, scratch_);
-    backend_->set_current_key(scratch_);
-    auto n = counts_.value_or(0) + 1;
-    counts_.update(n);
+  state::for_each_prefetched(counts_, addresses_, [&](std::size_t row) {
+    backend_->set_current_key(key(row), addresses_[row]);
+    auto c = counts_.value_or(0) + 1;
+    counts_.update(c);
     for (std::size_t k = 0; k < key_fields_.size(); ++k)
       builder.col(k).append_from(batch->columns[key_fields_[k]], row);
-    builder.col(key_fields_.size()).append_int(n);
+    builder.col(key_fields_.size()).append_int(c);
     builder.commit_row();
     if (batch->has_timestamps())
       builder.timestamps().push_back(batch->timestamps[row]);
-  }
+  });
   if (builder.rows() > 0)
     out.collect(builder.finish());
 }

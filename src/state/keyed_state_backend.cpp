@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cstring>
 #include <set>
 #include <tuple>
@@ -210,6 +211,27 @@ void keyed_state_backend::set_current_key(std::string_view encoded_key) {
   scope_.key_hash = hash_key_bytes(scope_.key);
   scope_.hash = hash_state_key(scope_.key_hash, scope_.ns);
   scope_.has_key = true;
+}
+
+void keyed_state_backend::set_current_key(std::string_view encoded_key, const key_address& a) {
+  assert(a.group == assign_key_group(encoded_key, max_parallelism_));
+  assert(a.key_hash == hash_key_bytes(encoded_key));
+  if (!range_.contains(a.group))
+    state_invariant_failed("key of a key group outside this backend's range", __FILE__, __LINE__);
+  scope_.key.assign(encoded_key.data(), encoded_key.size());
+  scope_.group = a.group;
+  scope_.key_hash = a.key_hash;
+  scope_.hash = hash_state_key(scope_.key_hash, scope_.ns);
+  scope_.has_key = true;
+}
+
+key_address keyed_state_backend::address_of(std::string_view encoded_key,
+                                            std::string_view ns) const noexcept {
+  key_address a;
+  a.group = assign_key_group(encoded_key, max_parallelism_);
+  a.key_hash = hash_key_bytes(encoded_key);
+  a.hash = hash_state_key(a.key_hash, ns);
+  return a;
 }
 
 void keyed_state_backend::set_current_namespace(std::string_view ns) {

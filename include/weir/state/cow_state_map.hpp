@@ -25,6 +25,22 @@ struct state_key {
   std::string_view ns;
 };
 
+namespace detail {
+
+/// Asks the processor to load the cache line at `p` (a hint; `p` need not
+/// be dereferenceable). Inline assembly on x86 because GCC 12's mod/ref
+/// analysis judges a function whose only effect is `__builtin_prefetch`
+/// side-effect free and deletes the calls to it.
+inline void prefetch_line(const void* p) noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht0 (%0)" : : "r"(p));
+#else
+  __builtin_prefetch(p);
+#endif
+}
+
+} // namespace detail
+
 /// The bucket hash of (key, namespace): xxhash3 of the key mixed with
 /// xxhash3 of the namespace. Stable across runs (not that anything persists
 /// it). Independent of the key-group hash, so buckets spread within a group.
@@ -136,6 +152,16 @@ public:
 
   /// Removes `k` and returns its value, if it was there.
   bool take(const state_key& k, V& out);
+
+  /// Prefetch hints for a batch of lookups, in two stages (group
+  /// prefetching: Chen, Ailamaki, Gibbons and Mowry, "Improving Hash Join
+  /// Performance through Prefetching", ICDE 2004). `prefetch_slot` asks the
+  /// processor for the index slot where a lookup of (`group`, `hash`)
+  /// starts; `prefetch_entry`, issued a few lookups later when that slot has
+  /// arrived, reads it and asks for the entry it points to, up to five cache lines (only when its 32 hash bits match). Pure hints: they change
+  /// nothing, copy nothing, and ignore groups outside `range()`.
+  void prefetch_slot(std::uint16_t group, std::uint64_t hash) const noexcept;
+  void prefetch_entry(std::uint16_t group, std::uint64_t hash) const noexcept;
 
   /// Freezes the current contents in O(key groups) and returns them as an
   /// immutable view (see the class comment).
@@ -325,6 +351,32 @@ const V* cow_state_map<V>::get(const state_key& k) const {
     return nullptr;
   const auto i = g->find(k);
   return i == g->slots.size() ? nullptr : &g->at(g->slots[i].pos1 - 1).value;
+}
+
+template <class V>
+void cow_state_map<V>::prefetch_slot(std::uint16_t group, std::uint64_t hash) const noexcept {
+  if (!range_.contains(group))
+    return;
+  const auto& g = groups_[range_.local_index(group)];
+  if (g && !g->slots.empty())
+    detail::prefetch_line(&g->slots[hash & (g->slots.size() - 1)]);
+}
+
+template <class V>
+void cow_state_map<V>::prefetch_entry(std::uint16_t group, std::uint64_t hash) const noexcept {
+  if (!range_.contains(group))
+    return;
+  const auto& g = groups_[range_.local_index(group)];
+  if (!g || g->slots.empty())
+    return;
+  const auto s = g->slots[hash & (g->slots.size() - 1)];
+  if (s.pos1 == 0 || s.hash_lo != static_cast<std::uint32_t>(hash))
+    return;
+  const std::size_t pos = s.pos1 - 1;
+  // Address arithmetic only: the page's entries are not read here.
+  const auto* e = g->pages[pos / page_entries]->raw + (pos % page_entries) * sizeof(entry);
+  for (std::size_t line = 0; line < sizeof(entry) && line < 5 * 64; line += 64)
+    detail::prefetch_line(e + line);
 }
 
 template <class V>

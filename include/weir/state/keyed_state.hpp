@@ -77,6 +77,18 @@ public:
   /// Removes the value.
   void clear() { table().map.remove(scope_->current()); }
 
+  /// Prefetch hints for a coming access at `a` (stage 1: the index slot;
+  /// stage 2, some accesses later: the entry). See
+  /// `cow_state_map::prefetch_slot`; they change nothing.
+  void prefetch_slot(const key_address& a) const noexcept {
+    if (table_)
+      table_->map.prefetch_slot(a.group, a.hash);
+  }
+  void prefetch_entry(const key_address& a) const noexcept {
+    if (table_)
+      table_->map.prefetch_entry(a.group, a.hash);
+  }
+
 private:
   friend class keyed_state_backend;
   value_state(const detail::state_scope* scope, detail::state_table<T>* t)
@@ -89,6 +101,33 @@ private:
   const detail::state_scope* scope_ = nullptr;
   detail::state_table<T>* table_ = nullptr;
 };
+
+/// Rows between a state handle's two prefetch stages in
+/// `for_each_prefetched`: the index slot of row i + 2d and the entry of row
+/// i + d are requested while row i is processed.
+inline constexpr std::size_t prefetch_distance = 8;
+
+/// Calls `body(i)` for i = 0 .. addresses.size() - 1 in order, while
+/// prefetching the entries of `handle` (a state handle with
+/// `prefetch_slot`/`prefetch_entry`) at the addresses of the rows ahead, so
+/// that the cache misses of a batch's lookups overlap instead of stalling
+/// one after another (group prefetching; Chen et al., ICDE 2004). With large
+/// state a lookup otherwise waits twice on memory: index slot, then entry.
+template <class Handle, class Body>
+void for_each_prefetched(const Handle& handle, std::span<const key_address> addresses,
+                         Body&& body) {
+  constexpr std::size_t d = prefetch_distance;
+  const std::size_t n = addresses.size();
+  for (std::size_t i = 0; i < n && i < 2 * d; ++i)
+    handle.prefetch_slot(addresses[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + 2 * d < n)
+      handle.prefetch_slot(addresses[i + 2 * d]);
+    if (i + d < n)
+      handle.prefetch_entry(addresses[i + d]);
+    body(i);
+  }
+}
 
 namespace detail {
 
@@ -347,6 +386,18 @@ public:
   }
 
   void clear() { table().map.remove(scope_->current()); }
+
+  /// Prefetch hints for a coming access at `a` (stage 1: the index slot;
+  /// stage 2, some accesses later: the entry). See
+  /// `cow_state_map::prefetch_slot`; they change nothing.
+  void prefetch_slot(const key_address& a) const noexcept {
+    if (table_)
+      table_->map.prefetch_slot(a.group, a.hash);
+  }
+  void prefetch_entry(const key_address& a) const noexcept {
+    if (table_)
+      table_->map.prefetch_entry(a.group, a.hash);
+  }
 
   /// Merges the accumulators of namespaces `sources` into `target` with
   /// `merge` and removes them (Flink's

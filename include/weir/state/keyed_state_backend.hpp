@@ -129,6 +129,15 @@ public:
   /// bug). O(key length).
   void set_current_key(std::string_view encoded_key);
 
+  /// As `set_current_key(encoded_key)`, with the key group and key hash
+  /// taken from `a`, which must be `address_of(encoded_key, ...)` (saves
+  /// hashing the key twice when it was hashed for prefetching).
+  void set_current_key(std::string_view encoded_key, const key_address& a);
+
+  /// The address of (`encoded_key`, `ns`) without changing the current key
+  /// or namespace: for prefetch hints ahead of the rows being processed.
+  key_address address_of(std::string_view encoded_key, std::string_view ns) const noexcept;
+
   /// The current key's bytes (empty before the first `set_current_key`).
   std::string_view current_key() const noexcept { return scope_.key; }
   std::uint16_t current_key_group() const noexcept { return scope_.group; }

@@ -33,6 +33,16 @@ enum class state_kind : std::uint8_t {
 /// "value", "list", "map", "reducing", "aggregating" (or "unknown").
 std::string_view to_string(state_kind kind) noexcept;
 
+/// Where one (key, namespace) lives in keyed state: its key group,
+/// `hash_key_bytes(key)` and `hash_state_key(key_hash, ns)`. From
+/// `keyed_state_backend::address_of`, for prefetch hints of the state
+/// handles and `set_current_key(key, address)`.
+struct key_address {
+  std::uint16_t group = 0;
+  std::uint64_t key_hash = 0;
+  std::uint64_t hash = 0;
+};
+
 namespace detail {
 
 /// The current key and namespace of a backend, shared with its handles.

@@ -97,7 +97,11 @@ private:
   std::vector<std::size_t> key_fields_;
   std::unique_ptr<state::keyed_state_backend> backend_;
   state::value_state<std::int64_t> counts_;
-  std::string scratch_;
+  // Per batch: the encoded keys back to back, where each ends, and their
+  // state addresses (for prefetching).
+  std::string keys_;
+  std::vector<std::size_t> key_ends_;
+  std::vector<state::key_address> addresses_;
 };
 
 } // namespace weir::internal

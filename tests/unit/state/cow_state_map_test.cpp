@@ -250,4 +250,42 @@ TEST_CASE("random puts, updates, removals and snapshots agree with a model, live
   for (std::uint16_t g = some.start; g <= some.end; ++g)
     CHECK(m.slot_count(g) >= cow_state_map<std::int64_t>::min_slots_per_entry * m.group_size(g));
 }
+
+TEST_CASE("prefetch hints change nothing, shared pages included") {
+  cow_state_map<std::string> m(key_group_range{0, max_par / 2 - 1});
+  std::vector<owned_key> keys;
+  for (std::size_t i = 0; keys.size() < 500; ++i) {
+    auto key = k(i, i % 3 == 0 ? "w" : "");
+    if (m.range().contains(key.view().group))
+      keys.push_back(std::move(key));
+  }
+  for (std::size_t i = 0; i < keys.size(); i += 2)
+    m.put(keys[i].view(), "v" + std::to_string(i));
+  auto frozen = m.snapshot();
+  m.remove(keys[0].view());
+  const auto hint_all = [&] {
+    for (std::size_t i = 0; i < 2 * max_par * 40; ++i) { // in range or not
+      const auto key = k(i, i % 3 == 0 ? "w" : "").view();
+      m.prefetch_slot(key.group, key.hash);
+      m.prefetch_entry(key.group, key.hash);
+    }
+  };
+  hint_all();
+  CHECK(m.size() == 249);
+  CHECK(frozen->size() == 250);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto* v = m.get(keys[i].view());
+    if (i % 2 == 1 || i == 0) {
+      CHECK(v == nullptr);
+    } else {
+      REQUIRE(v != nullptr);
+      CHECK(*v == "v" + std::to_string(i));
+    }
+  }
+  // An empty map (no group tables yet) takes hints too.
+  cow_state_map<std::string> empty(all);
+  for (const auto& key : keys)
+    empty.prefetch_entry(key.view().group, key.view().hash);
+  CHECK(empty.size() == 0);
+}
 }

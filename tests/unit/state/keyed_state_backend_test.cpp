@@ -284,3 +284,50 @@ TEST_CASE("the current key determines the key group") {
   CHECK(b.has_current_key());
 }
 }
+
+TEST_CASE("a key set through its prefetch address reaches the same state") {
+  keyed_state_backend b(all, 128);
+  auto count = b.get_value_state<std::int64_t>("count").value();
+  std::vector<std::string> keys;
+  std::vector<weir::state::key_address> addresses;
+  for (int i = 0; i < 300; ++i) {
+    keys.push_back(weir::test::user_key(static_cast<std::size_t>(i)));
+    addresses.push_back(b.address_of(keys.back(), ""));
+  }
+  // Written through addresses (with prefetch hints ahead, some for keys
+  // not stored yet), read back through set_current_key(key).
+  for (int round = 0; round < 2; ++round)
+    weir::state::for_each_prefetched(count, addresses, [&](std::size_t i) {
+      b.set_current_key(keys[i], addresses[i]);
+      count.update(count.value_or(0) + static_cast<std::int64_t>(i));
+    });
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    b.set_current_key(keys[i]);
+    CHECK(b.current_key_group() == addresses[i].group);
+    CHECK(count.value() == 2 * static_cast<std::int64_t>(i));
+  }
+  CHECK(b.num_entries("count") == keys.size());
+
+  // A namespace is part of the address: the same key in another namespace
+  // is another entry.
+  b.set_current_namespace("window-1");
+  const auto in_window = b.address_of(keys[0], "window-1");
+  CHECK(in_window.group == addresses[0].group);
+  CHECK(in_window.key_hash == addresses[0].key_hash);
+  CHECK(in_window.hash != addresses[0].hash);
+  b.set_current_key(keys[0], in_window);
+  CHECK_FALSE(count.value().has_value());
+
+  // Hints on an empty handle, or for a group outside the backend's range,
+  // change nothing.
+  weir::state::value_state<std::int64_t> empty;
+  empty.prefetch_slot(addresses[0]);
+  empty.prefetch_entry(addresses[0]);
+  keyed_state_backend half(key_group_range{0, 63}, 128);
+  auto other = half.get_value_state<std::int64_t>("count").value();
+  for (const auto& a : addresses) {
+    other.prefetch_slot(a);
+    other.prefetch_entry(a);
+  }
+  CHECK(half.num_entries("count") == 0);
+}
