@@ -22,14 +22,8 @@ job_result job::execute() {
   try {
     runtime::prune_generated_fields(*graph_);
     ctx = std::make_shared<runtime::job_context>(graph_);
-    if (graph_->options.on_bad_record == bad_record_policy::dead_letter
-        && !graph_->options.dead_letter_path.empty())
-      // A job that may resume from a checkpoint keeps earlier bad records
-      // (those replayed after the restore point are written again).
-      ctx->dead_letters = std::make_unique<runtime::dead_letter_queue>(
-        graph_->options.dead_letter_path,
-        graph_->options.checkpoint.enabled && !graph_->options.checkpoint.fresh);
     const auto& cp = graph_->options.checkpoint;
+    bool resumable = false; // a completed checkpoint exists to resume from
     if (cp.enabled) {
       if (cp.fresh) {
         // Start over: the old checkpoints must not be restored by a crash
@@ -47,8 +41,19 @@ job_result job::execute() {
                        + store.error().message;
         return result;
       }
+      if (!cp.fresh) {
+        auto stored = (*store)->list(false);
+        resumable = stored && !stored->empty();
+      }
       ctx->store = std::move(*store);
     }
+    if (graph_->options.on_bad_record == bad_record_policy::dead_letter
+        && !graph_->options.dead_letter_path.empty())
+      // A job resuming from a checkpoint keeps earlier bad records (those
+      // replayed after the restore point are written again); any other run
+      // starts the file over.
+      ctx->dead_letters = std::make_unique<runtime::dead_letter_queue>(
+        graph_->options.dead_letter_path, resumable);
   } catch (const std::exception& e) {
     result.error = e.what();
     return result;

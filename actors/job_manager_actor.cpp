@@ -4,6 +4,7 @@
 #include "state_writer_actor.hpp"
 #include "task_actor.hpp"
 #include "weir/checkpoint/checkpoint_coordinator.hpp"
+#include "weir/checkpoint/checkpoint_report.hpp"
 #include "weir/core/messages.hpp"
 #include "weir/core/timestamp.hpp"
 
@@ -83,10 +84,10 @@ std::string checkpoint_summary(const job_manager_state& st) {
   if (!last)
     return "none yet";
   char buf[160];
-  std::snprintf(buf, sizeof buf, "#%llu (%lld ms, %.1f KiB, align %lld ms)",
+  std::snprintf(buf, sizeof buf, "#%llu (%lld ms, %s, align %lld ms)",
                 static_cast<unsigned long long>(last->checkpoint_id),
                 static_cast<long long>(last->duration_ms),
-                static_cast<double>(last->size_bytes) / 1024.0,
+                checkpoint::format_bytes(last->size_bytes).c_str(),
                 static_cast<long long>(last->alignment_ms));
   return buf;
 }

@@ -81,8 +81,11 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Run a pipeline to completion");
   run->add_option("pipeline", path, "Pipeline TOML file")->required();
   run->add_option("--batch-size", batch_size,
-                  "Override [job] batch_size (1 = a watermark after every record)");
-  run->add_option("--parallelism", parallelism, "Override [job] parallelism");
+                  "Override [job] batch_size (1 = a watermark after every record)")
+    ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  run->add_option("--parallelism", parallelism,
+                  "Override [job] parallelism (at most [job] max_parallelism)")
+    ->check(CLI::Range(std::size_t{1}, std::size_t{32768}));
   run->add_flag("-q,--quiet", quiet, "No status line and no summary");
   bool fresh = false;
   run->add_flag("--fresh", fresh,

@@ -177,7 +177,17 @@ public:
       current_ = k;
       const auto& r = spec_.restores[k];
       if (!ops_[k]) {
-        // A source: its operator state is the byte position to resume from.
+        // A source: its operator state is the position to resume from. One
+        // subtask's position says nothing of the others' progress: a source
+        // that ran with another parallelism cannot resume exactly.
+        if (r && r->previous_parallelism != 0 && r->previous_parallelism != vertex_.parallelism)
+          throw std::runtime_error(
+            "checkpoint " + std::to_string(r->checkpoint_id) + " holds source '"
+            + graph_.nodes[vertex_.nodes[k]].name + "' at parallelism "
+            + std::to_string(r->previous_parallelism) + "; a source resumes only at the "
+            + "parallelism it ran with (run with --parallelism "
+            + std::to_string(r->previous_parallelism) + " or set the source's parallelism, "
+            + "or start over with --fresh)");
         if (r && !r->operator_states.empty() && !r->operator_states.front().empty())
           restore_source(r->operator_states.front());
         continue;
@@ -316,7 +326,9 @@ public:
         e.snapshot.operator_state = std::to_string(pos) + "\nclock "
                                     + std::to_string(clock_.is_replay() ? clock_.now() : 0)
                                     + "\n" + watermarks_->snapshot();
-        e.source_position = "byte " + std::to_string(pos);
+        // Files resume at a byte offset, generated sources at an event number.
+        e.source_position =
+          (node.kind == "file_source" ? "byte " : "event ") + std::to_string(pos);
       } else {
         ops_[k]->snapshot_state(n, e.snapshot);
       }

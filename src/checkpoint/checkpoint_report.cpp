@@ -82,6 +82,25 @@ size_by_operator(const snapshot_manifest& m) {
   return out;
 }
 
+/// The manifest's handles in a stable order: operators as they first appear
+/// (subtasks acknowledge in any order), then by subtask.
+std::vector<const operator_state_handle*> ordered_handles(const snapshot_manifest& m) {
+  std::vector<std::string_view> uids;
+  for (const auto& h : m.handles)
+    if (std::find(uids.begin(), uids.end(), h.operator_uid) == uids.end())
+      uids.push_back(h.operator_uid);
+  const auto rank = [&uids](const operator_state_handle* h) {
+    return std::pair{std::find(uids.begin(), uids.end(), h->operator_uid) - uids.begin(),
+                     h->subtask};
+  };
+  std::vector<const operator_state_handle*> out;
+  for (const auto& h : m.handles)
+    out.push_back(&h);
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const auto* a, const auto* b) { return rank(a) < rank(b); });
+  return out;
+}
+
 /// "logs" for a single subtask, "logs[2/4]" otherwise (1-based).
 std::string subtask_label(const operator_state_handle& h) {
   if (h.parallelism <= 1)
@@ -127,10 +146,10 @@ std::string format_checkpoint_list(const std::vector<checkpoint_listing>& all) {
         per_op += (per_op.empty() ? "" : ", ") + uid + " " + format_bytes(bytes);
       r.push_back(per_op.empty() ? "-" : per_op);
       std::string positions;
-      for (const auto& h : m.handles)
-        if (!h.source_position.empty())
-          positions += (positions.empty() ? "" : "; ") + subtask_label(h) + ": "
-                       + h.source_position;
+      for (const auto* h : ordered_handles(m))
+        if (!h->source_position.empty())
+          positions += (positions.empty() ? "" : "; ") + subtask_label(*h) + ": "
+                       + h->source_position;
       r.push_back(positions.empty() ? "-" : positions);
     } else {
       r.insert(r.end(), {"-", "-", "-", "-", "-", "-"});
@@ -166,7 +185,8 @@ std::string format_checkpoint_details(const checkpoint_listing& l) {
   out += "\nsubtasks\n";
   std::vector<std::vector<std::string>> rows{
     {"OPERATOR", "SUBTASK", "KEY GROUPS", "KEYED", "OPERATOR STATE", "SOURCE POSITION"}};
-  for (const auto& h : m.handles) {
+  for (const auto* hp : ordered_handles(m)) {
+    const auto& h = *hp;
     std::uint64_t keyed = h.size_bytes() - h.operator_state_bytes;
     rows.push_back({h.operator_uid,
                     std::to_string(h.subtask + 1) + "/" + std::to_string(h.parallelism),

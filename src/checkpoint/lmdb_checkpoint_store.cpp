@@ -575,6 +575,7 @@ lmdb_checkpoint_store::read_restore(const snapshot_manifest& m,
         return v.error();
       out.key_groups.emplace_back(g.key_group, std::move(*v));
     }
+    out.previous_parallelism = h.parallelism;
     if (h.has_operator_state && h.subtask % parallelism == subtask) {
       auto v = fetch(operator_state_key(m.checkpoint_id, h.operator_uid, h.subtask),
                      h.operator_state_bytes, h.operator_state_checksum,

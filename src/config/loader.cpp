@@ -202,6 +202,8 @@ const key_list stdout_formats = {"jsonl"};
 const key_list bad_record_policies = {"fail", "skip", "dead_letter"};
 
 constexpr std::int64_t max_key_groups = 32768;
+/// Rows per batch at most: a batch is built in memory whole.
+constexpr std::int64_t max_batch_size = 1 << 20;
 
 // -- small text helpers ------------------------------------------------------
 
@@ -942,6 +944,12 @@ void loader::parse_top(const toml::table& root) {
   r.check_keys({"job", "checkpoint", "source", "operator", "sink"});
   parse_job(root);
   parse_checkpoint(root);
+  if (const auto* job = root["job"].as_table(); job && !root.get("checkpoint")) {
+    if (const auto* restart = job->get("restart"))
+      report(pos_of(*restart), "job.restart needs a [checkpoint] section",
+             {"hint: a restart resumes from the latest completed checkpoint; add "
+              "[checkpoint] with a dir, or remove job.restart"});
+  }
   for_each_element(root, "source",
                    [this](const toml::table& t, std::size_t i) { parse_source(t, i); });
   for_each_element(root, "operator",
@@ -1018,7 +1026,7 @@ void loader::parse_job(const toml::table& root) {
                "job.parallelism must not exceed job.max_parallelism (" +
                  std::to_string(job_opts_.max_parallelism) + "), got " +
                  std::to_string(*parallelism));
-      if (auto v = r.integer("batch_size", 1, unbounded))
+      if (auto v = r.integer("batch_size", 1, max_batch_size))
         job_opts_.batch_size = static_cast<std::size_t>(*v);
       if (auto v = r.duration("buffer_timeout"))
         job_opts_.buffer_timeout = *v;
@@ -1068,8 +1076,18 @@ void loader::parse_job(const toml::table& root) {
   }
   if (opts_.batch_size)
     job_opts_.batch_size = *opts_.batch_size;
-  if (opts_.parallelism)
+  if (opts_.parallelism) {
     job_opts_.parallelism = *opts_.parallelism;
+    if (*opts_.parallelism < 1 || *opts_.parallelism > job_opts_.max_parallelism) {
+      const auto* job = root.get("job");
+      report(job ? pos_of(*job) : pos{},
+             "--parallelism " + std::to_string(*opts_.parallelism) +
+               " must lie in 1..job.max_parallelism (" +
+               std::to_string(job_opts_.max_parallelism) + ")",
+             {"hint: raise job.max_parallelism (at most 32768) to run more subtasks"});
+      job_ok_ = false;
+    }
+  }
 }
 
 /// A rate: a positive integer or float (rows or events per second).

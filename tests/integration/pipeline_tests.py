@@ -410,6 +410,101 @@ def test_local_aggregation(args):
 TESTS["local-aggregation"] = test_local_aggregation
 
 
+GENERATED_TOML = """
+[job]
+name = "generated"
+parallelism = 2
+status_interval = "0s"
+
+[checkpoint]
+interval = "50ms"
+dir = "state"
+
+[[source]]
+name = "gen"
+type = "generator"
+count = 40000
+rate = 40000
+seed = 7
+fields = {{ key = "rand_int(seq, 1, 0, 99)", ts = "to_timestamp(1600000000000 + seq)" }}
+event_time = {{ field = "ts" }}
+
+[[operator]]
+name = "counts"
+type = "window"
+input = "gen"
+key_by = ["key"]
+window = {{ type = "tumbling", size = "1s" }}
+aggregate = {{ n = "count(*)" }}
+
+[[sink]]
+name = "out"
+input = "counts"
+type = "file"
+path = "out"
+"""
+
+
+def test_cli_overrides(args):
+    """Out-of-range --parallelism and --batch-size are usage errors (exit 2),
+    and a generated source is not resumed at another parallelism: resuming
+    one subtask's position alone would emit records twice."""
+    box = Sandbox(args)
+    try:
+        toml = GENERATED_TOML.format()
+        for bad in (["--parallelism", "-1"], ["--parallelism", "0"], ["--batch-size", "0"],
+                    ["--parallelism", "40000"]):
+            proc = box.run("run", "pipeline.toml", *bad, expect=2, toml_text=toml)
+            check(bad[0] in proc.stderr, f"{bad}: the error does not name the option:\n"
+                  f"{proc.stderr[-1000:]}")
+        proc = box.run("run", "pipeline.toml", "--parallelism", "200", expect=2)
+        check("pipeline.toml:2:1: error: --parallelism 200 must lie in 1..job.max_parallelism"
+              " (128)" in proc.stderr, f"no config error for --parallelism 200:\n{proc.stderr}")
+
+        box.run("run", "pipeline.toml", "-q")
+        listing = box.run("checkpoints", "list", "state").stdout
+        check("no checkpoints" not in listing and listing.strip(),
+              f"the parallelism-2 run completed no checkpoint:\n{listing}")
+        check("gen[1/2]: event " in listing, f"generator positions are not event numbers:\n{listing}")
+        proc = box.run("run", "pipeline.toml", "-q", "--parallelism", "1", expect=1)
+        check("holds source 'gen' at parallelism 2" in proc.stderr
+              and "resumes only at the parallelism it ran with" in proc.stderr,
+              f"no clear error restoring at parallelism 1:\n{proc.stderr[-2000:]}")
+        # The same parallelism resumes, and --fresh starts over at any.
+        box.run("run", "pipeline.toml", "-q")
+        box.run("run", "pipeline.toml", "-q", "--parallelism", "1", "--fresh")
+        rows = [r for f in sorted((box.work / "out").glob("*.jsonl")) for r in load_jsonl(f)]
+        check(sum(r["n"] for r in rows) == 40000,
+              f"after --fresh at parallelism 1 the window counts sum to "
+              f"{sum(r['n'] for r in rows)}, expected 40,000")
+    finally:
+        box.close()
+
+
+TESTS["cli-overrides"] = test_cli_overrides
+
+
+def test_dead_letter_rerun(args):
+    """A run with checkpointing that has no completed checkpoint to resume
+    from starts its dead-letter file over instead of appending to it."""
+    box = Sandbox(args)
+    try:
+        text = (pathlib.Path(args.repo) / DASHBOARD).read_text()
+        text += '\n[checkpoint]\ninterval = "1h"\ndir = "state"\n'
+        for attempt in (1, 2):
+            box.run("run", "pipeline.toml", "-q", toml_text=text)
+            listing = box.run("checkpoints", "list", "state").stdout
+            check("no checkpoints" in listing, f"a checkpoint completed:\n{listing}")
+            bad = load_jsonl(box.work / OUT / "bad_records.jsonl")
+            check(len(bad) == 1, f"run {attempt}: the dead-letter file holds {len(bad)} records, "
+                  "expected 1")
+    finally:
+        box.close()
+
+
+TESTS["dead-letter-rerun"] = test_dead_letter_rerun
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--weir", required=True)

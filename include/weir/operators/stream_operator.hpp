@@ -84,6 +84,8 @@ struct operator_restore {
   /// over (one for an unchanged parallelism; possibly several or none after
   /// rescaling; sources and sinks keep parallelism 1 for files).
   std::vector<std::string> operator_states;
+  /// The operator's parallelism when the checkpoint was taken (0 = unknown).
+  std::uint32_t previous_parallelism = 0;
 };
 
 /// A synchronous, single-threaded operator: the unit a task chains and a unit

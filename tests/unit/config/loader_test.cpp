@@ -362,7 +362,7 @@ name = "out"
 input = "readings"
 type = "stdout"
 )~") == R"~(p.toml:10:15: error: job.parallelism must be an integer, got string
-p.toml:11:14: error: job.batch_size must be at least 1, got 0
+p.toml:11:14: error: job.batch_size must be between 1 and 1048576, got 0
 p.toml:12:18: error: job.buffer_timeout must be a duration, got integer
   hint: write an integer with a unit (ms, s, m, h, d): "500ms", "10s", "5m"
 p.toml:13:19: error: job.max_parallelism must be between 1 and 32768, got 40000
@@ -1132,5 +1132,34 @@ TEST_CASE("a diagnostic renders compiler-style and lists sort by position") {
         "p.toml: error: bad file\np.toml:3: error: bad line\np.toml:3:2: error: x\n" +
           d.to_string() + "\n");
   CHECK(weir::config::to_string(std::vector<diagnostic>{}).empty());
+}
+
+TEST_CASE("a parallelism override beyond max_parallelism is a config error") {
+  const std::string text = "[job]\nmax_parallelism = 8\n\n" + source_block + R"~(
+[[sink]]
+name = "out"
+input = "readings"
+type = "stdout"
+)~";
+  load_options opts;
+  opts.parallelism = 9;
+  auto r = load(text, opts);
+  REQUIRE_FALSE(r);
+  CHECK(weir::config::to_string(r.error())
+        == "p.toml:1:1: error: --parallelism 9 must lie in 1..job.max_parallelism (8)\n"
+           "  hint: raise job.max_parallelism (at most 32768) to run more subtasks\n");
+  opts.parallelism = 8;
+  CHECK(load(text, opts));
+}
+
+TEST_CASE("a restart strategy without checkpoints is a config error") {
+  CHECK(errors("[job]\nrestart = { attempts = 2 }\n\n" + source_block + R"~(
+[[sink]]
+name = "out"
+input = "readings"
+type = "stdout"
+)~") == "p.toml:2:11: error: job.restart needs a [checkpoint] section\n"
+        "  hint: a restart resumes from the latest completed checkpoint; add [checkpoint] "
+        "with a dir, or remove job.restart\n");
 }
 }
