@@ -9,6 +9,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <filesystem>
 #include <thread>
@@ -42,8 +43,11 @@ job_result job::execute() {
         return result;
       }
       if (!cp.fresh) {
+        // Unverified (the job manager verifies the one it restores), but
+        // only complete manifests count.
         auto stored = (*store)->list(false);
-        resumable = stored && !stored->empty();
+        resumable = !stored || std::any_of(stored->begin(), stored->end(),
+                                           [](const auto& l) { return l.restorable; });
       }
       ctx->store = std::move(*store);
     }

@@ -160,6 +160,19 @@ bool read_restore_points(jm_actor* self,
                    + std::to_string(m.checkpoint_id) + ": " + r.error().message);
           return false;
         }
+        // A source's operator state is one subtask's position, which says
+        // nothing of the others' progress: a source that ran with another
+        // parallelism cannot resume exactly (file sources always run as one).
+        const auto& node = g.nodes[node_id];
+        if (node.is_source && r->previous_parallelism != 0
+            && r->previous_parallelism != vertex.parallelism) {
+          ctx.fail("checkpoint " + std::to_string(m.checkpoint_id) + " holds source '"
+                   + node.name + "' at parallelism " + std::to_string(r->previous_parallelism)
+                   + "; a source resumes only at the parallelism it ran with (run with "
+                   + "--parallelism " + std::to_string(r->previous_parallelism)
+                   + " or set the source's parallelism, or start over with --fresh)");
+          return false;
+        }
         out[v][s].push_back(std::make_shared<const operator_restore>(std::move(*r)));
       }
     }

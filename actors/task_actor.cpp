@@ -177,17 +177,8 @@ public:
       current_ = k;
       const auto& r = spec_.restores[k];
       if (!ops_[k]) {
-        // A source: its operator state is the position to resume from. One
-        // subtask's position says nothing of the others' progress: a source
-        // that ran with another parallelism cannot resume exactly.
-        if (r && r->previous_parallelism != 0 && r->previous_parallelism != vertex_.parallelism)
-          throw std::runtime_error(
-            "checkpoint " + std::to_string(r->checkpoint_id) + " holds source '"
-            + graph_.nodes[vertex_.nodes[k]].name + "' at parallelism "
-            + std::to_string(r->previous_parallelism) + "; a source resumes only at the "
-            + "parallelism it ran with (run with --parallelism "
-            + std::to_string(r->previous_parallelism) + " or set the source's parallelism, "
-            + "or start over with --fresh)");
+        // A source: its operator state is the position to resume from (the
+        // job manager checked that the parallelism is the one it ran with).
         if (r && !r->operator_states.empty() && !r->operator_states.front().empty())
           restore_source(r->operator_states.front());
         continue;

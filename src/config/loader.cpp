@@ -1074,8 +1074,17 @@ void loader::parse_job(const toml::table& root) {
       }
     }
   }
-  if (opts_.batch_size)
+  if (opts_.batch_size) {
     job_opts_.batch_size = *opts_.batch_size;
+    if (*opts_.batch_size < 1 || *opts_.batch_size > static_cast<std::size_t>(max_batch_size)) {
+      const auto* job = root.get("job");
+      report(job ? pos_of(*job) : pos{},
+             "--batch-size " + std::to_string(*opts_.batch_size) + " must lie in 1.."
+               + std::to_string(max_batch_size),
+             {});
+      job_ok_ = false;
+    }
+  }
   if (opts_.parallelism) {
     job_opts_.parallelism = *opts_.parallelism;
     if (*opts_.parallelism < 1 || *opts_.parallelism > job_opts_.max_parallelism) {

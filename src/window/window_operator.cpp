@@ -147,11 +147,26 @@ public:
   explicit contents_function(const internal::aggregate_set* aggs) : aggs_(aggs) {}
   accumulators create_accumulator() const override { return accumulators(aggs_->size()); }
   void add(const row_input& in, accumulators& acc) const override {
+    check(acc);
     aggs_->update_row(*in.batch, *in.args, in.row, in.seq, acc.data());
   }
   std::monostate get_result(const accumulators&) const override { return {}; }
   void merge(accumulators& into, const accumulators& from) const override {
+    check(into);
+    check(from);
     aggs_->merge(into.data(), from.data());
+  }
+
+  /// Throws when `acc` does not hold one accumulator per aggregate: state
+  /// restored from a checkpoint of a window with other aggregates.
+  const accumulators& check(const accumulators& acc) const {
+    if (acc.size() != aggs_->size())
+      throw std::runtime_error("window state holds " + std::to_string(acc.size())
+                               + " accumulators per window, but the window has "
+                               + std::to_string(aggs_->size())
+                               + " aggregates: was the checkpoint taken with other "
+                                 "aggregates? (start over with --fresh)");
+    return acc;
   }
 
 private:
@@ -883,6 +898,7 @@ private:
       const auto* acc = contents_.accumulator();
       if (!acc)
         continue;
+      contents_fn_->check(*acc);
       if (!only && !folded) {
         only = acc->data();
         continue;
@@ -978,7 +994,7 @@ private:
     const internal::accumulator* accs = fold_.data();
     if (!p.buffered) {
       set_namespace(state_window);
-      accs = contents_.accumulator()->data();
+      accs = contents_fn_->check(*contents_.accumulator()).data();
     }
     append_row(actual, accs, fire);
   }

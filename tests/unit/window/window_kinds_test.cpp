@@ -631,6 +631,37 @@ TEST_CASE("restoring corrupt key-group bytes fails the subtask with the group na
                        std::runtime_error);
 }
 
+TEST_CASE("restoring window state of other aggregates fails instead of misreading it") {
+  // Taken with count and sum (two accumulators per window), restored into a
+  // window with three aggregates: the sliced path and the per-window path.
+  const std::vector<std::shared_ptr<const window_assigner>> assigners{
+    shared(tumbling_event_time_windows::make(10s)), shared(event_time_session_windows::make(5s))};
+  for (const auto& assigner : assigners) {
+    const auto s = weir::test::case_schema();
+    recording_collector out;
+    auto op = make_plan(assigner).make_operator();
+    op->open(weir::operator_context{});
+    op->process_batch(make_batch(s, {{"e1", "a", std::int64_t{1000}, std::int64_t{5}}},
+                                 {1000}),
+                      out);
+    weir::operator_snapshot snap;
+    op->snapshot_state(7, snap);
+    auto other = make_plan(assigner, {{"count", "count(*)"}, {"sum", "sum(value)"},
+                                      {"max", "max(value)"}})
+                   .make_operator();
+    other->open(weir::operator_context{});
+    other->restore_state(to_restore(snap));
+    CHECK_THROWS_WITH_AS(
+      {
+        other->process_batch(
+          make_batch(s, {{"e2", "a", std::int64_t{2000}, std::int64_t{6}}}, {2000}),
+          out);
+        other->process_watermark(weir::max_watermark, out);
+      },
+      doctest::Contains("window state holds 2 accumulators per window, but the window has 3"),
+      std::runtime_error);
+  }
+}
 
 // -- sliced aggregation ------------------------------------------------------------------
 
