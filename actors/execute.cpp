@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
+#include <iostream>
 #include <thread>
 
 namespace weir {
@@ -72,6 +73,7 @@ job_result job::execute() {
     runtime::spawn_job_manager(sys, ctx);
     sys.await_all_actors_done();
   }
+  graph_->end_output->print(std::cout);
   auto totals = ctx->metrics.totals();
   result.records_read = totals.records_read;
   result.records_written = totals.records_written;

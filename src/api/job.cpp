@@ -429,7 +429,10 @@ void data_stream::print(operator_options opts) const {
 
 expected<std::monostate> data_stream::sink_to_summary(summary_sink_spec spec,
                                                       operator_options opts) const {
-  auto factory = make_summary_sink_factory(output_schema(), spec);
+  auto board = graph_->end_output;
+  const auto slot = board->reserve();
+  auto factory = make_summary_sink_factory(
+    output_schema(), spec, [board, slot](const std::string& text) { board->put(slot, text); });
   if (!factory)
     return factory.error();
   auto id = add_operator(*graph_, opts, {"summary_sink", nullptr, std::move(*factory), true, 1},

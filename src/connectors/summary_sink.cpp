@@ -118,7 +118,7 @@ struct summary_config {
   bool show_share = false;
   std::optional<expr::compiled_expression> highlight;
   std::string highlight_label;
-  std::ostream* out = nullptr;
+  std::function<void(const std::string&)> write; // the rendered table, once
   // The shape of the state (columns with their types, aggregate kinds): a
   // snapshot of another shape is refused on restore.
   std::string state_signature;
@@ -170,7 +170,6 @@ public:
   void finish(output_collector& out) override {
     (void) out;
     const auto& c = *cfg_;
-    std::ostream& os = *c.out;
 
     struct row {
       std::vector<value> values;
@@ -264,8 +263,7 @@ public:
       text += c.highlight_label + ": " + percent(as_double(matched), as_double(all)) + " ("
               + format_value(matched, t) + " of " + format_value(all, t) + ")\n";
     }
-    os << text;
-    os.flush();
+    c.write(text);
   }
 
   /// Operator state: magic, signature, the highlight's total and matched
@@ -373,13 +371,22 @@ error invalid(std::string msg) {
 expected<std::function<stream_operator_ptr()>>
 make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec,
                           std::ostream& out) {
+  return make_summary_sink_factory(input, spec, [&out](const std::string& text) {
+    out << text;
+    out.flush();
+  });
+}
+
+expected<std::function<stream_operator_ptr()>>
+make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec,
+                          std::function<void(const std::string&)> write) {
   if (!input)
     return invalid("no input schema");
   auto cfg = std::make_shared<summary_config>();
   cfg->title = spec.title.empty() ? "Summary" : spec.title;
   cfg->ascending = spec.ascending;
   cfg->limit = spec.limit;
-  cfg->out = &out;
+  cfg->write = std::move(write);
 
   for (const auto& name : spec.group_by) {
     auto idx = input->index_of(name);

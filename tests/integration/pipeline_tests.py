@@ -123,6 +123,9 @@ def test_dashboard(args):
     check(all(r["status"] >= 400 for r in errors), "the errors branch let a status < 400 through")
     # The readable summary on stdout.
     check("Top pages" in proc.stdout, "no 'Top pages' table on stdout")
+    check("Requests by status" in proc.stdout, "no 'Requests by status' table on stdout")
+    check(proc.stdout.index("Top pages") < proc.stdout.index("Requests by status"),
+          "the summary tables are not in the order of their [[sink]]s")
     totals = collections.Counter()
     for (p, _), n in want_views.items():
         totals[p] += n

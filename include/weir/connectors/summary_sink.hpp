@@ -63,4 +63,10 @@ make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec
 make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec,
                           std::ostream& out);
 
+/// As above, handing the rendered table (text with newlines) to `write`
+/// once, from `finish()` on the sink's thread.
+[[nodiscard]] expected<std::function<stream_operator_ptr()>>
+make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec,
+                          std::function<void(const std::string&)> write);
+
 } // namespace weir

@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -88,9 +90,44 @@ struct job_graph;
 /// which nothing observes.
 void prune_generated_fields(job_graph& g);
 
+/// Text that sinks produce once, at the end of a job (summary tables), kept
+/// in slots reserved in declaration order and printed in that order by
+/// `job::execute`, whichever subtask finishes first. Thread-safe.
+class end_of_job_output {
+public:
+  /// A new slot, after every slot reserved before.
+  std::size_t reserve() {
+    std::lock_guard lock{mutex_};
+    slots_.emplace_back();
+    return slots_.size() - 1;
+  }
+  /// Sets the text of `slot` (replacing earlier text: a restarted job's
+  /// sink finishes again).
+  void put(std::size_t slot, std::string text) {
+    std::lock_guard lock{mutex_};
+    if (slot < slots_.size())
+      slots_[slot] = std::move(text);
+  }
+  /// Writes the slots' texts in slot order and empties them.
+  void print(std::ostream& out) {
+    std::lock_guard lock{mutex_};
+    for (auto& text : slots_) {
+      out << text;
+      text.clear();
+    }
+    out.flush();
+  }
+
+private:
+  std::mutex mutex_;
+  std::vector<std::string> slots_;
+};
+
 /// The logical job graph built by the public API (and so by the TOML loader).
 struct job_graph {
   job_options options;
+  /// Summary tables, printed in [[sink]] order at the end of `execute`.
+  std::shared_ptr<end_of_job_output> end_output = std::make_shared<end_of_job_output>();
   std::vector<stream_node> nodes;
   std::vector<stream_edge> edges;
 
