@@ -1020,7 +1020,8 @@ void loader::parse_job(const toml::table& root) {
       auto max_par = r.integer("max_parallelism", 1, max_key_groups);
       if (max_par)
         job_opts_.max_parallelism = static_cast<std::size_t>(*max_par);
-      if (parallelism &&
+      // Checked here unless --parallelism overrides it (checked below).
+      if (parallelism && !opts_.parallelism &&
           static_cast<std::size_t>(*parallelism) > job_opts_.max_parallelism)
         r.fail(pos_of(*r.get("parallelism")),
                "job.parallelism must not exceed job.max_parallelism (" +

@@ -1150,6 +1150,11 @@ type = "stdout"
            "  hint: raise job.max_parallelism (at most 32768) to run more subtasks\n");
   opts.parallelism = 8;
   CHECK(load(text, opts));
+  // The override replaces a file's parallelism that is out of range.
+  const std::string too_wide = "[job]\nmax_parallelism = 8\nparallelism = 9\n\n"
+                               + text.substr(text.find("[[source]]"));
+  CHECK_FALSE(load(too_wide));
+  CHECK(load(too_wide, opts));
 }
 
 TEST_CASE("a restart strategy without checkpoints is a config error") {
