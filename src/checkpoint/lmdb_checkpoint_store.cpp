@@ -247,6 +247,22 @@ lmdb_checkpoint_store::open(store_options opts) {
   unsigned flags = MDB_NOTLS | MDB_NOMETASYNC | (opts.read_only ? MDB_RDONLY : 0u);
   if (int rc = mdb_env_open(p->env, opts.dir.c_str(), flags, 0644); rc != 0)
     return p->fail("mdb_env_open", rc);
+  // LMDB maps the file: reading a page past a truncated file's end is a
+  // SIGBUS, not an error code. The meta page says how far the file must go.
+  {
+    MDB_envinfo info{};
+    MDB_stat st{};
+    std::error_code size_ec;
+    const auto size =
+      std::filesystem::file_size(std::filesystem::path{opts.dir} / "data.mdb", size_ec);
+    if (!size_ec && mdb_env_info(p->env, &info) == 0 && mdb_env_stat(p->env, &st) == 0) {
+      const auto needed = (static_cast<std::uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+      if (size < needed)
+        return p->fail_plain(opts.dir + "/data.mdb is truncated: " + std::to_string(size)
+                             + " bytes, its last page ends at byte " + std::to_string(needed)
+                             + " (the checkpoint storage is damaged; start over with --fresh)");
+    }
+  }
   int dead = 0;
   if (int rc = mdb_reader_check(p->env, &dead); rc != 0)
     return p->fail("mdb_reader_check", rc);
@@ -555,6 +571,7 @@ lmdb_checkpoint_store::read_restore(const snapshot_manifest& m,
     return std::string{value};
   };
   std::vector<std::pair<std::uint32_t, std::string>> op_states;
+  std::vector<const operator_state_handle*> with_operator_state;
   for (const auto& h : m.handles) {
     if (h.operator_uid != operator_uid)
       continue;
@@ -576,6 +593,8 @@ lmdb_checkpoint_store::read_restore(const snapshot_manifest& m,
       out.key_groups.emplace_back(g.key_group, std::move(*v));
     }
     out.previous_parallelism = h.parallelism;
+    if (h.has_operator_state)
+      with_operator_state.push_back(&h);
     if (h.has_operator_state && h.subtask % parallelism == subtask) {
       auto v = fetch(operator_state_key(m.checkpoint_id, h.operator_uid, h.subtask),
                      h.operator_state_bytes, h.operator_state_checksum,
@@ -591,6 +610,20 @@ lmdb_checkpoint_store::read_restore(const snapshot_manifest& m,
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [s, bytes] : op_states)
     out.operator_states.push_back(std::move(bytes));
+  if (out.operator_states.empty() && !with_operator_state.empty()) {
+    // Scaled up: this subtask inherits no one's operator state; it may read
+    // everyone's (union list state).
+    std::sort(with_operator_state.begin(), with_operator_state.end(),
+              [](const auto* a, const auto* b) { return a->subtask < b->subtask; });
+    for (const auto* h : with_operator_state) {
+      auto v = fetch(operator_state_key(m.checkpoint_id, h->operator_uid, h->subtask),
+                     h->operator_state_bytes, h->operator_state_checksum,
+                     "operator state of " + describe(*h));
+      if (!v)
+        return v.error();
+      out.union_operator_states.push_back(std::move(*v));
+    }
+  }
   return out;
 }
 

@@ -356,7 +356,13 @@ public:
     // this one inherits after rescaling: the epoch is the checkpoint id.
     next_seq_ = std::max(next_seq_, (in.checkpoint_id + 1) << 40);
     std::optional<event_time> watermark;
-    for (const auto& s : in.operator_states) {
+    // After scaling up, a subtask that inherits no operator state reads every
+    // previous subtask's: all of them held the same watermark at the barrier
+    // (every channel delivers the same watermarks before it), and without it
+    // records late before the checkpoint would count as on time here.
+    const auto& states =
+      in.operator_states.empty() ? in.union_operator_states : in.operator_states;
+    for (const auto& s : states) {
       std::string_view v = s;
       std::uint64_t seq = 0;
       if (!state::wire::get_u64(v, seq))

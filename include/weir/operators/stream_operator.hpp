@@ -84,6 +84,11 @@ struct operator_restore {
   /// over (one for an unchanged parallelism; possibly several or none after
   /// rescaling; sources and sinks keep parallelism 1 for files).
   std::vector<std::string> operator_states;
+  /// After scaling up, a subtask that takes over no previous subtask's
+  /// operator state gets every previous subtask's here instead, to read
+  /// (not to own): Flink's union list state. Empty otherwise. The window
+  /// operator restores its watermark from it.
+  std::vector<std::string> union_operator_states;
   /// The operator's parallelism when the checkpoint was taken (0 = unknown).
   std::uint32_t previous_parallelism = 0;
 };

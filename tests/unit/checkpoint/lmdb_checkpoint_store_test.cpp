@@ -182,6 +182,12 @@ TEST_CASE("state and manifest written to lmdb read back unchanged after reopenin
     auto sink3 = s->read_restore(*latest->manifest, "sink", 3, 4, 128);
     REQUIRE(sink3);
     CHECK(sink3->operator_states.empty()); // old subtask 1 went to new subtask 1
+    // ... and subtask 3, owning none, may read every old subtask's.
+    CHECK(sink3->union_operator_states == std::vector<std::string>{"pending 1"});
+    auto sink1 = s->read_restore(*latest->manifest, "sink", 1, 4, 128);
+    REQUIRE(sink1);
+    CHECK(sink1->operator_states == std::vector<std::string>{"pending 1"});
+    CHECK(sink1->union_operator_states.empty());
   }
   SUBCASE("a smaller max_parallelism than the stored key groups is refused") {
     auto r = s->read_restore(*latest->manifest, "views", 0, 1, 64);
@@ -425,6 +431,27 @@ TEST_CASE("a read-only store refuses writes and needs an existing environment") 
   auto w = (*ro)->write_state(2, std::vector{op_state("op", 0, "b")});
   REQUIRE_FALSE(w);
   CHECK(w.error().message.find("read-only") != std::string::npos);
+}
+
+TEST_CASE("a truncated data.mdb is an error on open, not a crash on read") {
+  temp_dir dir{"truncated"};
+  {
+    auto s = open_store(dir.str());
+    for (std::uint64_t id = 1; id <= 3; ++id)
+      take_checkpoint(*s, id, {{keyed("views", 0, 1, 0, 127, {{5, std::string(200000, 'v')}})}});
+  }
+  const auto file = dir.path() / "data.mdb";
+  const auto full = std::filesystem::file_size(file);
+  REQUIRE(full > 3 * 200000);
+  std::filesystem::resize_file(file, full / 2);
+  for (bool read_only : {false, true}) {
+    store_options o;
+    o.dir = dir.str();
+    o.read_only = read_only;
+    auto s = lmdb_checkpoint_store::open(o);
+    REQUIRE_FALSE(s);
+    CHECK(s.error().message.find("data.mdb is truncated") != std::string::npos);
+  }
 }
 
 TEST_CASE("open rejects an empty directory name and retain of zero") {

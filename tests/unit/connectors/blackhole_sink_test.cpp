@@ -107,7 +107,7 @@ struct sink_run {
     return snap.operator_state;
   }
   void restore(std::vector<std::string> states, std::uint64_t id = 1) {
-    op->restore_state(weir::operator_restore{id, {}, std::move(states)});
+    op->restore_state(weir::operator_restore{id, {}, std::move(states), {}, 0});
   }
   std::string report() {
     op->finish(out);

@@ -306,7 +306,7 @@ TEST_CASE("a summary sink's state survives two restores and the snapshot leaves 
 
   std::ostringstream os2;
   auto second = make_sink(spec, os2);
-  second->restore_state(weir::operator_restore{1, {}, {snap1.operator_state}});
+  second->restore_state(weir::operator_restore{1, {}, {snap1.operator_state}, {}, 0});
   second->process_batch(all[1], out);
   weir::operator_snapshot snap2;
   second->snapshot_state(2, snap2);
@@ -360,7 +360,7 @@ TEST_CASE("a summary sink refuses a malformed state or one of another shape") {
   auto restore = [&](const summary_sink_spec& sp, std::string bytes) -> std::string {
     auto op = make_sink(sp, os);
     try {
-      op->restore_state(weir::operator_restore{7, {}, {std::move(bytes)}});
+      op->restore_state(weir::operator_restore{7, {}, {std::move(bytes)}, {}, 0});
     } catch (const std::runtime_error& e) {
       return e.what();
     }
@@ -396,7 +396,7 @@ TEST_CASE("a summary sink refuses a malformed state or one of another shape") {
     std::ostringstream out_text;
     auto op = make_sink(spec, out_text);
     CHECK_THROWS_AS(
-      op->restore_state(weir::operator_restore{7, {}, {good.substr(0, good.size() - 3)}}),
+      op->restore_state(weir::operator_restore{7, {}, {good.substr(0, good.size() - 3)}, {}, 0}),
       std::runtime_error);
     recording_collector out;
     op->finish(out);

@@ -662,6 +662,39 @@ TEST_CASE("restoring window state of other aggregates fails instead of misreadin
       std::runtime_error);
   }
 }
+TEST_CASE("a subtask added by scaling up restores the watermark from the union of operator states") {
+  // Key "a"'s window [0, 10 s) fired before the checkpoint. After scaling up,
+  // the subtask that takes over the key group inherits no operator state; a
+  // record late before the checkpoint must still be late there.
+  const std::vector<std::shared_ptr<const window_assigner>> assigners{
+    shared(tumbling_event_time_windows::make(10s)), shared(event_time_session_windows::make(5s))};
+  for (const auto& assigner : assigners) {
+    const auto s = weir::test::case_schema();
+    auto plan = make_plan(assigner);
+    recording_collector before;
+    auto op = plan.make_operator();
+    op->open(weir::operator_context{});
+    op->process_batch(make_batch(s, {{"e1", "a", std::int64_t{1000}, std::int64_t{5}}}, {1000}),
+                      before);
+    op->process_watermark(20000, before);
+    REQUIRE(before.rows().size() == 1);
+    weir::operator_snapshot snap;
+    op->snapshot_state(7, snap);
+    auto r = to_restore(snap);
+    r.union_operator_states = std::move(r.operator_states);
+    r.operator_states.clear();
+
+    recording_collector after;
+    auto restored = plan.make_operator();
+    restored->open(weir::operator_context{});
+    restored->restore_state(r);
+    restored->process_batch(
+      make_batch(s, {{"e2", "a", std::int64_t{2000}, std::int64_t{6}}}, {2000}), after);
+    restored->process_watermark(weir::max_watermark, after);
+    CHECK(after.rows().empty());     // no second result for [0, 10 s)
+    CHECK(after.rows(1).size() == 1); // the record is late
+  }
+}
 
 // -- sliced aggregation ------------------------------------------------------------------
 
