@@ -45,14 +45,19 @@ void emit(const window& w, const options& o, result& r) {
 result run_ysb(const options& o) {
   const std::uint64_t mseed = expr::mixed_seed(o.seed);
   result r;
-  ysb_event e;
   std::deque<window> windows;
   for (std::uint64_t n = 0; n < o.events; ++n) {
-    make_ysb_event(mseed, static_cast<std::int64_t>(n), e);
-    if (e.event_type != 0)
-      continue;
-    const std::int64_t campaign = e.ad_id / 10;
-    const std::int64_t s = e.event_time - ((e.event_time % size_ms) + size_ms) % size_ms;
+    // Only the fields read here (make_ysb_event's rules), as weir's
+    // generator evaluates only the fields its pipeline reads (projection
+    // push-down): each field is its own random word, so the others need
+    // not be drawn.
+    const auto seq = static_cast<std::int64_t>(n);
+    if (expr::random_int(expr::random_word(mseed, seq, 5), 0, 2) != 0)
+      continue; // not a view
+    const std::int64_t ad_id = expr::random_int(expr::random_word(mseed, seq, 3), 0, 999);
+    const std::int64_t event_time = 1'600'000'000'000 + seq / 100;
+    const std::int64_t campaign = ad_id / 10;
+    const std::int64_t s = event_time - ((event_time % size_ms) + size_ms) % size_ms;
     if (windows.empty() || windows.back().start != s) {
       while (!windows.empty()) {
         emit(windows.front(), o, r);

@@ -686,17 +686,21 @@ expected<data_stream> job::from_nexmark(nexmark_source_spec spec, operator_optio
   if (!schema)
     return schema.error();
   const job_options* options = &graph_->options;
+  // Filled by runtime::prune_generated_fields before the job runs.
+  auto needed = std::make_shared<std::vector<bool>>();
   auto node = add_source(
     *graph_, opts, "nexmark_source", *schema,
     resolve_parallelism(*graph_, opts.parallelism), spec.watermark,
-    [spec, options](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
-      auto reader = make_nexmark_reader(spec, subtask, parallelism, options->buffer_timeout);
+    [spec, options, needed](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
+      auto reader =
+        make_nexmark_reader(spec, subtask, parallelism, options->buffer_timeout, *needed);
       if (!reader)
         throw std::runtime_error(reader.error().message);
       return std::move(*reader);
     });
   if (!node)
     return node.error();
+  (*node)->needed_columns = std::move(needed);
   return data_stream{graph_, (*node)->id, 0};
 }
 

@@ -246,7 +246,8 @@ nexmark::event_kind kind_of(nexmark_stream s) {
 class nexmark_reader final : public interleaved_reader {
 public:
   nexmark_reader(schema_ptr output, const nexmark_source_spec& spec, std::size_t subtask,
-                 std::size_t parallelism, std::chrono::milliseconds buffer_timeout)
+                 std::size_t parallelism, std::chrono::milliseconds buffer_timeout,
+                 nexmark::field_mask fields)
     : interleaved_reader(subtask, parallelism),
       output_(std::move(output)),
       gen_(spec.generator),
@@ -261,6 +262,7 @@ public:
                          ? spec.generator.auction_proportion
                          : spec.generator.bid_proportion;
     events_per_row_ = static_cast<double>(total) / static_cast<double>(share);
+    rows_.fields = fields;
   }
 
   const schema_ptr& output_schema() const override { return output_; }
@@ -380,15 +382,20 @@ expected<source_reader_ptr> make_generator_reader(const generator_source_spec& s
 
 expected<source_reader_ptr> make_nexmark_reader(const nexmark_source_spec& spec,
                                                 std::size_t subtask, std::size_t parallelism,
-                                                std::chrono::milliseconds buffer_timeout) {
+                                                std::chrono::milliseconds buffer_timeout,
+                                                const std::vector<bool>& needed) {
   auto out = nexmark_output_schema(spec);
   if (!out)
     return out.error();
   if (parallelism == 0 || subtask >= parallelism)
     return invalid("nexmark: subtask " + std::to_string(subtask) + " of "
                    + std::to_string(parallelism));
+  nexmark::field_mask fields = nexmark::all_fields;
+  for (std::size_t i = 0; i < needed.size() && i < 32; ++i)
+    if (!needed[i])
+      fields &= ~(nexmark::field_mask{1} << i);
   return source_reader_ptr{
-    std::make_unique<nexmark_reader>(*out, spec, subtask, parallelism, buffer_timeout)};
+    std::make_unique<nexmark_reader>(*out, spec, subtask, parallelism, buffer_timeout, fields)};
 }
 
 } // namespace weir

@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <charconv>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace weir::nexmark {
 
 namespace {
@@ -68,49 +72,88 @@ event_random::event_random(std::uint64_t mixed_seed, std::uint64_t event_number)
 
 namespace {
 
-// byte -> 'a' + byte % 26, and byte -> "a..z " [byte % 27]: one load per
-// character instead of a division.
-struct alphabets {
-  std::array<char, 256> letters{};
-  std::array<char, 256> text{};
-  constexpr alphabets() {
-    for (int b = 0; b < 256; ++b) {
-      letters[static_cast<std::size_t>(b)] = static_cast<char>('a' + b % 26);
-      text[static_cast<std::size_t>(b)] = b % 27 == 26 ? ' ' : static_cast<char>('a' + b % 27);
-    }
-  }
-};
-constexpr alphabets alphabet{};
+#if defined(__SSE2__)
+// Sixteen characters for two random words (bytes low first) in 16-bit lanes:
+// byte b becomes 'a' + b % 26 (letters) or "a".."z", " "[b % 27] (text),
+// without a division: (b * 79) >> 11 == b / 26 and (b * 19) >> 9 == b / 27
+// for every byte, and 255 * 79 < 2^16.
+template <bool Text>
+__m128i chars_of(std::uint64_t w0, std::uint64_t w1) noexcept {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i mul = _mm_set1_epi16(Text ? 19 : 79);
+  const __m128i mod = _mm_set1_epi16(Text ? 27 : 26);
+  constexpr int shift = Text ? 9 : 11;
+  const __m128i b = _mm_set_epi64x(static_cast<long long>(w1), static_cast<long long>(w0));
+  __m128i lo = _mm_unpacklo_epi8(b, zero);
+  __m128i hi = _mm_unpackhi_epi8(b, zero);
+  lo = _mm_sub_epi16(lo, _mm_mullo_epi16(_mm_srli_epi16(_mm_mullo_epi16(lo, mul), shift), mod));
+  hi = _mm_sub_epi16(hi, _mm_mullo_epi16(_mm_srli_epi16(_mm_mullo_epi16(hi, mul), shift), mod));
+  const __m128i rem = _mm_packus_epi16(lo, hi);
+  const __m128i c = _mm_add_epi8(rem, _mm_set1_epi8('a'));
+  if constexpr (!Text)
+    return c;
+  const __m128i space = _mm_cmpeq_epi8(rem, _mm_set1_epi8(26));
+  return _mm_or_si128(_mm_andnot_si128(space, c), _mm_and_si128(space, _mm_set1_epi8(' ')));
+}
+#endif
 
-// Appends n characters, eight per random word (its bytes, low first).
-void append_chars(event_random& r, std::string& out, std::int64_t n,
-                  const std::array<char, 256>& table) {
-  if (n <= 0)
-    return;
-  const std::size_t base = out.size();
-  out.resize(base + static_cast<std::size_t>(n));
-  char* p = out.data() + base;
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const std::uint64_t w = r.next();
-    for (int j = 0; j < 8; ++j)
-      p[i + j] = table[(w >> (8 * j)) & 0xFF];
+// Appends n characters, eight per random word (its bytes, low first): byte b
+// becomes 'a' + b % 26 (letters) or "a".."z", " "[b % 27] (text). Written
+// through a buffer, so that the string grows once per chunk without
+// zero-filling it first.
+template <bool Text>
+void append_chars(event_random& r, std::string& out, std::int64_t n) {
+  constexpr std::size_t chunk = 128; // a multiple of 16: chunks start at a word
+  alignas(16) char chars[chunk];
+  while (n > 0) {
+    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(n), chunk);
+    const std::size_t words = (k + 7) / 8;
+#if defined(__SSE2__)
+    std::size_t w = 0;
+    for (; w + 2 <= words; w += 2) {
+      const std::uint64_t w0 = r.next();
+      const std::uint64_t w1 = r.next();
+      _mm_store_si128(reinterpret_cast<__m128i*>(chars + 8 * w), chars_of<Text>(w0, w1));
+    }
+    if (w < words) // the last, odd word; the other half is never appended
+      _mm_store_si128(reinterpret_cast<__m128i*>(chars + 8 * w), chars_of<Text>(r.next(), 0));
+#else
+    for (std::size_t w = 0; w < words; ++w) {
+      std::uint64_t x = r.next();
+      for (std::size_t j = 0; j < 8; ++j, x >>= 8) {
+        const unsigned b = x & 0xFF;
+        if constexpr (Text) {
+          const unsigned rem = b - ((b * 19) >> 9) * 27;
+          chars[8 * w + j] = rem == 26 ? ' ' : static_cast<char>('a' + rem);
+        } else {
+          chars[8 * w + j] = static_cast<char>('a' + (b - ((b * 79) >> 11) * 26));
+        }
+      }
+    }
+#endif
+    out.append(chars, k);
+    n -= static_cast<std::int64_t>(k);
   }
-  if (i < n) {
-    std::uint64_t w = r.next();
-    for (; i < n; ++i, w >>= 8)
-      p[i] = table[w & 0xFF];
-  }
+}
+
+// The draws append_chars takes for n characters.
+std::uint64_t char_draws(std::int64_t n) noexcept {
+  return n <= 0 ? 0 : (static_cast<std::uint64_t>(n) + 7) / 8;
 }
 
 } // namespace
 
 void event_random::letters(std::string& out, std::int64_t n) {
-  append_chars(*this, out, n, alphabet.letters);
+  append_chars<false>(*this, out, n);
 }
 
-void event_random::text(std::string& out, std::int64_t max_len) {
-  append_chars(*this, out, 3 + below(max_len - 3), alphabet.text);
+std::int64_t event_random::text(std::string* out, std::int64_t max_len) {
+  const std::int64_t n = 3 + below(max_len - 3);
+  if (out)
+    append_chars<true>(*this, *out, n);
+  else
+    skip(char_draws(n));
+  return n;
 }
 
 // -- generator ------------------------------------------------------------------
@@ -154,54 +197,75 @@ event_time generator::timestamp_of(std::uint64_t n) const noexcept {
   return config_.base_time + static_cast<std::int64_t>(n) * 1000 / config_.event_rate;
 }
 
-std::int64_t generator::last_base0_person_id(std::uint64_t n) const noexcept {
-  const auto total = config_.total_proportion();
+namespace {
+
+// Event n is number `offset` of block `epoch` (n = epoch * total + offset):
+// one division, shared by the ids an event needs.
+struct block_position {
+  std::int64_t epoch = 0;
+  std::int64_t offset = 0;
+};
+
+block_position position_of(const generator_config& c, std::uint64_t n) noexcept {
   const auto id = static_cast<std::int64_t>(n);
-  const std::int64_t epoch = id / total;
-  std::int64_t offset = id % total;
-  if (offset >= config_.person_proportion)
-    offset = config_.person_proportion - 1;
-  return epoch * config_.person_proportion + offset;
+  const auto total = c.total_proportion();
+  return {id / total, id % total};
+}
+
+std::int64_t last_person_at(const generator_config& c, block_position at) noexcept {
+  const std::int64_t offset = std::min(at.offset, c.person_proportion - 1);
+  return at.epoch * c.person_proportion + offset;
+}
+
+std::int64_t last_auction_at(const generator_config& c, block_position at) noexcept {
+  std::int64_t epoch = at.epoch;
+  std::int64_t offset = at.offset;
+  if (offset < c.person_proportion) {
+    // A person event: the last auction is in the previous epoch.
+    --epoch;
+    offset = c.auction_proportion - 1;
+  } else if (offset >= c.person_proportion + c.auction_proportion) {
+    offset = c.auction_proportion - 1; // a bid: after this epoch's auctions
+  } else {
+    offset -= c.person_proportion;
+  }
+  return epoch * c.auction_proportion + offset;
+}
+
+// A random active person (a draw `word`) when the last person is `last`.
+std::int64_t random_person(std::int64_t last, std::uint64_t word) noexcept {
+  const std::int64_t num_people = last + 1;
+  const std::int64_t active = std::min(num_people, num_active_people);
+  return num_people - active
+         + static_cast<std::int64_t>(
+           expr::mul_high(word, static_cast<std::uint64_t>(active + person_id_lead)));
+}
+
+// A random in-flight auction (a draw `word`) when the last auction is `last`.
+std::int64_t random_auction(std::int64_t last, std::uint64_t word) noexcept {
+  const std::int64_t lo = std::max<std::int64_t>(last - num_in_flight_auctions, 0);
+  return lo
+         + static_cast<std::int64_t>(
+           expr::mul_high(word, static_cast<std::uint64_t>(last - lo + 1 + auction_id_lead)));
+}
+
+} // namespace
+
+std::int64_t generator::last_base0_person_id(std::uint64_t n) const noexcept {
+  return last_person_at(config_, position_of(config_, n));
 }
 
 std::int64_t generator::last_base0_auction_id(std::uint64_t n) const noexcept {
-  const auto total = config_.total_proportion();
-  const auto id = static_cast<std::int64_t>(n);
-  std::int64_t epoch = id / total;
-  std::int64_t offset = id % total;
-  if (offset < config_.person_proportion) {
-    // A person event: the last auction is in the previous epoch.
-    --epoch;
-    offset = config_.auction_proportion - 1;
-  } else if (offset >= config_.person_proportion + config_.auction_proportion) {
-    offset = config_.auction_proportion - 1; // a bid: after this epoch's auctions
-  } else {
-    offset -= config_.person_proportion;
-  }
-  return epoch * config_.auction_proportion + offset;
-}
-
-std::int64_t generator::next_base0_person_id(std::uint64_t n,
-                                             event_random& r) const noexcept {
-  const std::int64_t num_people = last_base0_person_id(n) + 1;
-  const std::int64_t active = std::min(num_people, num_active_people);
-  return num_people - active + r.below(active + person_id_lead);
-}
-
-std::int64_t generator::next_base0_auction_id(std::uint64_t n,
-                                              event_random& r) const noexcept {
-  const std::int64_t max_auction = last_base0_auction_id(n);
-  const std::int64_t min_auction = std::max<std::int64_t>(max_auction - num_in_flight_auctions, 0);
-  return min_auction + r.below(max_auction - min_auction + 1 + auction_id_lead);
+  return last_auction_at(config_, position_of(config_, n));
 }
 
 std::int64_t generator::next_price(event_random& r) const noexcept {
   // u = (decade, step): 6 decades of 4096 log-steps; price = 100 * 10^decade
   // * 10^(step/4096), the last factor from the Q59 table.
+  static constexpr std::array<std::uint64_t, 6> scales{100, 1'000, 10'000, 100'000,
+                                                       1'000'000, 10'000'000};
   const std::int64_t u = r.below(6 * 4096);
-  std::uint64_t scale = 100;
-  for (std::int64_t d = u / 4096; d > 0; --d)
-    scale *= 10;
+  const std::uint64_t scale = scales[static_cast<std::size_t>(u / 4096)];
   const std::uint64_t t = price_table_[static_cast<std::size_t>(u % 4096)];
   return static_cast<std::int64_t>(expr::mul_high(t, scale) << 5 | (t * scale) >> 59);
 }
@@ -217,17 +281,31 @@ void generator::next_extra(event_random& r, std::int64_t current_size,
   r.letters(out, size);
 }
 
-void generator::make_person(std::uint64_t n, person& out) const {
+namespace {
+
+constexpr bool wants(field_mask fields, std::size_t column) noexcept {
+  return (fields >> column & 1U) != 0;
+}
+
+} // namespace
+
+void generator::make_person(std::uint64_t n, person& out, field_mask fields) const {
   event_random r{mixed_seed_, n};
   out.id = last_base0_person_id(n) + first_person_id;
   out.name.assign(first_names[static_cast<std::size_t>(r.below(first_names.size()))]);
   out.name += ' ';
   out.name += last_names[static_cast<std::size_t>(r.below(last_names.size()))];
   out.email_address.clear();
-  r.text(out.email_address, 7);
-  out.email_address += '@';
-  r.text(out.email_address, 5);
-  out.email_address += ".com";
+  std::int64_t email_size = 0;
+  if (wants(fields, person_field::email_address)) {
+    r.text(out.email_address, 7);
+    out.email_address += '@';
+    r.text(out.email_address, 5);
+    out.email_address += ".com";
+    email_size = static_cast<std::int64_t>(out.email_address.size());
+  } else {
+    email_size = r.text(nullptr, 7) + 1 + r.text(nullptr, 5) + 4;
+  }
   out.credit_card.clear();
   for (int i = 0; i < 4; ++i) {
     if (i > 0)
@@ -240,21 +318,25 @@ void generator::make_person(std::uint64_t n, person& out) const {
   out.city.assign(us_cities[static_cast<std::size_t>(r.below(us_cities.size()))]);
   out.state.assign(us_states[static_cast<std::size_t>(r.below(us_states.size()))]);
   out.date_time = timestamp_of(n);
-  const auto size = static_cast<std::int64_t>(8 + out.name.size() + out.email_address.size()
-                                              + out.credit_card.size() + out.city.size()
-                                              + out.state.size());
-  next_extra(r, size, config_.avg_person_bytes, out.extra);
+  const auto size = 8 + email_size
+                    + static_cast<std::int64_t>(out.name.size() + out.credit_card.size()
+                                                + out.city.size() + out.state.size());
+  if (wants(fields, person_field::extra))
+    next_extra(r, size, config_.avg_person_bytes, out.extra);
+  else
+    out.extra.clear(); // the last draws: nothing to skip
+
 }
 
-void generator::make_auction(std::uint64_t n, auction& out) const {
+void generator::make_auction(std::uint64_t n, auction& out, field_mask fields) const {
   event_random r{mixed_seed_, n};
-  out.id = last_base0_auction_id(n) + first_auction_id;
-  std::int64_t seller = 0;
+  const block_position at = position_of(config_, n);
+  out.id = last_auction_at(config_, at) + first_auction_id;
+  const std::int64_t last_person = last_person_at(config_, at);
   if (r.below(config_.hot_seller_ratio) > 0)
-    seller = last_base0_person_id(n) / hot_block * hot_block;
+    out.seller = last_person / hot_block * hot_block + first_person_id;
   else
-    seller = next_base0_person_id(n, r);
-  out.seller = seller + first_person_id;
+    out.seller = random_person(last_person, r.next()) + first_person_id;
   out.category = first_category_id + r.below(num_categories);
   out.initial_bid = next_price(r);
   out.reserve = out.initial_bid + next_price(r);
@@ -266,43 +348,61 @@ void generator::make_auction(std::uint64_t n, auction& out) const {
     timestamp_of(n + static_cast<std::uint64_t>(events_for_auctions)) - out.date_time;
   out.expires = out.date_time + 1 + r.below(std::max<std::int64_t>(horizon * 2, 1));
   out.item_name.clear();
-  r.text(out.item_name, 20);
+  const std::int64_t item_size =
+    r.text(wants(fields, auction_field::item_name) ? &out.item_name : nullptr, 20);
   out.description.clear();
-  r.text(out.description, 100);
-  const auto size =
-    static_cast<std::int64_t>(8 + out.item_name.size() + out.description.size() + 8 + 8 + 8
-                              + 8 + 8);
-  next_extra(r, size, config_.avg_auction_bytes, out.extra);
+  const std::int64_t description_size =
+    r.text(wants(fields, auction_field::description) ? &out.description : nullptr, 100);
+  const std::int64_t size = 8 + item_size + description_size + 8 + 8 + 8 + 8 + 8;
+  if (wants(fields, auction_field::extra))
+    next_extra(r, size, config_.avg_auction_bytes, out.extra);
+  else
+    out.extra.clear(); // the last draws: nothing to skip
 }
 
-void generator::make_bid(std::uint64_t n, bid& out) const {
+void generator::make_bid(std::uint64_t n, bid& out, field_mask fields) const {
   event_random r{mixed_seed_, n};
-  std::int64_t auction = 0;
-  if (r.below(config_.hot_auction_ratio) > 0)
-    auction = last_base0_auction_id(n) / hot_block * hot_block;
-  else
-    auction = next_base0_auction_id(n, r);
-  out.auction = auction + first_auction_id;
-  std::int64_t bidder = 0;
-  if (r.below(config_.hot_bidder_ratio) > 0)
-    bidder = last_base0_person_id(n) / hot_block * hot_block + 1;
-  else
-    bidder = next_base0_person_id(n, r);
-  out.bidder = bidder + first_person_id;
+  const block_position at = position_of(config_, n);
+  // Each hot-or-random choice is a coin flip that a branch would mispredict
+  // half the time: both values are computed, the random one from the next
+  // draw without taking it, then one is selected and the draw taken or not.
+  const std::int64_t last_auction = last_auction_at(config_, at);
+  const bool hot_auction = r.below(config_.hot_auction_ratio) > 0;
+  const std::int64_t any_auction = random_auction(last_auction, r.peek());
+  r.skip(hot_auction ? 0 : 1);
+  out.auction = (hot_auction ? last_auction / hot_block * hot_block : any_auction)
+                + first_auction_id;
+  const std::int64_t last_person = last_person_at(config_, at);
+  const bool hot_bidder = r.below(config_.hot_bidder_ratio) > 0;
+  const std::int64_t any_bidder = random_person(last_person, r.peek());
+  r.skip(hot_bidder ? 0 : 1);
+  out.bidder = (hot_bidder ? last_person / hot_block * hot_block + 1 : any_bidder)
+               + first_person_id;
   out.price = next_price(r);
+  const bool with_channel = wants(fields, bid_field::channel);
+  const bool with_url = wants(fields, bid_field::url);
+  out.channel.clear();
+  out.url.clear();
   if (r.below(2) > 0) {
     const auto i = static_cast<std::size_t>(r.below(hot_channels.size()));
-    out.channel.assign(hot_channels[i]);
-    out.url.assign(hot_urls[i]);
+    if (with_channel)
+      out.channel.assign(hot_channels[i]);
+    if (with_url)
+      out.url.assign(hot_urls[i]);
   } else {
     const auto k = r.below(num_channels);
-    out.channel.assign("channel-");
-    append_int(out.channel, k);
-    out.url.clear();
-    append_channel_url(k, out.url);
+    if (with_channel) {
+      out.channel.assign("channel-");
+      append_int(out.channel, k);
+    }
+    if (with_url)
+      append_channel_url(k, out.url); // its own stream: nothing to skip
   }
   out.date_time = timestamp_of(n);
-  next_extra(r, 32, config_.avg_bid_bytes, out.extra);
+  if (wants(fields, bid_field::extra))
+    next_extra(r, 32, config_.avg_bid_bytes, out.extra);
+  else
+    out.extra.clear(); // the last draws: nothing to skip
 }
 
 std::string generator::describe(std::uint64_t n) const {
@@ -429,6 +529,16 @@ inline void put(column& c, std::string_view v) {
   c.offsets.push_back(static_cast<std::uint32_t>(c.chars.size()));
 }
 
+// A text column: the value, or a null when the field was not generated.
+inline void put(column& c, std::string_view v, bool generated) {
+  if (generated) {
+    put(c, v);
+  } else {
+    c.validity.push_back(0);
+    c.offsets.push_back(static_cast<std::uint32_t>(c.chars.size()));
+  }
+}
+
 } // namespace
 
 void row_appender::append(const generator& g, event_kind k, std::uint64_t n,
@@ -436,40 +546,40 @@ void row_appender::append(const generator& g, event_kind k, std::uint64_t n,
   auto& c = out.columns;
   switch (k) {
     case event_kind::person:
-      g.make_person(n, p);
+      g.make_person(n, p, fields);
       put(c[0], p.id);
       put(c[1], p.name);
-      put(c[2], p.email_address);
+      put(c[2], p.email_address, wants(fields, person_field::email_address));
       put(c[3], p.credit_card);
       put(c[4], p.city);
       put(c[5], p.state);
       put(c[6], p.date_time);
-      put(c[7], p.extra);
+      put(c[7], p.extra, wants(fields, person_field::extra));
       out.timestamps.push_back(p.date_time);
       break;
     case event_kind::auction:
-      g.make_auction(n, a);
+      g.make_auction(n, a, fields);
       put(c[0], a.id);
-      put(c[1], a.item_name);
-      put(c[2], a.description);
+      put(c[1], a.item_name, wants(fields, auction_field::item_name));
+      put(c[2], a.description, wants(fields, auction_field::description));
       put(c[3], a.initial_bid);
       put(c[4], a.reserve);
       put(c[5], a.date_time);
       put(c[6], a.expires);
       put(c[7], a.seller);
       put(c[8], a.category);
-      put(c[9], a.extra);
+      put(c[9], a.extra, wants(fields, auction_field::extra));
       out.timestamps.push_back(a.date_time);
       break;
     case event_kind::bid:
-      g.make_bid(n, b);
+      g.make_bid(n, b, fields);
       put(c[0], b.auction);
       put(c[1], b.bidder);
       put(c[2], b.price);
-      put(c[3], b.channel);
-      put(c[4], b.url);
+      put(c[3], b.channel, wants(fields, bid_field::channel));
+      put(c[4], b.url, wants(fields, bid_field::url));
       put(c[5], b.date_time);
-      put(c[6], b.extra);
+      put(c[6], b.extra, wants(fields, bid_field::extra));
       out.timestamps.push_back(b.date_time);
       break;
   }

@@ -10,6 +10,8 @@
 #include "weir/state/keyed_state_backend.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
@@ -190,6 +192,31 @@ T must(expected<T> x) {
   if (!x)
     throw std::logic_error("window operator state: " + x.error().message);
   return std::move(*x);
+}
+
+// The first eight bytes at `p` as a number that orders as the bytes do.
+std::uint64_t byte_order_word(const char* p) noexcept {
+  std::uint64_t w = 0;
+  std::memcpy(&w, p, sizeof w);
+  if constexpr (std::endian::native == std::endian::little)
+    w = __builtin_bswap64(w);
+  return w;
+}
+
+// std::string_view::compare (byte order) for encoded keys, without a call
+// to memcmp for keys of 8 to 16 bytes of equal length (an int64 key is 9):
+// their first and last eight bytes decide.
+int compare_key_bytes(std::string_view a, std::string_view b) noexcept {
+  if (a.size() == b.size() && a.size() >= 8 && a.size() <= 16) {
+    for (const std::size_t at : {std::size_t{0}, a.size() - 8}) {
+      const std::uint64_t x = byte_order_word(a.data() + at);
+      const std::uint64_t y = byte_order_word(b.data() + at);
+      if (x != y)
+        return x < y ? -1 : 1;
+    }
+    return 0;
+  }
+  return a.compare(b);
 }
 
 class window_operator_impl final : public window_operator {
@@ -735,6 +762,17 @@ private:
     return saturating_add(window_start(a, s.offset, s.slide), s.size);
   }
 
+  // The encoded namespace of the slice starting at `a`, kept for the
+  // slices of the window being fired (a handful).
+  std::string_view slice_namespace(event_time a) {
+    for (const auto& [start, ns] : fire_namespaces_)
+      if (start == a)
+        return ns;
+    auto& [start, ns] = fire_namespaces_.emplace_back(a, std::string{});
+    encode_window_into(ns, time_window{a, saturating_add(a, plan_->slicing->slice)});
+    return ns;
+  }
+
   void set_slice_namespace(event_time a) {
     if (scratch_slice_ != a) { // consecutive rows mostly share a slice
       encode_window_into(ns_scratch_, time_window{a, saturating_add(a, plan_->slicing->slice)});
@@ -830,20 +868,52 @@ private:
       return;
     }
     const time_window w{end - s.size, end};
-    const auto lo = slices_.lower_bound(w.start);
-    const auto hi = slices_.lower_bound(w.end);
-    collect_fire_keys(lo, hi);
-    for (auto key : fire_keys_) {
-      backend_->set_current_key(key);
-      if (!restored_fired_.empty()) {
-        // Fired before the restore, by the subtask that had this key group.
-        auto it = restored_fired_.find(backend_->current_key_group());
-        if (it != restored_fired_.end() && end - 1 <= it->second)
-          continue;
+    collect_fire_entries(slices_.lower_bound(w.start), slices_.lower_bound(w.end));
+    // Only the slices each key has contents in (with keys that come and go,
+    // as Nexmark's auctions, most keys are in one slice of a window's five),
+    // the state entries prefetched ahead of the lookups.
+    fire_addresses_.clear();
+    fire_namespaces_.clear();
+    for (const auto& e : fire_entries_)
+      fire_addresses_.push_back(backend_->address_of(e.key, slice_namespace(e.slice)));
+    const internal::accumulator* only = nullptr;
+    bool folded = false;
+    bool skip = false;
+    state::for_each_prefetched(contents_, fire_addresses_, [&](std::size_t i) {
+      const fire_entry& e = fire_entries_[i];
+      const bool first = i == 0 || compare_key_bytes(fire_entries_[i - 1].key, e.key) != 0;
+      const bool last = i + 1 == fire_entries_.size()
+                        || compare_key_bytes(fire_entries_[i + 1].key, e.key) != 0;
+      if (first) {
+        only = nullptr;
+        folded = false;
+        backend_->set_current_key(e.key, fire_addresses_[i]);
+        // Fired before the restore, by the subtask that had this key group?
+        skip = false;
+        if (!restored_fired_.empty()) {
+          auto it = restored_fired_.find(backend_->current_key_group());
+          skip = it != restored_fired_.end() && end - 1 <= it->second;
+        }
       }
-      if (const auto* accs = fold_slices(lo, hi))
-        append_row(w, accs, 0);
-    }
+      // (A key is listed once per slice; this keeps a slice from counting twice.)
+      if (!skip && (first || e.slice != fire_entries_[i - 1].slice)) {
+        set_slice_namespace(e.slice);
+        if (const auto* acc = contents_.accumulator()) {
+          contents_fn_->check(*acc);
+          if (!only && !folded) {
+            only = acc->data();
+          } else {
+            if (!folded) {
+              fold_.assign(only, only + plan_->aggregates.size());
+              folded = true;
+            }
+            plan_->aggregates.merge(fold_.data(), acc->data());
+          }
+        }
+      }
+      if (last && !skip && (only || folded))
+        append_row(w, folded ? fold_.data() : only, 0);
+    });
     drop_slices([this, end](event_time a) { return last_end(a) <= end; });
   }
 
@@ -891,6 +961,20 @@ private:
         fire_keys_.push_back(k);
     std::sort(fire_keys_.begin(), fire_keys_.end());
     fire_keys_.erase(std::unique(fire_keys_.begin(), fire_keys_.end()), fire_keys_.end());
+  }
+
+  // fire_entries_ = (key, slice) for each key with contents in one of the
+  // slices [lo, hi), by key in byte order, then by slice start.
+  void collect_fire_entries(slice_iterator lo, slice_iterator hi) {
+    fire_entries_.clear();
+    for (auto it = lo; it != hi; ++it)
+      for (const auto& k : it->second)
+        fire_entries_.push_back({k, it->first});
+    std::sort(fire_entries_.begin(), fire_entries_.end(),
+              [](const fire_entry& a, const fire_entry& b) {
+                const int c = compare_key_bytes(a.key, b.key);
+                return c < 0 || (c == 0 && a.slice < b.slice);
+              });
   }
 
   // The current key's accumulators over slices [lo, hi): the one slice's own
@@ -1124,6 +1208,13 @@ private:
   std::vector<event_time> stamps_;
   std::vector<internal::accumulator> fold_;
   std::vector<std::string_view> fire_keys_;
+  struct fire_entry {
+    std::string_view key;
+    event_time slice = 0; ///< the slice's start
+  };
+  std::vector<fire_entry> fire_entries_;
+  std::vector<state::key_address> fire_addresses_;
+  std::vector<std::pair<event_time, std::string>> fire_namespaces_;
 
   /// Sliced aggregation: slice start (ms) -> keys with contents in it.
   std::map<event_time, std::vector<std::string>> slices_;
@@ -1257,7 +1348,13 @@ private:
 
   std::shared_ptr<const window_plan::impl> plan_;
   std::deque<partial> partials_; // stable addresses while a batch updates them
-  std::unordered_map<std::string, std::size_t> index_;
+  // xxhash3 rather than std::hash: keys are short and every row hashes one.
+  struct index_hash {
+    std::size_t operator()(const std::string& k) const noexcept {
+      return static_cast<std::size_t>(state::hash_key_bytes(k));
+    }
+  };
+  std::unordered_map<std::string, std::size_t, index_hash> index_;
   event_time oldest_ = max_watermark; // the earliest slice held
   event_time watermark_ = min_watermark;
   std::vector<internal::row_target> targets_;

@@ -50,9 +50,12 @@ make_generator_reader(const generator_source_spec& spec, std::size_t subtask,
 /// walks the event numbers `subtask + k * parallelism` below `spec.events`,
 /// emitting those of `spec.stream` with event time `date_time`; batching,
 /// rate and `position()` (the next event number) as for the generator,
-/// the rate counted in events.
+/// the rate counted in events. `needed` (one flag per column, empty = all):
+/// text columns flagged false are not generated and come out null
+/// (projection push-down, `nexmark::field_mask`).
 [[nodiscard]] expected<source_reader_ptr>
 make_nexmark_reader(const nexmark_source_spec& spec, std::size_t subtask,
-                    std::size_t parallelism, std::chrono::milliseconds buffer_timeout);
+                    std::size_t parallelism, std::chrono::milliseconds buffer_timeout,
+                    const std::vector<bool>& needed = {});
 
 } // namespace weir

@@ -6,7 +6,9 @@
 #include "weir/expr/random.hpp"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +58,39 @@ struct generator_config {
 };
 
 enum class event_kind : std::uint8_t { person, auction, bid };
+
+/// Which fields of an event to generate: bit i stands for column i of
+/// `schema_of(kind)`. Projection push-down (Flink's
+/// `SupportsProjectionPushDown`): a text field outside the mask is left
+/// empty and its characters are never generated, while the random draws it
+/// would have taken are skipped in O(1) (the stream is a counter), so every
+/// field inside the mask has exactly the value it has with all fields.
+/// Numeric fields are always generated (they cost a draw or two).
+using field_mask = std::uint32_t;
+inline constexpr field_mask all_fields = ~field_mask{0};
+
+/// The mask with the bits of `columns` set (indices into `schema_of(kind)`).
+constexpr field_mask fields_of(std::initializer_list<std::size_t> columns) noexcept {
+  field_mask m = 0;
+  for (auto c : columns)
+    m |= field_mask{1} << c;
+  return m;
+}
+
+/// Column indices of the three schemas, for `fields_of`.
+namespace person_field {
+inline constexpr std::size_t id = 0, name = 1, email_address = 2, credit_card = 3, city = 4,
+                             state = 5, date_time = 6, extra = 7;
+}
+namespace auction_field {
+inline constexpr std::size_t id = 0, item_name = 1, description = 2, initial_bid = 3,
+                             reserve = 4, date_time = 5, expires = 6, seller = 7, category = 8,
+                             extra = 9;
+}
+namespace bid_field {
+inline constexpr std::size_t auction = 0, bidder = 1, price = 2, channel = 3, url = 4,
+                             date_time = 5, extra = 6;
+}
 
 /// "person", "auction" or "bid".
 std::string_view to_string(event_kind k) noexcept;
@@ -112,10 +147,17 @@ public:
   }
   /// Uniform in `[0, 1)` with 53 bits.
   double unit() noexcept { return expr::random_unit(next()); }
+  /// What `next()` will return, without advancing.
+  std::uint64_t peek() const noexcept { return expr::mix64(state_ + expr::seq_multiplier); }
+  /// Skips `draws` calls of `next()` in O(1).
+  void skip(std::uint64_t draws) noexcept { state_ += draws * expr::seq_multiplier; }
   /// Appends `n` letters a-z, eight per random word (byte % 26).
   void letters(std::string& out, std::int64_t n);
-  /// Appends 3 .. max_len - 1 characters from "a-z" and space (byte % 27).
-  void text(std::string& out, std::int64_t max_len);
+  /// Appends 3 .. max_len - 1 characters from "a-z" and space (byte % 27);
+  /// with `out` null, draws the length and skips the characters' draws.
+  /// Returns the number of characters.
+  std::int64_t text(std::string* out, std::int64_t max_len);
+  void text(std::string& out, std::int64_t max_len) { text(&out, max_len); }
 
 private:
   std::uint64_t state_;
@@ -140,10 +182,12 @@ public:
   std::int64_t last_base0_auction_id(std::uint64_t n) const noexcept;
 
   /// Fills `out` with event n, which must be of the matching kind. Strings
-  /// are assigned, so reusing `out` reuses their buffers.
-  void make_person(std::uint64_t n, person& out) const;
-  void make_auction(std::uint64_t n, auction& out) const;
-  void make_bid(std::uint64_t n, bid& out) const;
+  /// are assigned, so reusing `out` reuses their buffers. Text fields
+  /// outside `fields` are left empty (see `field_mask`); the others are
+  /// the same whatever the mask.
+  void make_person(std::uint64_t n, person& out, field_mask fields = all_fields) const;
+  void make_auction(std::uint64_t n, auction& out, field_mask fields = all_fields) const;
+  void make_bid(std::uint64_t n, bid& out, field_mask fields = all_fields) const;
 
   /// One line of text for event n (no newline), the format of the shared
   /// test vectors in bench/vectors: `B|n|auction|bidder|price|channel|url|
@@ -162,8 +206,6 @@ public:
   void append_channel_url(std::int64_t k, std::string& out) const;
 
 private:
-  std::int64_t next_base0_person_id(std::uint64_t n, event_random& r) const noexcept;
-  std::int64_t next_base0_auction_id(std::uint64_t n, event_random& r) const noexcept;
   void next_extra(event_random& r, std::int64_t current_size, std::int64_t desired_avg,
                   std::string& out) const;
 
@@ -182,12 +224,14 @@ schema_ptr schema_of(event_kind k);
 /// Appends event n of kind `k` to `out` as one row: a value to each of the
 /// first columns in the order of `schema_of(k)` (`out` may have more
 /// columns after those, which the caller fills), its date_time to
-/// `out.timestamps`, and counts it in `out.num_rows`. `p`, `a` and `b` are
-/// buffers reused from row to row.
+/// `out.timestamps`, and counts it in `out.num_rows`. Text columns outside
+/// `fields` get a null (nothing may read them: `field_mask`). `p`, `a` and
+/// `b` are buffers reused from row to row.
 struct row_appender {
   person p;
   auction a;
   bid b;
+  field_mask fields = all_fields;
   void append(const generator& g, event_kind k, std::uint64_t n, record_batch& out);
 };
 

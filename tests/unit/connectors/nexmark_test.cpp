@@ -8,12 +8,24 @@
 #include <chrono>
 #include <fstream>
 #include <set>
+#include <vector>
+#include <algorithm>
 #include <string>
 
 using namespace std::chrono_literals;
 using weir::nexmark::event_kind;
 using weir::nexmark::generator;
 using weir::nexmark::generator_config;
+using weir::nexmark::all_fields;
+using weir::nexmark::event_random;
+using weir::nexmark::field_mask;
+using weir::nexmark::fields_of;
+namespace person_field = weir::nexmark::person_field;
+namespace auction_field = weir::nexmark::auction_field;
+namespace bid_field = weir::nexmark::bid_field;
+using weir::nexmark::auction;
+using weir::nexmark::bid;
+using weir::nexmark::person;
 
 TEST_SUITE("connectors") {
 
@@ -156,4 +168,140 @@ TEST_CASE("a nexmark reader can emit persons or auctions, with a generation time
   CHECK(clash.error().message
         == "generation_time_field 'date_time' clashes with a Nexmark field of that name");
 }
+
+TEST_CASE("a field mask leaves the fields it keeps exactly as with every field") {
+  // Projection push-down: masked-out text is never generated, its draws
+  // are skipped, and nothing generated after it changes.
+  const generator g{generator_config{}};
+  std::vector<field_mask> masks{0, all_fields};
+  for (std::size_t c = 0; c < 10; ++c) {
+    masks.push_back(fields_of({c}));
+    masks.push_back(all_fields & ~fields_of({c}));
+  }
+  person p0, p;
+  auction a0, a;
+  bid b0, b;
+  for (std::uint64_t n = 0; n < 3000; ++n) {
+    CAPTURE(n);
+    const auto kind = g.kind_of(n);
+    for (const auto m : masks) {
+      CAPTURE(m);
+      const auto keep = [m](std::size_t c, const std::string& full, const std::string& got) {
+        return (m >> c & 1U) != 0 ? got == full : got.empty();
+      };
+      if (kind == event_kind::person) {
+        g.make_person(n, p0);
+        g.make_person(n, p, m);
+        CHECK(p.id == p0.id);
+        CHECK(p.name == p0.name);
+        CHECK(p.credit_card == p0.credit_card);
+        CHECK(p.city == p0.city);
+        CHECK(p.state == p0.state);
+        CHECK(p.date_time == p0.date_time);
+        CHECK(keep(person_field::email_address, p0.email_address, p.email_address));
+        CHECK(keep(person_field::extra, p0.extra, p.extra));
+      } else if (kind == event_kind::auction) {
+        g.make_auction(n, a0);
+        g.make_auction(n, a, m);
+        CHECK(a.id == a0.id);
+        CHECK(a.initial_bid == a0.initial_bid);
+        CHECK(a.reserve == a0.reserve);
+        CHECK(a.date_time == a0.date_time);
+        CHECK(a.expires == a0.expires);
+        CHECK(a.seller == a0.seller);
+        CHECK(a.category == a0.category);
+        CHECK(keep(auction_field::item_name, a0.item_name, a.item_name));
+        CHECK(keep(auction_field::description, a0.description, a.description));
+        CHECK(keep(auction_field::extra, a0.extra, a.extra));
+      } else {
+        g.make_bid(n, b0);
+        g.make_bid(n, b, m);
+        CHECK(b.auction == b0.auction);
+        CHECK(b.bidder == b0.bidder);
+        CHECK(b.price == b0.price);
+        CHECK(b.date_time == b0.date_time);
+        CHECK(keep(bid_field::channel, b0.channel, b.channel));
+        CHECK(keep(bid_field::url, b0.url, b.url));
+        CHECK(keep(bid_field::extra, b0.extra, b.extra));
+      }
+    }
+  }
+  // A reused buffer with the mask off ends up empty, not stale.
+  CHECK_FALSE(b0.extra.empty());
+  g.make_bid(9, b0, fields_of({bid_field::auction}));
+  CHECK(b0.extra.empty());
+  CHECK(b0.url.empty());
 }
+
+TEST_CASE("letters and text map random bytes as the generator rules say") {
+  // bench/nexmark/README.md: "a".."z"[byte % 26] and "a".."z", " "[byte % 27],
+  // eight characters per draw, low byte first; the vectorized code must
+  // agree with the rule for every length and every byte value.
+  for (std::int64_t len = 0; len <= 300; ++len) {
+    CAPTURE(len);
+    event_random r{0x1234 + static_cast<std::uint64_t>(len)};
+    event_random ref = r;
+    std::string got;
+    r.letters(got, len);
+    std::string want;
+    for (std::int64_t i = 0; i < len; i += 8) {
+      std::uint64_t w = ref.next();
+      for (std::int64_t j = i; j < std::min(len, i + 8); ++j, w >>= 8)
+        want += static_cast<char>('a' + (w & 0xFF) % 26);
+    }
+    CHECK(got == want);
+    CHECK(r.next() == ref.next()); // the same number of draws
+  }
+  for (std::int64_t max_len = 4; max_len <= 200; max_len += 7) {
+    CAPTURE(max_len);
+    event_random r{0x99 + static_cast<std::uint64_t>(max_len)};
+    event_random ref = r;
+    event_random skipped = r;
+    std::string got;
+    r.text(got, max_len);
+    const auto len = 3 + ref.below(max_len - 3);
+    std::string want;
+    for (std::int64_t i = 0; i < len; i += 8) {
+      std::uint64_t w = ref.next();
+      for (std::int64_t j = i; j < std::min(len, i + 8); ++j, w >>= 8) {
+        const auto b = (w & 0xFF) % 27;
+        want += b == 26 ? ' ' : static_cast<char>('a' + b);
+      }
+    }
+    CHECK(got == want);
+    CHECK(skipped.text(nullptr, max_len) == len);
+    const auto after = ref.next(); // the same number of draws, taken or skipped
+    CHECK(r.next() == after);
+    CHECK(skipped.next() == after);
+  }
+}
+
+TEST_CASE("a nexmark reader leaves the columns nothing reads null") {
+  weir::nexmark_source_spec spec;
+  spec.events = 2000;
+  auto full = weir::make_nexmark_reader(spec, 0, 1, 10ms);
+  std::vector<bool> needed(7, false);
+  needed[bid_field::auction] = needed[bid_field::extra] = true;
+  auto pruned = weir::make_nexmark_reader(spec, 0, 1, 10ms, needed);
+  REQUIRE(full);
+  REQUIRE(pruned);
+  std::size_t rows = 0;
+  while (auto a = (*full)->poll_next(256)) {
+    auto b = (*pruned)->poll_next(256);
+    REQUIRE(b);
+    REQUIRE(a->num_rows == b->num_rows);
+    for (std::size_t i = 0; i < a->num_rows; ++i, ++rows) {
+      for (auto c : {bid_field::auction, bid_field::bidder, bid_field::price,
+                     bid_field::date_time})
+        CHECK(b->columns[c].ints[i] == a->columns[c].ints[i]);
+      CHECK(b->columns[bid_field::extra].str(i) == a->columns[bid_field::extra].str(i));
+      CHECK(b->columns[bid_field::channel].is_null(i));
+      CHECK(b->columns[bid_field::url].is_null(i));
+      CHECK_FALSE(a->columns[bid_field::url].is_null(i));
+      CHECK(b->timestamps[i] == a->timestamps[i]);
+    }
+  }
+  CHECK(rows == 1840);
+}
+
+} // TEST_SUITE
