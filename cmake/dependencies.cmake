@@ -9,6 +9,7 @@ find_package(tomlplusplus REQUIRED)
 find_package(simdjson REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(doctest REQUIRED)
+find_package(libdivide REQUIRED) # header-only: libdivide::libdivide
 
 # CAF 0.17.6 ships no CMake config and no .pc file.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)

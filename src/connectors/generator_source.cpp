@@ -312,6 +312,7 @@ public:
                                              : now);
       rows_.append(gen_, kind_, n, *out);
     }
+    rows_.complete(kind_, *out);
     next_ += scanned;
     pacer_.emitted(scanned);
     chars_hint_.resize(output_->size());

@@ -159,7 +159,10 @@ std::int64_t event_random::text(std::string* out, std::int64_t max_len) {
 // -- generator ------------------------------------------------------------------
 
 generator::generator(generator_config config)
-  : config_(config), mixed_seed_(expr::mixed_seed(config.seed)) {
+  : config_(config),
+    mixed_seed_(expr::mixed_seed(config.seed)),
+    by_total_(static_cast<std::uint64_t>(config.total_proportion())),
+    by_event_rate_(static_cast<std::uint64_t>(config.event_rate)) {
   price_table_[0] = 1ULL << 59;
   for (std::size_t i = 1; i < price_table_.size(); ++i)
     price_table_[i] = expr::mul_high(price_table_[i - 1], price_step_q59) << 5
@@ -184,8 +187,8 @@ void generator::append_channel_url(std::int64_t k, std::string& out) const {
 }
 
 event_kind generator::kind_of(std::uint64_t n) const noexcept {
-  const auto rem = static_cast<std::int64_t>(n % static_cast<std::uint64_t>(
-                                               config_.total_proportion()));
+  const auto rem = static_cast<std::int64_t>(
+    n - n / by_total_ * static_cast<std::uint64_t>(config_.total_proportion()));
   if (rem < config_.person_proportion)
     return event_kind::person;
   if (rem < config_.person_proportion + config_.auction_proportion)
@@ -194,7 +197,7 @@ event_kind generator::kind_of(std::uint64_t n) const noexcept {
 }
 
 event_time generator::timestamp_of(std::uint64_t n) const noexcept {
-  return config_.base_time + static_cast<std::int64_t>(n) * 1000 / config_.event_rate;
+  return config_.base_time + static_cast<std::int64_t>(n * 1000 / by_event_rate_);
 }
 
 namespace {
@@ -206,10 +209,11 @@ struct block_position {
   std::int64_t offset = 0;
 };
 
-block_position position_of(const generator_config& c, std::uint64_t n) noexcept {
-  const auto id = static_cast<std::int64_t>(n);
-  const auto total = c.total_proportion();
-  return {id / total, id % total};
+block_position position_of(const generator_config& c,
+                           const libdivide::divider<std::uint64_t>& by_total,
+                           std::uint64_t n) noexcept {
+  const auto epoch = static_cast<std::int64_t>(n / by_total);
+  return {epoch, static_cast<std::int64_t>(n) - epoch * c.total_proportion()};
 }
 
 std::int64_t last_person_at(const generator_config& c, block_position at) noexcept {
@@ -252,11 +256,11 @@ std::int64_t random_auction(std::int64_t last, std::uint64_t word) noexcept {
 } // namespace
 
 std::int64_t generator::last_base0_person_id(std::uint64_t n) const noexcept {
-  return last_person_at(config_, position_of(config_, n));
+  return last_person_at(config_, position_of(config_, by_total_, n));
 }
 
 std::int64_t generator::last_base0_auction_id(std::uint64_t n) const noexcept {
-  return last_auction_at(config_, position_of(config_, n));
+  return last_auction_at(config_, position_of(config_, by_total_, n));
 }
 
 std::int64_t generator::next_price(event_random& r) const noexcept {
@@ -330,7 +334,7 @@ void generator::make_person(std::uint64_t n, person& out, field_mask fields) con
 
 void generator::make_auction(std::uint64_t n, auction& out, field_mask fields) const {
   event_random r{mixed_seed_, n};
-  const block_position at = position_of(config_, n);
+  const block_position at = position_of(config_, by_total_, n);
   out.id = last_auction_at(config_, at) + first_auction_id;
   const std::int64_t last_person = last_person_at(config_, at);
   if (r.below(config_.hot_seller_ratio) > 0)
@@ -362,7 +366,7 @@ void generator::make_auction(std::uint64_t n, auction& out, field_mask fields) c
 
 void generator::make_bid(std::uint64_t n, bid& out, field_mask fields) const {
   event_random r{mixed_seed_, n};
-  const block_position at = position_of(config_, n);
+  const block_position at = position_of(config_, by_total_, n);
   // Each hot-or-random choice is a coin flip that a branch would mispredict
   // half the time: both values are computed, the random one from the next
   // draw without taking it, then one is selected and the draw taken or not.
@@ -383,7 +387,11 @@ void generator::make_bid(std::uint64_t n, bid& out, field_mask fields) const {
   const bool with_url = wants(fields, bid_field::url);
   out.channel.clear();
   out.url.clear();
-  if (r.below(2) > 0) {
+  if (!with_channel && !with_url) {
+    // Either way the channel takes two draws (the coin, then which hot
+    // channel or which channel-k): skipped without the coin's branch.
+    r.skip(2);
+  } else if (r.below(2) > 0) {
     const auto i = static_cast<std::size_t>(r.below(hot_channels.size()));
     if (with_channel)
       out.channel.assign(hot_channels[i]);
@@ -518,28 +526,33 @@ schema_ptr schema_of(event_kind k) {
 namespace {
 
 // Inline appends of valid values: the row loop stays in this function.
+// Values only: validity is the same for a whole column (row_appender::complete).
 inline void put(column& c, std::int64_t v) {
-  c.validity.push_back(1);
   c.ints.push_back(v);
 }
 
 inline void put(column& c, std::string_view v) {
-  c.validity.push_back(1);
   c.chars.append(v);
   c.offsets.push_back(static_cast<std::uint32_t>(c.chars.size()));
 }
 
-// A text column: the value, or a null when the field was not generated.
+// A text column: the value, or an empty slot for the null of a field not
+// generated.
 inline void put(column& c, std::string_view v, bool generated) {
-  if (generated) {
-    put(c, v);
-  } else {
-    c.validity.push_back(0);
-    c.offsets.push_back(static_cast<std::uint32_t>(c.chars.size()));
-  }
+  if (generated)
+    c.chars.append(v);
+  c.offsets.push_back(static_cast<std::uint32_t>(c.chars.size()));
 }
 
 } // namespace
+
+void row_appender::complete(event_kind k, record_batch& out) const {
+  const auto schema = schema_of(k);
+  for (std::size_t c = 0; c < schema->size(); ++c) {
+    const bool generated = schema->at(c).type != type_id::string || wants(fields, c);
+    out.columns[c].validity.resize(out.num_rows, generated ? 1 : 0);
+  }
+}
 
 void row_appender::append(const generator& g, event_kind k, std::uint64_t n,
                           record_batch& out) {

@@ -6,6 +6,7 @@
 #include "aggregates.hpp"
 
 #include "weir/core/key_group.hpp"
+#include "weir/expr/random.hpp"
 #include "weir/state/keyed_process_function.hpp"
 #include "weir/state/keyed_state_backend.hpp"
 
@@ -1235,7 +1236,11 @@ private:
 class local_window_aggregate final : public stream_operator {
 public:
   explicit local_window_aggregate(std::shared_ptr<const window_plan::impl> plan)
-    : plan_(std::move(plan)) {}
+    : plan_(std::move(plan)) {
+    const auto& keys = plan_->key_fields;
+    int_key_ = keys.size() == 1 && (plan_->input->at(keys[0]).type == type_id::int64
+                                    || plan_->input->at(keys[0]).type == type_id::timestamp);
+  }
 
   void process_batch(const record_batch_ptr& batch, output_collector& out) override {
     const record_batch& in = *batch;
@@ -1249,22 +1254,36 @@ public:
     auto args = p.aggregates.evaluate(in);
     targets_.clear();
     bool urgent = false;
+    const column* int_keys = int_key_ ? &in.columns[p.key_fields[0]] : nullptr;
     for (std::uint32_t row = 0; row < in.num_rows; ++row) {
       const event_time a = window_start(in.timestamps[row], s.offset, s.slice);
+      if (int_keys) {
+        // One int64 key (YSB's campaign, Nexmark's auction): found by value
+        // and slice, the key encoded only for a new partial.
+        const bool null = int_keys->is_null(row);
+        const std::int64_t v = null ? 0 : int_keys->ints[row];
+        const std::size_t at = find_int(v, null, a);
+        std::size_t index = int_index_[at].index1 - 1;
+        if (int_index_[at].index1 == 0) {
+          index = add_partial(in, row, a);
+          int_index_[at] = int_slot{v, a, static_cast<std::uint32_t>(index + 1), null};
+          if (++int_used_ * 2 > int_index_.size())
+            rebuild_int_index(int_index_.size() * 2);
+        }
+        partial& pa = partials_[index];
+        ++pa.rows;
+        targets_.push_back(internal::row_target{row, pa.accs.data()});
+        if (last_ms(a) <= watermark_)
+          urgent = true;
+        continue;
+      }
       key_scratch_.clear();
       encode_key(in, p.key_fields, row, key_scratch_);
       const auto slice_key = static_cast<std::uint64_t>(a);
       key_scratch_.append(reinterpret_cast<const char*>(&slice_key), sizeof slice_key);
       auto [it, fresh] = index_.try_emplace(key_scratch_, partials_.size());
-      if (fresh) {
-        partial& np = partials_.emplace_back();
-        np.index_key = key_scratch_;
-        np.slice = a;
-        np.accs.resize(p.aggregates.size());
-        for (auto k : p.key_fields)
-          np.keys.push_back(in.columns[k].get(row));
-        oldest_ = std::min(oldest_, a);
-      }
+      if (fresh)
+        add_partial(in, row, a);
       partial& pa = partials_[it->second];
       ++pa.rows;
       targets_.push_back(internal::row_target{row, pa.accs.data()});
@@ -1312,6 +1331,59 @@ private:
     return saturating_add(slice_start, plan_->slicing->slice - 1);
   }
 
+  // A new partial for row `row`'s key and slice `a`; returns its index.
+  std::size_t add_partial(const record_batch& in, std::uint32_t row, event_time a) {
+    partial& np = partials_.emplace_back();
+    if (!int_key_)
+      np.index_key = key_scratch_;
+    np.slice = a;
+    np.accs.resize(plan_->aggregates.size());
+    for (auto k : plan_->key_fields)
+      np.keys.push_back(in.columns[k].get(row));
+    oldest_ = std::min(oldest_, a);
+    return partials_.size() - 1;
+  }
+
+  // The index of partials by (int64 key or null, slice): open addressing,
+  // linear probing, at most half full.
+  struct int_slot {
+    std::int64_t key = 0;
+    event_time slice = 0;
+    std::uint32_t index1 = 0; // partial index + 1; 0 = empty
+    bool null = false;
+  };
+
+  // The slot of (v, null, a): where it is, or the empty slot to put it in.
+  std::size_t find_int(std::int64_t v, bool null, event_time a) {
+    if (int_index_.empty())
+      rebuild_int_index(256);
+    const std::size_t mask = int_index_.size() - 1;
+    const std::uint64_t h = expr::mix64(static_cast<std::uint64_t>(v) * expr::seq_multiplier
+                                        ^ static_cast<std::uint64_t>(a) ^ (null ? 1U : 0U));
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      const int_slot& e = int_index_[i];
+      if (e.index1 == 0 || (e.key == v && e.slice == a && e.null == null))
+        return i;
+    }
+  }
+
+  // Rebuilds the int64 index of partials_ with `slots` slots (a power of two).
+  void rebuild_int_index(std::size_t slots) {
+    while (slots < 2 * partials_.size() + 2)
+      slots *= 2;
+    int_index_.assign(slots, int_slot{});
+    int_used_ = 0;
+    for (std::size_t i = 0; i < partials_.size(); ++i) {
+      const partial& pa = partials_[i];
+      const auto* iv = std::get_if<std::int64_t>(&pa.keys[0]);
+      const bool null = iv == nullptr;
+      const std::int64_t v = null ? 0 : *iv;
+      int_index_[find_int(v, null, pa.slice)] =
+        int_slot{v, pa.slice, static_cast<std::uint32_t>(i + 1), null};
+      ++int_used_;
+    }
+  }
+
   // Emits (in first-arrival order) the partials whose slice ends at or
   // before `through`, keeps the others.
   void emit(output_collector& out, event_time through) {
@@ -1340,9 +1412,13 @@ private:
       return;
     partials_ = std::move(kept);
     oldest_ = oldest;
-    index_.clear();
-    for (std::size_t i = 0; i < partials_.size(); ++i)
-      index_.emplace(partials_[i].index_key, i);
+    if (int_key_) {
+      rebuild_int_index(256);
+    } else {
+      index_.clear();
+      for (std::size_t i = 0; i < partials_.size(); ++i)
+        index_.emplace(partials_[i].index_key, i);
+    }
     out.collect(b.finish());
   }
 
@@ -1354,7 +1430,10 @@ private:
       return static_cast<std::size_t>(state::hash_key_bytes(k));
     }
   };
-  std::unordered_map<std::string, std::size_t, index_hash> index_;
+  std::unordered_map<std::string, std::size_t, index_hash> index_; // keys as bytes
+  bool int_key_ = false; // one int64 key: int_index_ instead of index_
+  std::vector<int_slot> int_index_;
+  std::size_t int_used_ = 0;
   event_time oldest_ = max_watermark; // the earliest slice held
   event_time watermark_ = min_watermark;
   std::vector<internal::row_target> targets_;

@@ -5,6 +5,8 @@
 #include "weir/core/schema.hpp"
 #include "weir/expr/random.hpp"
 
+#include <libdivide.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -211,6 +213,11 @@ private:
 
   generator_config config_;
   std::uint64_t mixed_seed_;
+  // Division by the block size and the event rate with a multiply and a
+  // shift (libdivide; Granlund & Montgomery, PLDI 1994): two divisions per
+  // event otherwise cost more than drawing its numbers.
+  libdivide::divider<std::uint64_t> by_total_;
+  libdivide::divider<std::uint64_t> by_event_rate_;
   std::array<std::uint64_t, 4097> price_table_{}; ///< 10^(i/4096) in Q59
 };
 
@@ -224,15 +231,17 @@ schema_ptr schema_of(event_kind k);
 /// Appends event n of kind `k` to `out` as one row: a value to each of the
 /// first columns in the order of `schema_of(k)` (`out` may have more
 /// columns after those, which the caller fills), its date_time to
-/// `out.timestamps`, and counts it in `out.num_rows`. Text columns outside
-/// `fields` get a null (nothing may read them: `field_mask`). `p`, `a` and
-/// `b` are buffers reused from row to row.
+/// `out.timestamps`, and counts it in `out.num_rows`. The values only:
+/// `complete` then sets the validity of every row appended since, valid or,
+/// for text columns outside `fields`, null (nothing may read them:
+/// `field_mask`). `p`, `a` and `b` are buffers reused from row to row.
 struct row_appender {
   person p;
   auction a;
   bid b;
   field_mask fields = all_fields;
   void append(const generator& g, event_kind k, std::uint64_t n, record_batch& out);
+  void complete(event_kind k, record_batch& out) const;
 };
 
 } // namespace weir::nexmark

@@ -1287,6 +1287,59 @@ TEST_CASE("a local phase holding more partials than its bound emits early, same 
   CHECK(late == 0);
 }
 
+TEST_CASE("two-phase aggregation keyed by one int64 field, nulls included, emits what one window operator does") {
+  // The local phase indexes an int64 key by value; a null key is its own key.
+  window_operator_spec spec;
+  spec.key_by = {"value"};
+  spec.aggregates = {{"n", "count(*)"}, {"distinct", "count_distinct(id)"}};
+  for (std::uint64_t seed = 31; seed <= 33; ++seed) {
+    auto input = random_records(seed, 500);
+    for (std::size_t i = 0; i < input.size(); i += 7)
+      input[i]["value"] = std::monostate{};
+    for (const auto& a : sliced_assigners()) {
+      CAPTURE(seed);
+      CAPTURE(a->describe());
+      spec.assigner = a;
+      auto plan = window_plan::make(weir::test::case_schema(), spec);
+      REQUIRE(plan);
+      REQUIRE(plan->supports_local_aggregation());
+      auto op = plan->make_operator();
+      recording_collector one;
+      weir::test::replay(*op, input, 2000, one);
+      REQUIRE(one.rows().size() > 20);
+      bool null_key = false;
+      for (const auto& r : one.rows())
+        null_key = null_key || std::holds_alternative<std::monostate>(r.at("value"));
+      CHECK(null_key);
+      for (std::size_t locals : {1, 3}) {
+        CAPTURE(locals);
+        std::uint64_t late = 0;
+        auto two = run_two_phase(*plan, input, 2000, locals, seed, late);
+        CHECK(weir::test::diff_rows(two.rows(), one.rows()) == "");
+        CHECK(two.timestamps() == one.timestamps());
+      }
+    }
+  }
+  SUBCASE("more int64 keys than a local phase holds") {
+    std::vector<row_map> input;
+    for (std::size_t i = 0; i < 150000; ++i)
+      input.push_back(row({{"id", std::string{"r"} + std::to_string(i % 3)},
+                           {"key", std::string{"k"}},
+                           {"ts", static_cast<event_time>(i / 20)},
+                           {"value", static_cast<std::int64_t>(i % 70000) - 35000}}));
+    spec.assigner = shared(tumbling_event_time_windows::make(5s));
+    auto plan = window_plan::make(weir::test::case_schema(), spec);
+    REQUIRE(plan);
+    auto op = plan->make_operator();
+    recording_collector one;
+    weir::test::replay(*op, input, 0, one);
+    REQUIRE(one.rows().size() > 70000);
+    std::uint64_t late = 0;
+    auto two = run_two_phase(*plan, input, 0, 1, 5, late, false);
+    CHECK(weir::test::diff_rows(two.rows(), one.rows()) == "");
+  }
+}
+
 TEST_CASE("two-phase aggregation is offered only where merging cannot change results") {
   auto plan_of = [](std::shared_ptr<const window_assigner> a, std::vector<aggregate_spec> aggs) {
     window_operator_spec spec;
