@@ -1238,8 +1238,9 @@ public:
   explicit local_window_aggregate(std::shared_ptr<const window_plan::impl> plan)
     : plan_(std::move(plan)) {
     const auto& keys = plan_->key_fields;
-    int_key_ = keys.size() == 1 && (plan_->input->at(keys[0]).type == type_id::int64
-                                    || plan_->input->at(keys[0]).type == type_id::timestamp);
+    int_key_ = keys.empty() // (one key for all: 0)
+               || (keys.size() == 1 && (plan_->input->at(keys[0]).type == type_id::int64
+                                        || plan_->input->at(keys[0]).type == type_id::timestamp));
   }
 
   void process_batch(const record_batch_ptr& batch, output_collector& out) override {
@@ -1254,21 +1255,29 @@ public:
     auto args = p.aggregates.evaluate(in);
     targets_.clear();
     bool urgent = false;
-    const column* int_keys = int_key_ ? &in.columns[p.key_fields[0]] : nullptr;
+    const column* int_keys =
+      int_key_ && !p.key_fields.empty() ? &in.columns[p.key_fields[0]] : nullptr;
     for (std::uint32_t row = 0; row < in.num_rows; ++row) {
       const event_time a = window_start(in.timestamps[row], s.offset, s.slice);
-      if (int_keys) {
-        // One int64 key (YSB's campaign, Nexmark's auction): found by value
-        // and slice, the key encoded only for a new partial.
-        const bool null = int_keys->is_null(row);
-        const std::int64_t v = null ? 0 : int_keys->ints[row];
-        const std::size_t at = find_int(v, null, a);
-        std::size_t index = int_index_[at].index1 - 1;
-        if (int_index_[at].index1 == 0) {
-          index = add_partial(in, row, a);
-          int_index_[at] = int_slot{v, a, static_cast<std::uint32_t>(index + 1), null};
-          if (++int_used_ * 2 > int_index_.size())
-            rebuild_int_index(int_index_.size() * 2);
+      if (int_key_) {
+        // One int64 key (YSB's campaign, Nexmark's auction) or none (q7):
+        // found by value and slice, the key encoded only for a new partial;
+        // first the partial of the row before.
+        const bool null = int_keys && int_keys->is_null(row);
+        const std::int64_t v = int_keys && !null ? int_keys->ints[row] : 0;
+        std::size_t index = last_partial_;
+        if (index >= partials_.size() || last_slot_.key != v || last_slot_.slice != a
+            || last_slot_.null != null) {
+          const std::size_t at = find_int(v, null, a);
+          index = int_index_[at].index1 - 1;
+          if (int_index_[at].index1 == 0) {
+            index = add_partial(in, row, a);
+            int_index_[at] = int_slot{v, a, static_cast<std::uint32_t>(index + 1), null};
+            if (++int_used_ * 2 > int_index_.size())
+              rebuild_int_index(int_index_.size() * 2);
+          }
+          last_partial_ = index;
+          last_slot_ = int_slot{v, a, 0, null};
         }
         partial& pa = partials_[index];
         ++pa.rows;
@@ -1373,11 +1382,12 @@ private:
       slots *= 2;
     int_index_.assign(slots, int_slot{});
     int_used_ = 0;
+    last_partial_ = std::numeric_limits<std::size_t>::max(); // partials_ changed
     for (std::size_t i = 0; i < partials_.size(); ++i) {
       const partial& pa = partials_[i];
-      const auto* iv = std::get_if<std::int64_t>(&pa.keys[0]);
-      const bool null = iv == nullptr;
-      const std::int64_t v = null ? 0 : *iv;
+      const auto* iv = pa.keys.empty() ? nullptr : std::get_if<std::int64_t>(&pa.keys[0]);
+      const bool null = !pa.keys.empty() && iv == nullptr;
+      const std::int64_t v = iv ? *iv : 0;
       int_index_[find_int(v, null, pa.slice)] =
         int_slot{v, pa.slice, static_cast<std::uint32_t>(i + 1), null};
       ++int_used_;
@@ -1434,6 +1444,8 @@ private:
   bool int_key_ = false; // one int64 key: int_index_ instead of index_
   std::vector<int_slot> int_index_;
   std::size_t int_used_ = 0;
+  std::size_t last_partial_ = std::numeric_limits<std::size_t>::max(); // none
+  int_slot last_slot_;
   event_time oldest_ = max_watermark; // the earliest slice held
   event_time watermark_ = min_watermark;
   std::vector<internal::row_target> targets_;
