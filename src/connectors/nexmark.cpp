@@ -98,42 +98,44 @@ __m128i chars_of(std::uint64_t w0, std::uint64_t w1) noexcept {
 #endif
 
 // Appends n characters, eight per random word (its bytes, low first): byte b
-// becomes 'a' + b % 26 (letters) or "a".."z", " "[b % 27] (text). Written
-// through a buffer, so that the string grows once per chunk without
-// zero-filling it first.
+// becomes 'a' + b % 26 (letters) or "a".."z", " "[b % 27] (text). Written in
+// place, sixteen at a time, into the string grown to a multiple of 16 and
+// cut back (a copy from a buffer compiles to `rep movs`, slow at this size).
 template <bool Text>
 void append_chars(event_random& r, std::string& out, std::int64_t n) {
-  constexpr std::size_t chunk = 128; // a multiple of 16: chunks start at a word
-  alignas(16) char chars[chunk];
-  while (n > 0) {
-    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(n), chunk);
-    const std::size_t words = (k + 7) / 8;
+  if (n <= 0)
+    return;
+  const std::size_t base = out.size();
+  const auto k = static_cast<std::size_t>(n);
+  const std::size_t words = (k + 7) / 8;
 #if defined(__SSE2__)
-    std::size_t w = 0;
-    for (; w + 2 <= words; w += 2) {
-      const std::uint64_t w0 = r.next();
-      const std::uint64_t w1 = r.next();
-      _mm_store_si128(reinterpret_cast<__m128i*>(chars + 8 * w), chars_of<Text>(w0, w1));
-    }
-    if (w < words) // the last, odd word; the other half is never appended
-      _mm_store_si128(reinterpret_cast<__m128i*>(chars + 8 * w), chars_of<Text>(r.next(), 0));
+  out.resize(base + (k + 15) / 16 * 16);
+  char* p = out.data() + base;
+  std::size_t w = 0;
+  for (; w + 2 <= words; w += 2) {
+    const std::uint64_t w0 = r.next();
+    const std::uint64_t w1 = r.next();
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8 * w), chars_of<Text>(w0, w1));
+  }
+  if (w < words) // the last, odd word; the other half is cut off below
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8 * w), chars_of<Text>(r.next(), 0));
 #else
-    for (std::size_t w = 0; w < words; ++w) {
-      std::uint64_t x = r.next();
-      for (std::size_t j = 0; j < 8; ++j, x >>= 8) {
-        const unsigned b = x & 0xFF;
-        if constexpr (Text) {
-          const unsigned rem = b - ((b * 19) >> 9) * 27;
-          chars[8 * w + j] = rem == 26 ? ' ' : static_cast<char>('a' + rem);
-        } else {
-          chars[8 * w + j] = static_cast<char>('a' + (b - ((b * 79) >> 11) * 26));
-        }
+  out.resize(base + words * 8);
+  char* p = out.data() + base;
+  for (std::size_t w = 0; w < words; ++w) {
+    std::uint64_t x = r.next();
+    for (std::size_t j = 0; j < 8; ++j, x >>= 8) {
+      const unsigned b = x & 0xFF;
+      if constexpr (Text) {
+        const unsigned rem = b - ((b * 19) >> 9) * 27;
+        p[8 * w + j] = rem == 26 ? ' ' : static_cast<char>('a' + rem);
+      } else {
+        p[8 * w + j] = static_cast<char>('a' + (b - ((b * 79) >> 11) * 26));
       }
     }
-#endif
-    out.append(chars, k);
-    n -= static_cast<std::int64_t>(k);
   }
+#endif
+  out.resize(base + k);
 }
 
 // The draws append_chars takes for n characters.
@@ -276,7 +278,6 @@ std::int64_t generator::next_price(event_random& r) const noexcept {
 
 void generator::next_extra(event_random& r, std::int64_t current_size,
                            std::int64_t desired_avg, std::string& out) const {
-  out.clear();
   if (current_size > desired_avg)
     return;
   const std::int64_t avg = desired_avg - current_size;
@@ -325,10 +326,10 @@ void generator::make_person(std::uint64_t n, person& out, field_mask fields) con
   const auto size = 8 + email_size
                     + static_cast<std::int64_t>(out.name.size() + out.credit_card.size()
                                                 + out.city.size() + out.state.size());
+  out.extra.clear();
   if (wants(fields, person_field::extra))
     next_extra(r, size, config_.avg_person_bytes, out.extra);
-  else
-    out.extra.clear(); // the last draws: nothing to skip
+  // (else: the last draws, nothing to skip)
 
 }
 
@@ -358,13 +359,14 @@ void generator::make_auction(std::uint64_t n, auction& out, field_mask fields) c
   const std::int64_t description_size =
     r.text(wants(fields, auction_field::description) ? &out.description : nullptr, 100);
   const std::int64_t size = 8 + item_size + description_size + 8 + 8 + 8 + 8 + 8;
+  out.extra.clear();
   if (wants(fields, auction_field::extra))
     next_extra(r, size, config_.avg_auction_bytes, out.extra);
-  else
-    out.extra.clear(); // the last draws: nothing to skip
+  // (else: the last draws, nothing to skip)
 }
 
-void generator::make_bid(std::uint64_t n, bid& out, field_mask fields) const {
+void generator::make_bid(std::uint64_t n, bid& out, field_mask fields,
+                         std::string* extra_to) const {
   event_random r{mixed_seed_, n};
   const block_position at = position_of(config_, by_total_, n);
   // Each hot-or-random choice is a coin flip that a branch would mispredict
@@ -407,10 +409,10 @@ void generator::make_bid(std::uint64_t n, bid& out, field_mask fields) const {
       append_channel_url(k, out.url); // its own stream: nothing to skip
   }
   out.date_time = timestamp_of(n);
+  out.extra.clear();
   if (wants(fields, bid_field::extra))
-    next_extra(r, 32, config_.avg_bid_bytes, out.extra);
-  else
-    out.extra.clear(); // the last draws: nothing to skip
+    next_extra(r, 32, config_.avg_bid_bytes, extra_to ? *extra_to : out.extra);
+  // (else: the last draws, nothing to skip)
 }
 
 std::string generator::describe(std::uint64_t n) const {
@@ -585,14 +587,15 @@ void row_appender::append(const generator& g, event_kind k, std::uint64_t n,
       out.timestamps.push_back(a.date_time);
       break;
     case event_kind::bid:
-      g.make_bid(n, b, fields);
+      // The padding, the bulk of a bid, straight into its column.
+      g.make_bid(n, b, fields, &c[6].chars);
+      c[6].offsets.push_back(static_cast<std::uint32_t>(c[6].chars.size()));
       put(c[0], b.auction);
       put(c[1], b.bidder);
       put(c[2], b.price);
       put(c[3], b.channel, wants(fields, bid_field::channel));
       put(c[4], b.url, wants(fields, bid_field::url));
       put(c[5], b.date_time);
-      put(c[6], b.extra, wants(fields, bid_field::extra));
       out.timestamps.push_back(b.date_time);
       break;
   }

@@ -189,7 +189,10 @@ public:
   /// the same whatever the mask.
   void make_person(std::uint64_t n, person& out, field_mask fields = all_fields) const;
   void make_auction(std::uint64_t n, auction& out, field_mask fields = all_fields) const;
-  void make_bid(std::uint64_t n, bid& out, field_mask fields = all_fields) const;
+  /// With `extra_to`, a bid's padding is appended there instead (and
+  /// `out.extra` left empty): straight into a column.
+  void make_bid(std::uint64_t n, bid& out, field_mask fields = all_fields,
+                std::string* extra_to = nullptr) const;
 
   /// One line of text for event n (no newline), the format of the shared
   /// test vectors in bench/vectors: `B|n|auction|bidder|price|channel|url|
@@ -208,6 +211,7 @@ public:
   void append_channel_url(std::int64_t k, std::string& out) const;
 
 private:
+  /// Appends the padding to `out`.
   void next_extra(event_random& r, std::int64_t current_size, std::int64_t desired_avg,
                   std::string& out) const;
 
