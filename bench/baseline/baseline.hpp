@@ -7,6 +7,7 @@
 
 #include "weir/connectors/blackhole_sink.hpp"
 #include "weir/connectors/nexmark.hpp"
+#include "weir/expr/random.hpp"
 
 #include <cstdint>
 #include <string>
@@ -38,8 +39,20 @@ struct ysb_event {
   std::int64_t ip_address = 0;
 };
 
-/// YSB event `seq` for `seed` (not inlined into the query loop, so every
-/// field is computed, as weir's generator does).
+/// The rules of the YSB fields the query reads (bench/ysb/ysb.toml): each
+/// field is its own random word of (seed, seq, salt), so a loop can compute
+/// only the ones it reads, as weir's generator does (projection push-down).
+inline std::int64_t ysb_ad_id(std::uint64_t mixed_seed, std::int64_t seq) noexcept {
+  return expr::random_int(expr::random_word(mixed_seed, seq, 3), 0, 999);
+}
+inline std::int64_t ysb_event_type(std::uint64_t mixed_seed, std::int64_t seq) noexcept {
+  return expr::random_int(expr::random_word(mixed_seed, seq, 5), 0, 2);
+}
+inline std::int64_t ysb_event_time(std::int64_t seq) noexcept {
+  return 1'600'000'000'000 + seq / 100;
+}
+
+/// YSB event `seq` for `seed`, every field (the shared test vectors).
 void make_ysb_event(std::uint64_t mixed_seed, std::int64_t seq, ysb_event& out);
 
 /// The Nexmark generator configuration of the benchmark queries.

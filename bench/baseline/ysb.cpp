@@ -47,15 +47,13 @@ result run_ysb(const options& o) {
   result r;
   std::deque<window> windows;
   for (std::uint64_t n = 0; n < o.events; ++n) {
-    // Only the fields read here (make_ysb_event's rules), as weir's
-    // generator evaluates only the fields its pipeline reads (projection
-    // push-down): each field is its own random word, so the others need
-    // not be drawn.
+    // Only the fields read here, as weir's generator evaluates only the
+    // fields its pipeline reads (projection push-down).
     const auto seq = static_cast<std::int64_t>(n);
-    if (expr::random_int(expr::random_word(mseed, seq, 5), 0, 2) != 0)
+    if (ysb_event_type(mseed, seq) != 0)
       continue; // not a view
-    const std::int64_t ad_id = expr::random_int(expr::random_word(mseed, seq, 3), 0, 999);
-    const std::int64_t event_time = 1'600'000'000'000 + seq / 100;
+    const std::int64_t ad_id = ysb_ad_id(mseed, seq);
+    const std::int64_t event_time = ysb_event_time(seq);
     const std::int64_t campaign = ad_id / 10;
     const std::int64_t s = event_time - ((event_time % size_ms) + size_ms) % size_ms;
     if (windows.empty() || windows.back().start != s) {

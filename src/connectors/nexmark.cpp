@@ -309,7 +309,10 @@ void generator::make_person(std::uint64_t n, person& out, field_mask fields) con
     out.email_address += ".com";
     email_size = static_cast<std::int64_t>(out.email_address.size());
   } else {
-    email_size = r.text(nullptr, 7) + 1 + r.text(nullptr, 5) + 4;
+    // (Two statements: the order of the draws must not be the compiler's.)
+    const std::int64_t user = r.text(nullptr, 7);
+    const std::int64_t host = r.text(nullptr, 5);
+    email_size = user + 1 + host + 4;
   }
   out.credit_card.clear();
   for (int i = 0; i < 4; ++i) {

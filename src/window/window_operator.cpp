@@ -869,12 +869,17 @@ private:
       return;
     }
     const time_window w{end - s.size, end};
-    collect_fire_entries(slices_.lower_bound(w.start), slices_.lower_bound(w.end));
+    const auto lo = slices_.lower_bound(w.start);
+    const auto hi = slices_.lower_bound(w.end);
+    collect_fire_entries(lo, hi);
     // Only the slices each key has contents in (with keys that come and go,
     // as Nexmark's auctions, most keys are in one slice of a window's five),
     // the state entries prefetched ahead of the lookups.
     fire_addresses_.clear();
     fire_namespaces_.clear();
+    // slice_namespace returns views into fire_namespaces_, whose short
+    // strings would move if it grew: room for every slice of the window.
+    fire_namespaces_.reserve(static_cast<std::size_t>(std::distance(lo, hi)));
     for (const auto& e : fire_entries_)
       fire_addresses_.push_back(backend_->address_of(e.key, slice_namespace(e.slice)));
     const internal::accumulator* only = nullptr;

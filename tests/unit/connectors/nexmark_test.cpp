@@ -286,11 +286,24 @@ TEST_CASE("a nexmark reader leaves the columns nothing reads null") {
   REQUIRE(full);
   REQUIRE(pruned);
   std::size_t rows = 0;
+  const generator g{generator_config{}};
+  std::uint64_t n = 0; // the event of the next row
+  bid expected;
   while (auto a = (*full)->poll_next(256)) {
     auto b = (*pruned)->poll_next(256);
     REQUIRE(b);
     REQUIRE(a->num_rows == b->num_rows);
     for (std::size_t i = 0; i < a->num_rows; ++i, ++rows) {
+      // The reader writes a bid's padding straight into its column: check
+      // the full rows against the generator's own bids.
+      while (g.kind_of(n) != event_kind::bid)
+        ++n;
+      g.make_bid(n++, expected);
+      CHECK(a->columns[bid_field::auction].ints[i] == expected.auction);
+      CHECK(a->columns[bid_field::price].ints[i] == expected.price);
+      CHECK(a->columns[bid_field::channel].str(i) == expected.channel);
+      CHECK(a->columns[bid_field::url].str(i) == expected.url);
+      CHECK(a->columns[bid_field::extra].str(i) == expected.extra);
       for (auto c : {bid_field::auction, bid_field::bidder, bid_field::price,
                      bid_field::date_time})
         CHECK(b->columns[c].ints[i] == a->columns[c].ints[i]);
@@ -302,6 +315,59 @@ TEST_CASE("a nexmark reader leaves the columns nothing reads null") {
     }
   }
   CHECK(rows == 1840);
+}
+
+TEST_CASE("a nexmark reader of auctions or persons leaves the text columns nothing reads null") {
+  const generator g{generator_config{}};
+  weir::nexmark_source_spec spec;
+  spec.events = 3000;
+  spec.generation_time_field = "gen_ns";
+  SUBCASE("auctions") {
+    spec.stream = weir::nexmark_stream::auction;
+    std::vector<bool> needed(11, false); // the generation time too
+    needed[auction_field::id] = needed[auction_field::extra] = true;
+    auto rd = weir::make_nexmark_reader(spec, 0, 1, 10ms, needed);
+    REQUIRE(rd);
+    std::uint64_t n = 0;
+    auction want;
+    std::size_t rows = 0;
+    while (auto b = (*rd)->poll_next(100)) {
+      for (std::size_t i = 0; i < b->num_rows; ++i, ++rows) {
+        while (g.kind_of(n) != event_kind::auction)
+          ++n;
+        g.make_auction(n++, want);
+        CHECK(b->columns[auction_field::id].ints[i] == want.id);
+        CHECK(b->columns[auction_field::seller].ints[i] == want.seller);
+        CHECK(b->columns[auction_field::extra].str(i) == want.extra);
+        CHECK(b->columns[auction_field::item_name].is_null(i));
+        CHECK(b->columns[auction_field::description].is_null(i));
+        CHECK_FALSE(b->columns[auction_field::expires].is_null(i));
+        CHECK_FALSE(b->columns.back().is_null(i)); // the generation time
+      }
+    }
+    CHECK(rows == 180);
+  }
+  SUBCASE("persons") {
+    spec.stream = weir::nexmark_stream::person;
+    std::vector<bool> needed(9, true);
+    needed[person_field::extra] = false;
+    auto rd = weir::make_nexmark_reader(spec, 0, 1, 10ms, needed);
+    REQUIRE(rd);
+    std::uint64_t n = 0;
+    person want;
+    std::size_t rows = 0;
+    while (auto b = (*rd)->poll_next(100)) {
+      for (std::size_t i = 0; i < b->num_rows; ++i, ++rows) {
+        while (g.kind_of(n) != event_kind::person)
+          ++n;
+        g.make_person(n++, want);
+        CHECK(b->columns[person_field::email_address].str(i) == want.email_address);
+        CHECK(b->columns[person_field::credit_card].str(i) == want.credit_card);
+        CHECK(b->columns[person_field::extra].is_null(i));
+      }
+    }
+    CHECK(rows == 60);
+  }
 }
 
 } // TEST_SUITE
