@@ -10,6 +10,7 @@
 #include <caf/actor_system_config.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -91,6 +92,15 @@ job_result job::execute() {
     result.error = *failure;
   } else {
     result.ok = true;
+    if (const auto& inj = graph_->options.inject_failure; inj && result.restarts == 0) {
+      // Finished without the failure the job asked for: say so, or a test
+      // of recovery would pass without recovering anything.
+      std::string w = "job.inject_failure: no failure was injected: subtask 0 of operator '"
+                      + inj->operator_name + "' finished before reading "
+                      + std::to_string(inj->after_records) + " records";
+      std::fprintf(stderr, "[%s] warning: %s\n", graph_->options.name.c_str(), w.c_str());
+      result.warnings.push_back(std::move(w));
+    }
   }
   return result;
 }

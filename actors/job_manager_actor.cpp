@@ -143,8 +143,9 @@ bool read_restore_points(jm_actor* self,
   }
   const auto& m = *latest->manifest;
   ctx.result.restored_checkpoint_id = m.checkpoint_id;
-  std::fprintf(stderr, "[%s] restoring from checkpoint %llu\n", g.options.name.c_str(),
-               static_cast<unsigned long long>(m.checkpoint_id));
+  if (!g.options.quiet)
+    std::fprintf(stderr, "[%s] restoring from checkpoint %llu\n", g.options.name.c_str(),
+                 static_cast<unsigned long long>(m.checkpoint_id));
   for (std::size_t v = 0; v < plan.vertices.size(); ++v) {
     const auto& vertex = plan.vertices[v];
     out[v].resize(vertex.parallelism);

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   run->add_option("--parallelism", parallelism,
                   "Override [job] parallelism (at most [job] max_parallelism)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{32768}));
-  run->add_flag("-q,--quiet", quiet, "No status line and no summary");
+  run->add_flag("-q,--quiet", quiet, "No status line, no progress messages and no summary (warnings and errors still print)");
   bool fresh = false;
   run->add_flag("--fresh", fresh,
                 "Start over: discard the checkpoints in [checkpoint] dir instead of resuming");
@@ -139,8 +139,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: ok\n", path.c_str());
     return 0;
   }
-  if (quiet)
+  if (quiet) {
     job.options().status_interval = std::chrono::milliseconds{0};
+    job.options().quiet = true;
+  }
   if (fresh)
     job.options().checkpoint.fresh = true;
   auto result = job.execute();

@@ -473,10 +473,24 @@ def test_cli_overrides(args):
         check("holds source 'gen' at parallelism 2" in proc.stderr
               and "resumes only at the parallelism it ran with" in proc.stderr,
               f"no clear error restoring at parallelism 1:\n{proc.stderr[-2000:]}")
-        # The same parallelism resumes, and --fresh starts over at any.
-        box.run("run", "pipeline.toml", "-q")
+        # The same parallelism resumes, and --fresh starts over at any. The
+        # resume is reported, except with -q.
+        proc = box.run("run", "pipeline.toml", "-q")
+        check("restoring from checkpoint" not in proc.stderr,
+              f"-q printed the restore:\n{proc.stderr[-1000:]}")
+        proc = box.run("run", "pipeline.toml")
+        check("restoring from checkpoint" in proc.stderr,
+              f"a resumed run did not say so:\n{proc.stderr[-1000:]}")
         box.run("run", "pipeline.toml", "-q", "--parallelism", "1", "--fresh")
         rows = [r for f in sorted((box.work / "out").glob("*.jsonl")) for r in load_jsonl(f)]
+        # A failure injection that never fires is a warning, not silence.
+        text = toml.replace('status_interval = "0s"',
+                            'status_interval = "0s"\nrestart = { attempts = 1, delay = "10ms" }\n'
+                            'inject_failure = { operator = "counts", after_records = 1000000 }')
+        proc = box.run("run", "pipeline.toml", "-q", "--fresh", toml_text=text)
+        check("no failure was injected: subtask 0 of operator 'counts' finished before reading "
+              "1000000 records" in proc.stderr,
+              f"no warning for an injection that never fired:\n{proc.stderr[-1000:]}")
         check(sum(r["n"] for r in rows) == 40000,
               f"after --fresh at parallelism 1 the window counts sum to "
               f"{sum(r['n'] for r in rows)}, expected 40,000")

@@ -76,6 +76,10 @@ struct job_options {
   bad_record_policy on_bad_record = bad_record_policy::fail;
   std::string dead_letter_path;      ///< JSONL file, for dead_letter
   std::chrono::milliseconds status_interval{1000}; ///< 0 = no status line
+  /// No progress messages on stderr ("restoring from checkpoint N"; the
+  /// CLI's -q also turns the status line off). Warnings and failures are
+  /// printed regardless.
+  bool quiet = false;
   std::size_t worker_threads = 0;    ///< CAF scheduler threads; 0 = cores
   checkpoint_options checkpoint;
   restart_options restart;
