@@ -227,6 +227,32 @@ TEST_CASE("integer division or modulo by zero is null, float division follows IE
   CHECK(eval("(status / bytes) is null", *b) == "true, false, true, false");
 }
 
+TEST_CASE("division and modulo by a constant agree with division by a column holding it") {
+  // A literal divisor takes the precomputed (libdivide) path; the same
+  // divisor in a column takes the per-row division.
+  const std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+  const std::int64_t hi = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::int64_t> dividends{lo, lo + 1, hi, hi - 1, 0, 1, -1, 99, 100, 101, -99,
+                                      -100, -101, 1599999999999, -1600000000000, 4'294'967'295};
+  for (std::int64_t i = 1; i < 2000; i += 37)
+    dividends.push_back(i * i * i * 7919 * (i % 2 == 0 ? 1 : -1));
+  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{2}, std::int64_t{3},
+                               std::int64_t{7}, std::int64_t{10}, std::int64_t{100},
+                               std::int64_t{-2}, std::int64_t{-10}, std::int64_t{641},
+                               std::int64_t{68719476736}, std::int64_t{-68719476737}, hi,
+                               lo + 1}) {
+    CAPTURE(d);
+    std::vector<std::vector<value>> rows;
+    for (const auto x : dividends)
+      rows.push_back({x, null_v, d});
+    rows.push_back({null_v, null_v, d}); // a null dividend stays null
+    const auto b = make_batch(rows);
+    const std::string literal = d == lo + 1 ? "(-9223372036854775807)" : "(" + std::to_string(d) + ")";
+    CHECK(eval("status / " + literal, *b) == eval("status / bytes", *b));
+    CHECK(eval("status % " + literal, *b) == eval("status % bytes", *b));
+  }
+}
+
 TEST_CASE("a float operand makes arithmetic float64") {
   CHECK(eval("1 + 0.5") == "1.5");
   CHECK(type_of("status + 0.5") == type_id::float64);
