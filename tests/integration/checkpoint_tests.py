@@ -3,8 +3,9 @@
 """Exactly-once end to end: the real `weir` binary, real LMDB files, real
 SIGKILLs (DESIGN.md §7, issue 4).
 
-A keyed job over 1,000,000 generated records — tumbling windows per key and a
-running count per key (keyed value state) — checkpoints every 100 ms into
+A keyed job over 1,000,000 generated records — tumbling windows per key,
+sliding windows per int64 value, and a running count per key (keyed value
+state) — checkpoints every 100 ms into
 LMDB and writes through the two-phase-commit file sink. Every test compares
 the committed output (the part files a reader of the output directory sees)
 with that of one uninterrupted run: nothing lost, nothing twice.
@@ -61,6 +62,17 @@ window = {{ type = "tumbling", size = "10s" }}
 aggregate = {{ n = "count(*)", total = "sum(value)" }}
 local_aggregation = {local}
 
+# Sliding windows keyed by an int64 (fired slice by slice; two-phase with the
+# local phase's int64 index when local_aggregation is on).
+[[operator]]
+name = "per_value"
+type = "window"
+input = "input"
+key_by = ["value"]
+window = {{ type = "sliding", size = "40s", slide = "20s" }}
+aggregate = {{ n = "count(*)", total = "sum(seq)" }}
+local_aggregation = {local}
+
 [[operator]]
 name = "running"
 type = "running_count"
@@ -72,6 +84,12 @@ name = "windows_out"
 input = "per_key"
 type = "file"
 path = "{work}/out/windows"
+
+[[sink]]
+name = "sliding_out"
+input = "per_value"
+type = "file"
+path = "{work}/out/sliding"
 
 [[sink]]
 name = "running_out"
@@ -102,7 +120,7 @@ def generate(path, n, seed):
 def committed(work):
     """What a reader of the output directories sees: committed parts only."""
     out = {}
-    for name in ("windows", "running"):
+    for name in ("windows", "sliding", "running"):
         rows = []
         for part in sorted(glob.glob(os.path.join(work, "out", name, "part-*"))):
             with open(part) as f:
@@ -144,6 +162,7 @@ class Job:
         ref = committed(self.work)
         check(len(ref["running"]) == RECORDS, f"reference run wrote {len(ref['running'])} counts")
         check(len(ref["windows"]) > 1000, "reference run wrote almost no windows")
+        check(len(ref["sliding"]) > 10000, "reference run wrote almost no sliding windows")
         self.reset()
         return ref
 
@@ -165,7 +184,7 @@ class Job:
 
 
 def compare(got, want, what):
-    for name in ("windows", "running"):
+    for name in ("windows", "sliding", "running"):
         g, w = got[name], want[name]
         if g != w:
             missing = sorted(set(w) - set(g))
