@@ -303,9 +303,27 @@ public:
     column* gen_col = with_generation_time_ ? &out->columns.back() : nullptr;
     std::uint64_t scanned = 0;
     const auto p = static_cast<std::uint64_t>(parallelism_);
+    // The kind of event n is decided by n % total (kind_of); n advances by
+    // p, so the remainder is carried along instead of divided out per event.
+    const auto& cfg = gen_.config();
+    const auto total = static_cast<std::uint64_t>(cfg.total_proportion());
+    const std::uint64_t step = p % total;
+    std::uint64_t rem = (subtask_ + next_ * p) % total;
+    const auto kind_lo = static_cast<std::uint64_t>(
+      kind_ == nexmark::event_kind::person    ? 0
+      : kind_ == nexmark::event_kind::auction ? cfg.person_proportion
+                                              : cfg.person_proportion + cfg.auction_proportion);
+    const auto kind_hi = static_cast<std::uint64_t>(
+      kind_ == nexmark::event_kind::person    ? cfg.person_proportion
+      : kind_ == nexmark::event_kind::auction ? cfg.person_proportion + cfg.auction_proportion
+                                              : cfg.total_proportion());
     for (; scanned < allowed && out->num_rows < rows_wanted; ++scanned) {
       const std::uint64_t n = subtask_ + (next_ + scanned) * p;
-      if (gen_.kind_of(n) != kind_)
+      const bool wanted = rem >= kind_lo && rem < kind_hi;
+      rem += step;
+      if (rem >= total)
+        rem -= total;
+      if (!wanted)
         continue;
       if (gen_col)
         gen_col->append_int(pacer_.limited() ? pacer_.scheduled_ns(pacer_.emitted() + scanned)

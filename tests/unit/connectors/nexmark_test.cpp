@@ -370,4 +370,35 @@ TEST_CASE("a nexmark reader of auctions or persons leaves the text columns nothi
   }
 }
 
+TEST_CASE("nexmark readers at any parallelism together emit each event of their kind once") {
+  for (const auto stream : {weir::nexmark_stream::person, weir::nexmark_stream::auction,
+                            weir::nexmark_stream::bid}) {
+    weir::nexmark_source_spec spec;
+    spec.events = 2017;
+    spec.stream = stream;
+    std::multiset<std::int64_t> whole;
+    for (std::size_t parallelism : {1, 3, 7, 64}) {
+      CAPTURE(parallelism);
+      std::multiset<std::int64_t> got;
+      for (std::size_t s = 0; s < parallelism; ++s) {
+        auto rd = weir::make_nexmark_reader(spec, s, parallelism, 10ms);
+        REQUIRE(rd);
+        while (auto b = (*rd)->poll_next(37))
+          for (std::size_t i = 0; i < b->num_rows; ++i)
+            got.insert(b->timestamps[i] * 1000 + b->columns[0].ints[i] % 1000);
+      }
+      if (parallelism == 1)
+        whole = got;
+      CHECK(got == whole);
+    }
+    const generator g{generator_config{}};
+    std::size_t expected = 0;
+    for (std::uint64_t n = 0; n < 2017; ++n)
+      expected += g.kind_of(n) == (stream == weir::nexmark_stream::person    ? event_kind::person
+                                   : stream == weir::nexmark_stream::auction ? event_kind::auction
+                                                                             : event_kind::bid);
+    CHECK(whole.size() == expected);
+  }
+}
+
 } // TEST_SUITE
