@@ -149,6 +149,8 @@ public:
   }
   /// Uniform in `[0, 1)` with 53 bits.
   double unit() noexcept { return expr::random_unit(next()); }
+  /// The counter: `next()` returns `mix64(state() + 0x9E3779B97F4A7C15)`.
+  std::uint64_t state() const noexcept { return state_; }
   /// What `next()` will return, without advancing.
   std::uint64_t peek() const noexcept { return expr::mix64(state_ + expr::seq_multiplier); }
   /// Skips `draws` calls of `next()` in O(1).
@@ -211,6 +213,9 @@ public:
   void append_channel_url(std::int64_t k, std::string& out) const;
 
 private:
+  // The price of draw u (0 <= u < 6 * 4096): next_price is
+  // price_of(below(6 * 4096)). Inline in nexmark.cpp.
+  std::int64_t price_of(std::int64_t u) const noexcept;
   /// Appends the padding to `out`.
   void next_extra(event_random& r, std::int64_t current_size, std::int64_t desired_avg,
                   std::string& out) const;
@@ -222,8 +227,21 @@ private:
   // event otherwise cost more than drawing its numbers.
   libdivide::divider<std::uint64_t> by_total_;
   libdivide::divider<std::uint64_t> by_event_rate_;
-  std::array<std::uint64_t, 4097> price_table_{}; ///< 10^(i/4096) in Q59
+  // The rules' table T[i] = 10^(i/4096) in Q59 (0 <= i < 4096), kept small
+  // enough to stay in L1 (9 KiB instead of 32): T[i] = ((coarse[i / 64] *
+  // fine[i % 64]) >> 59) + delta[i], with fine[j] = T[j], coarse[j] =
+  // T[64 j] and |delta| <= 256, computed from T itself.
+  std::array<std::uint64_t, 64> price_coarse_{};
+  std::array<std::uint64_t, 64> price_fine_{};
+  std::array<std::int16_t, 4096> price_delta_{};
 };
+
+namespace detail {
+/// Whether `event_random::letters` may use its AVX-512 path (the default
+/// where the processor has AVX-512 F, DQ and BW); tests turn it off to
+/// check the portable path. Not thread-safe to change while generating.
+bool& letters_use_avx512() noexcept;
+} // namespace detail
 
 /// Schemas of the three streams; `date_time` (and auction `expires`) are
 /// timestamps, ids and prices int64.

@@ -235,10 +235,16 @@ TEST_CASE("a field mask leaves the fields it keeps exactly as with every field")
 
 TEST_CASE("letters and text map random bytes as the generator rules say") {
   // bench/nexmark/README.md: "a".."z"[byte % 26] and "a".."z", " "[byte % 27],
-  // eight characters per draw, low byte first; the vectorized code must
-  // agree with the rule for every length and every byte value.
+  // eight characters per draw, low byte first; the vectorized code (AVX-512
+  // where the processor has it, and SSE2) must agree with the rule for every
+  // length and every byte value.
+  bool& avx512 = weir::nexmark::detail::letters_use_avx512();
+  const bool had_avx512 = avx512;
+  for (const bool use_avx512 : {had_avx512, false})
   for (std::int64_t len = 0; len <= 300; ++len) {
+    CAPTURE(use_avx512);
     CAPTURE(len);
+    avx512 = use_avx512;
     event_random r{0x1234 + static_cast<std::uint64_t>(len)};
     event_random ref = r;
     std::string got;
@@ -252,6 +258,10 @@ TEST_CASE("letters and text map random bytes as the generator rules say") {
     CHECK(got == want);
     CHECK(r.next() == ref.next()); // the same number of draws
   }
+  avx512 = had_avx512;
+  const std::string note = had_avx512 ? "letters: AVX-512 path tested"
+                                      : "letters: AVX-512 not available here";
+  MESSAGE(note);
   for (std::int64_t max_len = 4; max_len <= 200; max_len += 7) {
     CAPTURE(max_len);
     event_random r{0x99 + static_cast<std::uint64_t>(max_len)};
