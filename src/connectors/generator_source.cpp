@@ -256,12 +256,9 @@ public:
       pacer_(spec.rate / static_cast<double>(parallelism), buffer_timeout),
       with_generation_time_(!spec.generation_time_field.empty()),
       empty_(empty_batch(output_)) {
-    const auto total = spec.generator.total_proportion();
-    const auto share = kind_ == nexmark::event_kind::person ? spec.generator.person_proportion
-                       : kind_ == nexmark::event_kind::auction
-                         ? spec.generator.auction_proportion
-                         : spec.generator.bid_proportion;
-    events_per_row_ = static_cast<double>(total) / static_cast<double>(share);
+    const auto [first, last] = gen_.block_offsets(kind_);
+    events_per_row_ = static_cast<double>(spec.generator.total_proportion())
+                      / static_cast<double>(last - first);
     rows_.fields = fields;
   }
 
@@ -305,18 +302,10 @@ public:
     const auto p = static_cast<std::uint64_t>(parallelism_);
     // The kind of event n is decided by n % total (kind_of); n advances by
     // p, so the remainder is carried along instead of divided out per event.
-    const auto& cfg = gen_.config();
-    const auto total = static_cast<std::uint64_t>(cfg.total_proportion());
+    const auto total = static_cast<std::uint64_t>(gen_.config().total_proportion());
     const std::uint64_t step = p % total;
     std::uint64_t rem = (subtask_ + next_ * p) % total;
-    const auto kind_lo = static_cast<std::uint64_t>(
-      kind_ == nexmark::event_kind::person    ? 0
-      : kind_ == nexmark::event_kind::auction ? cfg.person_proportion
-                                              : cfg.person_proportion + cfg.auction_proportion);
-    const auto kind_hi = static_cast<std::uint64_t>(
-      kind_ == nexmark::event_kind::person    ? cfg.person_proportion
-      : kind_ == nexmark::event_kind::auction ? cfg.person_proportion + cfg.auction_proportion
-                                              : cfg.total_proportion());
+    const auto [kind_lo, kind_hi] = gen_.block_offsets(kind_);
     for (; scanned < allowed && out->num_rows < rows_wanted; ++scanned) {
       const std::uint64_t n = subtask_ + (next_ + scanned) * p;
       const bool wanted = rem >= kind_lo && rem < kind_hi;

@@ -298,6 +298,17 @@ event_kind generator::kind_of(std::uint64_t n) const noexcept {
   return event_kind::bid;
 }
 
+std::pair<std::uint64_t, std::uint64_t> generator::block_offsets(event_kind k) const noexcept {
+  const auto persons = static_cast<std::uint64_t>(config_.person_proportion);
+  const auto auctions = persons + static_cast<std::uint64_t>(config_.auction_proportion);
+  switch (k) {
+    case event_kind::person: return {0, persons};
+    case event_kind::auction: return {persons, auctions};
+    case event_kind::bid: break;
+  }
+  return {auctions, static_cast<std::uint64_t>(config_.total_proportion())};
+}
+
 event_time generator::timestamp_of(std::uint64_t n) const noexcept {
   return config_.base_time + static_cast<std::int64_t>(n * 1000 / by_event_rate_);
 }

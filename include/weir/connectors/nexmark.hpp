@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 /// The Nexmark event generator (../shared/NEXMARK.md): persons, auctions and
@@ -178,6 +179,9 @@ public:
   const generator_config& config() const noexcept { return config_; }
 
   event_kind kind_of(std::uint64_t n) const noexcept;
+  /// The offsets [first, last) within a block of `total_proportion()`
+  /// events that hold kind `k`: `kind_of(n) == k` iff `n % total` lies in them.
+  std::pair<std::uint64_t, std::uint64_t> block_offsets(event_kind k) const noexcept;
   event_time timestamp_of(std::uint64_t n) const noexcept;
 
   /// 0-based id of the last person created at or before event n.

@@ -411,4 +411,20 @@ TEST_CASE("nexmark readers at any parallelism together emit each event of their 
   }
 }
 
+TEST_CASE("block offsets say which events of a block are of each kind, as kind_of does") {
+  generator_config c;
+  c.person_proportion = 2;
+  c.auction_proportion = 5;
+  c.bid_proportion = 11;
+  for (const auto& cfg : {generator_config{}, c}) {
+    const generator g{cfg};
+    const auto total = static_cast<std::uint64_t>(cfg.total_proportion());
+    for (std::uint64_t n = 0; n < 3 * total; ++n)
+      for (const auto k : {event_kind::person, event_kind::auction, event_kind::bid}) {
+        const auto [first, last] = g.block_offsets(k);
+        CHECK((n % total >= first && n % total < last) == (g.kind_of(n) == k));
+      }
+  }
+}
+
 } // TEST_SUITE
