@@ -156,15 +156,17 @@ std::uint64_t char_draws(std::int64_t n) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define WEIR_NEXMARK_AVX512 1
 
-// Letters with AVX-512 (F, DQ, BW), 64 at a time: eight draws at once
+// Letters with AVX-512 (F, DQ, BW, VL), 64 at a time: eight draws at once
 // (splitmix64's counter and mix64 on eight 64-bit lanes), then the same
-// byte -> letter map as chars_of on 16-bit lanes. The same characters and
-// the same number of draws as append_chars<false>.
+// byte -> letter map as chars_of on 16-bit lanes; a last run of at most four
+// draws takes 256-bit lanes (half the work: a bid's 54-81 letters are 7-11
+// draws, so 8 + 4 rather than 8 + 8). The same characters and the same
+// number of draws as append_chars<false>.
 // (GCC 12 warns about the deliberately undefined vector inside the
 // shift intrinsics when they are inlined: a false positive.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx512f,avx512dq,avx512bw"))) void
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) void
 append_letters_avx512(event_random& r, std::string& out, std::int64_t n) {
   const std::size_t base = out.size();
   const auto k = static_cast<std::size_t>(n);
@@ -185,7 +187,8 @@ append_letters_avx512(event_random& r, std::string& out, std::int64_t n) {
   const __m512i mul = _mm512_set1_epi16(79);
   const __m512i mod = _mm512_set1_epi16(26);
   const __m512i a = _mm512_set1_epi8('a');
-  for (std::size_t w = 0; w < words; w += 8) {
+  std::size_t w = 0;
+  for (; w + 4 < words; w += 8) {
     __m512i z = st; // mix64, lane by lane
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), m1);
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), m2);
@@ -203,6 +206,19 @@ append_letters_avx512(event_random& r, std::string& out, std::int64_t n) {
     _mm512_storeu_si512(p + 8 * w, chars);
     st = _mm512_add_epi64(st, step);
   }
+  if (w < words) { // one to four draws: the first four lanes
+    __m256i z = _mm512_castsi512_si256(st);
+    z = _mm256_mullo_epi64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)),
+                           _mm512_castsi512_si256(m1));
+    z = _mm256_mullo_epi64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)),
+                           _mm512_castsi512_si256(m2));
+    z = _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+    __m512i b = _mm512_cvtepu8_epi16(z);
+    b = _mm512_sub_epi16(
+      b, _mm512_mullo_epi16(_mm512_srli_epi16(_mm512_mullo_epi16(b, mul), 11), mod));
+    const __m256i chars = _mm256_add_epi8(_mm512_cvtepi16_epi8(b), _mm512_castsi512_si256(a));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 8 * w), chars);
+  }
   r.skip(words);
   out.resize(base + k);
 }
@@ -211,7 +227,7 @@ append_letters_avx512(event_random& r, std::string& out, std::int64_t n) {
 bool detect_avx512() noexcept {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
-         && __builtin_cpu_supports("avx512bw");
+         && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 }
 #endif
 
@@ -347,6 +363,14 @@ std::int64_t last_auction_at(const generator_config& c, block_position at) noexc
     offset -= c.person_proportion;
   }
   return epoch * c.auction_proportion + offset;
+}
+
+// `flag` (0 or 1) ? a : b, computed with a mask: a compiler turns a
+// conditional expression on a coin flip into a branch that mispredicts
+// half the time.
+inline std::int64_t select_if(std::uint64_t flag, std::int64_t a, std::int64_t b) noexcept {
+  const auto mask = static_cast<std::int64_t>(0 - flag);
+  return (a & mask) | (b & ~mask);
 }
 
 // A random active person (a draw `word`) when the last person is `last`.
@@ -493,22 +517,30 @@ void generator::make_bid(std::uint64_t n, bid& out, field_mask fields,
                          std::string* extra_to) const {
   event_random r{mixed_seed_, n};
   const block_position at = position_of(config_, by_total_, n);
-  // Each hot-or-random choice is a coin flip that a branch would mispredict
-  // half the time: both values are computed, the random one from the next
-  // draw without taking it, then one is selected and the draw taken or not.
+  // Draw 1 is the hot-auction coin and draw 2 the random auction, taken
+  // only when the coin says random; the bidder's coin and draw follow, then
+  // the price. Which draw holds what depends on the coins, so a draw-by-draw
+  // walk would wait on each coin (a mix and a multiply, ~15 cycles) before
+  // starting the next mix, and a branch on a coin mispredicts half the time.
+  // Instead the five candidate draws are mixed at once and indexed, and
+  // both the hot and the random value are computed, then one is selected.
+  const auto d = r.ahead<5>(); // d[i] is draw i + 1
   const std::int64_t last_auction = last_auction_at(config_, at);
-  const bool hot_auction = r.below(config_.hot_auction_ratio) > 0;
-  const std::int64_t any_auction = random_auction(last_auction, r.peek());
-  r.skip(hot_auction ? 0 : 1);
-  out.auction = (hot_auction ? last_auction / hot_block * hot_block : any_auction)
+  const std::uint64_t hot_auction = expr::mul_high(
+    d[0], static_cast<std::uint64_t>(config_.hot_auction_ratio)) != 0;
+  out.auction = select_if(hot_auction, last_auction / hot_block * hot_block,
+                          random_auction(last_auction, d[1]))
                 + first_auction_id;
+  const std::size_t bidder_at = 2 - hot_auction;
   const std::int64_t last_person = last_person_at(config_, at);
-  const bool hot_bidder = r.below(config_.hot_bidder_ratio) > 0;
-  const std::int64_t any_bidder = random_person(last_person, r.peek());
-  r.skip(hot_bidder ? 0 : 1);
-  out.bidder = (hot_bidder ? last_person / hot_block * hot_block + 1 : any_bidder)
+  const std::uint64_t hot_bidder = expr::mul_high(
+    d[bidder_at], static_cast<std::uint64_t>(config_.hot_bidder_ratio)) != 0;
+  out.bidder = select_if(hot_bidder, last_person / hot_block * hot_block + 1,
+                         random_person(last_person, d[bidder_at + 1]))
                + first_person_id;
-  out.price = price_of(r.below(6 * 4096));
+  const std::size_t price_at = bidder_at + 2 - hot_bidder;
+  out.price = price_of(static_cast<std::int64_t>(expr::mul_high(d[price_at], 6 * 4096)));
+  r.skip(price_at + 1);
   const bool with_channel = wants(fields, bid_field::channel);
   const bool with_url = wants(fields, bid_field::url);
   out.channel.clear();

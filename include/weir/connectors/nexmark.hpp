@@ -154,6 +154,16 @@ public:
   std::uint64_t state() const noexcept { return state_; }
   /// What `next()` will return, without advancing.
   std::uint64_t peek() const noexcept { return expr::mix64(state_ + expr::seq_multiplier); }
+  /// The next N draws, `next()`'s values, without advancing: N independent
+  /// mixes that the processor overlaps, where N calls of `next()` whose
+  /// number depends on an earlier draw would wait for each other.
+  template <std::size_t N>
+  std::array<std::uint64_t, N> ahead() const noexcept {
+    std::array<std::uint64_t, N> out;
+    for (std::size_t i = 0; i < N; ++i)
+      out[i] = expr::mix64(state_ + (i + 1) * expr::seq_multiplier);
+    return out;
+  }
   /// Skips `draws` calls of `next()` in O(1).
   void skip(std::uint64_t draws) noexcept { state_ += draws * expr::seq_multiplier; }
   /// Appends `n` letters a-z, eight per random word (byte % 26).

@@ -286,6 +286,22 @@ TEST_CASE("letters and text map random bytes as the generator rules say") {
   }
 }
 
+TEST_CASE("ahead gives the next draws without taking them, and skip takes them") {
+  for (const std::uint64_t seed : {0ULL, 1ULL, 0xFFFFFFFFFFFFFFFFULL, 0x9E3779B97F4A7C15ULL}) {
+    CAPTURE(seed);
+    event_random r{seed};
+    const auto d = r.ahead<5>();
+    CHECK(r.state() == seed); // not advanced
+    CHECK(r.peek() == d[0]);
+    event_random walk = r;
+    for (const std::uint64_t x : d)
+      CHECK(walk.next() == x);
+    r.skip(5);
+    CHECK(r.state() == walk.state());
+    CHECK(r.next() == walk.next());
+  }
+}
+
 TEST_CASE("a nexmark reader leaves the columns nothing reads null") {
   weir::nexmark_source_spec spec;
   spec.events = 2000;
