@@ -174,35 +174,64 @@ record_batch record_batch::take(const std::vector<std::uint32_t>& selection) con
   out.num_rows = selection.size();
   out.columns.reserve(columns.size());
   const std::size_t n = selection.size();
+  const std::uint32_t* sel = selection.data();
   for (const auto& c : columns) {
     column& dst = out.columns.emplace_back(c.type);
+    const std::uint8_t* valid = c.validity.data();
+    // A column that is null throughout (a generated field nothing reads)
+    // takes no gather: a scan the compiler vectorizes, then fills.
+    std::uint8_t any_valid = 0;
+    for (std::size_t i = 0; i < c.validity.size(); ++i)
+      any_valid |= valid[i];
+    if (any_valid == 0) {
+      dst.validity.assign(n, 0);
+      switch (c.type) {
+        case type_id::int64:
+        case type_id::timestamp: dst.ints.assign(n, 0); break;
+        case type_id::float64: dst.floats.assign(n, 0.0); break;
+        case type_id::boolean: dst.bools.assign(n, 0); break;
+        case type_id::string: dst.offsets.assign(n + 1, 0); break;
+        case type_id::null_type: break;
+      }
+      continue;
+    }
     // One typed gather per column; a null row gets 0, 0.0, false or an
     // empty string, as append_from gives it.
     dst.validity.resize(n);
+    std::uint8_t* dv = dst.validity.data();
     for (std::size_t i = 0; i < n; ++i)
-      dst.validity[i] = c.validity[selection[i]];
+      dv[i] = valid[sel[i]];
     switch (c.type) {
       case type_id::int64:
-      case type_id::timestamp:
+      case type_id::timestamp: {
         dst.ints.resize(n);
+        std::int64_t* d = dst.ints.data();
+        const std::int64_t* src = c.ints.data();
         for (std::size_t i = 0; i < n; ++i)
-          dst.ints[i] = dst.validity[i] ? c.ints[selection[i]] : 0;
+          d[i] = src[sel[i]] & -static_cast<std::int64_t>(dv[i] != 0);
         break;
-      case type_id::float64:
+      }
+      case type_id::float64: {
         dst.floats.resize(n);
+        double* d = dst.floats.data();
+        const double* src = c.floats.data();
         for (std::size_t i = 0; i < n; ++i)
-          dst.floats[i] = dst.validity[i] ? c.floats[selection[i]] : 0.0;
+          d[i] = dv[i] ? src[sel[i]] : 0.0;
         break;
-      case type_id::boolean:
+      }
+      case type_id::boolean: {
         dst.bools.resize(n);
+        std::uint8_t* d = dst.bools.data();
+        const std::uint8_t* src = c.bools.data();
         for (std::size_t i = 0; i < n; ++i)
-          dst.bools[i] = dst.validity[i] ? c.bools[selection[i]] : 0;
+          d[i] = dv[i] ? src[sel[i]] : 0;
         break;
+      }
       case type_id::string:
         dst.offsets.reserve(n + 1);
-        for (auto row : selection) {
-          if (c.validity[row])
-            dst.chars.append(c.str(row));
+        for (std::size_t i = 0; i < n; ++i) {
+          if (dv[i])
+            dst.chars.append(c.str(sel[i]));
           dst.offsets.push_back(static_cast<std::uint32_t>(dst.chars.size()));
         }
         break;

@@ -37,13 +37,31 @@ std::int64_t wrap_neg(std::int64_t x) {
 }
 
 // out[i] = a valid and b valid.
+// Calls f(SA, SB) with the strides (0 for a scalar, 1 for a column) as
+// compile-time constants, so that loops indexing `x[i * sa]` vectorize
+// instead of multiplying by a run-time stride on every row.
+template <class F>
+void with_strides(std::size_t sa, std::size_t sb, F&& f) {
+  using zero = std::integral_constant<std::size_t, 0>;
+  using one = std::integral_constant<std::size_t, 1>;
+  if (sa == 1 && sb == 1)
+    f(one{}, one{});
+  else if (sa == 1)
+    f(one{}, zero{});
+  else if (sb == 1)
+    f(zero{}, one{});
+  else
+    f(zero{}, zero{});
+}
+
 void and_validity(std::uint8_t* out, const operand& a, const operand& b,
                   std::size_t rows) {
   const std::uint8_t* va = a.col().validity.data();
   const std::uint8_t* vb = b.col().validity.data();
-  const std::size_t sa = a.stride(), sb = b.stride();
-  for (std::size_t i = 0; i < rows; ++i)
-    out[i] = va[i * sa] & vb[i * sb];
+  with_strides(a.stride(), b.stride(), [&](auto sa, auto sb) {
+    for (std::size_t i = 0; i < rows; ++i)
+      out[i] = va[i * sa] & vb[i * sb];
+  });
 }
 
 // Null rows hold 0 / 0.0 / false (record_batch.hpp).
@@ -80,56 +98,58 @@ column arith_int(arith_op op, const operand& a, const operand& b,
   const std::size_t sx = a.stride(), sy = b.stride();
   std::int64_t* r = out.ints.data();
   std::uint8_t* v = out.validity.data();
-  switch (op) {
-    case arith_op::add:
-      for (std::size_t i = 0; i < rows; ++i)
-        r[i] = wrap_add(x[i * sx], y[i * sy]);
-      break;
-    case arith_op::sub:
-      for (std::size_t i = 0; i < rows; ++i)
-        r[i] = wrap_sub(x[i * sx], y[i * sy]);
-      break;
-    case arith_op::mul:
-      for (std::size_t i = 0; i < rows; ++i)
-        r[i] = wrap_mul(x[i * sx], y[i * sy]);
-      break;
-    case arith_op::div:
-      if (sy == 0 && invariant_divisor(y[0])) {
-        // A constant divisor (`seq / 100`): a multiply and shifts per row
-        // instead of a division (libdivide; Granlund & Montgomery, PLDI
-        // 1994), truncating as `/` does.
-        const libdivide::divider<std::int64_t> by(y[0]);
+  with_strides(sx, sy, [&](auto ax, auto ay) {
+    switch (op) {
+      case arith_op::add:
         for (std::size_t i = 0; i < rows; ++i)
-          r[i] = x[i * sx] / by;
+          r[i] = wrap_add(x[i * ax], y[i * ay]);
         break;
-      }
-      // Division by zero is null; INT64_MIN / -1 wraps like the other ops.
-      for (std::size_t i = 0; i < rows; ++i) {
-        const std::int64_t d = y[i * sy];
-        if (d == 0)
-          v[i] = 0;
-        else
-          r[i] = d == -1 ? wrap_neg(x[i * sx]) : x[i * sx] / d;
-      }
-      break;
-    case arith_op::mod:
-      if (sy == 0 && invariant_divisor(y[0])) {
-        const std::int64_t d = y[0];
-        const libdivide::divider<std::int64_t> by(d);
+      case arith_op::sub:
         for (std::size_t i = 0; i < rows; ++i)
-          r[i] = x[i * sx] - x[i * sx] / by * d; // |quotient * d| <= |dividend|
+          r[i] = wrap_sub(x[i * ax], y[i * ay]);
         break;
-      }
-      // C/SQL truncated remainder: the sign follows the dividend.
-      for (std::size_t i = 0; i < rows; ++i) {
-        const std::int64_t d = y[i * sy];
-        if (d == 0)
-          v[i] = 0;
-        else
-          r[i] = d == -1 ? 0 : x[i * sx] % d;
-      }
-      break;
-  }
+      case arith_op::mul:
+        for (std::size_t i = 0; i < rows; ++i)
+          r[i] = wrap_mul(x[i * ax], y[i * ay]);
+        break;
+      case arith_op::div:
+        if (ay == 0 && invariant_divisor(y[0])) {
+          // A constant divisor (`seq / 100`): a multiply and shifts per row
+          // instead of a division (libdivide; Granlund & Montgomery, PLDI
+          // 1994), truncating as `/` does.
+          const libdivide::divider<std::int64_t> by(y[0]);
+          for (std::size_t i = 0; i < rows; ++i)
+            r[i] = x[i * ax] / by;
+          break;
+        }
+        // Division by zero is null; INT64_MIN / -1 wraps like the other ops.
+        for (std::size_t i = 0; i < rows; ++i) {
+          const std::int64_t d = y[i * ay];
+          if (d == 0)
+            v[i] = 0;
+          else
+            r[i] = d == -1 ? wrap_neg(x[i * ax]) : x[i * ax] / d;
+        }
+        break;
+      case arith_op::mod:
+        if (ay == 0 && invariant_divisor(y[0])) {
+          const std::int64_t d = y[0];
+          const libdivide::divider<std::int64_t> by(d);
+          for (std::size_t i = 0; i < rows; ++i)
+            r[i] = x[i * ax] - x[i * ax] / by * d; // |quotient * d| <= |dividend|
+          break;
+        }
+        // C/SQL truncated remainder: the sign follows the dividend.
+        for (std::size_t i = 0; i < rows; ++i) {
+          const std::int64_t d = y[i * ay];
+          if (d == 0)
+            v[i] = 0;
+          else
+            r[i] = d == -1 ? 0 : x[i * ax] % d;
+        }
+        break;
+    }
+  });
   zero_nulls(out.ints, out.validity);
   return out;
 }
@@ -144,28 +164,30 @@ column arith_float(arith_op op, const operand& a, const operand& b,
   const double* y = b.col().floats.data();
   const std::size_t sx = a.stride(), sy = b.stride();
   double* r = out.floats.data();
-  switch (op) {
-    case arith_op::add:
-      for (std::size_t i = 0; i < rows; ++i)
-        r[i] = x[i * sx] + y[i * sy];
-      break;
-    case arith_op::sub:
-      for (std::size_t i = 0; i < rows; ++i)
-        r[i] = x[i * sx] - y[i * sy];
-      break;
-    case arith_op::mul:
-      for (std::size_t i = 0; i < rows; ++i)
-        r[i] = x[i * sx] * y[i * sy];
-      break;
-    case arith_op::div:
-      for (std::size_t i = 0; i < rows; ++i)
-        r[i] = x[i * sx] / y[i * sy];
-      break;
-    case arith_op::mod:
-      for (std::size_t i = 0; i < rows; ++i)
-        r[i] = std::fmod(x[i * sx], y[i * sy]);
-      break;
-  }
+  with_strides(sx, sy, [&](auto ax, auto ay) {
+    switch (op) {
+      case arith_op::add:
+        for (std::size_t i = 0; i < rows; ++i)
+          r[i] = x[i * ax] + y[i * ay];
+        break;
+      case arith_op::sub:
+        for (std::size_t i = 0; i < rows; ++i)
+          r[i] = x[i * ax] - y[i * ay];
+        break;
+      case arith_op::mul:
+        for (std::size_t i = 0; i < rows; ++i)
+          r[i] = x[i * ax] * y[i * ay];
+        break;
+      case arith_op::div:
+        for (std::size_t i = 0; i < rows; ++i)
+          r[i] = x[i * ax] / y[i * ay];
+        break;
+      case arith_op::mod:
+        for (std::size_t i = 0; i < rows; ++i)
+          r[i] = std::fmod(x[i * ax], y[i * ay]);
+        break;
+    }
+  });
   zero_nulls(out.floats, out.validity);
   return out;
 }
@@ -199,8 +221,10 @@ column cast_to_float(const operand& a, std::size_t rows) {
 template <class T, class Cmp>
 void compare_loop(const T* x, std::size_t sx, const T* y, std::size_t sy,
                   std::uint8_t* out, std::size_t rows, Cmp cmp) {
-  for (std::size_t i = 0; i < rows; ++i)
-    out[i] = cmp(x[i * sx], y[i * sy]) ? 1 : 0;
+  with_strides(sx, sy, [&](auto sa, auto sb) {
+    for (std::size_t i = 0; i < rows; ++i)
+      out[i] = cmp(x[i * sa], y[i * sb]) ? 1 : 0;
+  });
 }
 
 template <class T>
