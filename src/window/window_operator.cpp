@@ -284,11 +284,12 @@ public:
     batch_addresses_.clear();
     event_time ns_slice = 0;
     bool have_ns = false;
+    window_start_cache slice_of{s.offset, s.slice};
     for (std::uint32_t row = 0; row < in.num_rows; ++row) {
       const std::size_t begin = batch_keys_.size();
       encode_key(in, p.key_fields, row, batch_keys_);
       batch_key_ends_.push_back(batch_keys_.size());
-      const event_time a = window_start(in.timestamps[row], s.offset, s.slice);
+      const event_time a = slice_of(in.timestamps[row]);
       if (!have_ns || a != ns_slice) {
         encode_window_into(batch_ns_, time_window{a, saturating_add(a, s.slice)});
         ns_slice = a;
@@ -805,8 +806,9 @@ private:
     const std::size_t keys = plan_->key_fields.size();
     const column& rows = in.columns[keys];
     const column& accs = in.columns[keys + 1];
+    window_start_cache slice_of{s.offset, s.slice};
     for (std::uint32_t row = 0; row < in.num_rows; ++row) {
-      const event_time a = window_start(in.timestamps[row], s.offset, s.slice);
+      const event_time a = slice_of(in.timestamps[row]);
       if (last_end(a) - 1 <= backend_->current_watermark()) {
         const auto n = static_cast<std::uint64_t>(rows.ints[row]);
         late_ += n;
@@ -1262,8 +1264,9 @@ public:
     bool urgent = false;
     const column* int_keys =
       int_key_ && !p.key_fields.empty() ? &in.columns[p.key_fields[0]] : nullptr;
+    window_start_cache slice_of{s.offset, s.slice};
     for (std::uint32_t row = 0; row < in.num_rows; ++row) {
-      const event_time a = window_start(in.timestamps[row], s.offset, s.slice);
+      const event_time a = slice_of(in.timestamps[row]);
       if (int_key_) {
         // One int64 key (YSB's campaign, Nexmark's auction) or none (q7):
         // found by value and slice, the key encoded only for a new partial;

@@ -49,4 +49,30 @@ constexpr time_window global_window() noexcept {
 /// int64 range.
 event_time window_start(event_time ts, std::int64_t offset, std::int64_t size) noexcept;
 
+/// `window_start(ts, offset, size)` for a run of timestamps that mostly fall
+/// in one window, as a batch's do: remembers the last window
+/// `[start, start + size)` and takes the three divisions of `window_start`
+/// only for a timestamp outside it. Same preconditions as `window_start`.
+class window_start_cache {
+public:
+  window_start_cache(std::int64_t offset, std::int64_t size) noexcept
+    : offset_(offset), size_(static_cast<std::uint64_t>(size)) {}
+
+  event_time operator()(event_time ts) noexcept {
+    // ts - start_ as unsigned: exact when ts >= start_, whatever their signs.
+    if (known_ && ts >= start_
+        && static_cast<std::uint64_t>(ts) - static_cast<std::uint64_t>(start_) < size_)
+      return start_;
+    start_ = window_start(ts, offset_, static_cast<std::int64_t>(size_));
+    known_ = true;
+    return start_;
+  }
+
+private:
+  std::int64_t offset_;
+  std::uint64_t size_;
+  event_time start_ = 0;
+  bool known_ = false;
+};
+
 } // namespace weir::window

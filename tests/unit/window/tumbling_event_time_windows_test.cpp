@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@ using namespace std::chrono_literals;
 using weir::window::time_window;
 using weir::window::tumbling_event_time_windows;
 using weir::window::window_start;
+using weir::window::window_start_cache;
 
 namespace {
 
@@ -120,6 +122,35 @@ TEST_CASE("make rejects an offset whose magnitude is not smaller than the size")
   }
   CHECK(tumbling_event_time_windows::make(10s, 9999ms));
   CHECK(tumbling_event_time_windows::make(10s, -9999ms));
+}
+
+TEST_CASE("window_start_cache gives window_start for runs, jumps and both ends of the range") {
+  for (const auto& [offset, size] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+         {0, 10000}, {3, 10}, {-7, 10}, {0, 1}, {-8 * 3600000LL, 86400000LL}}) {
+    CAPTURE(offset);
+    CAPTURE(size);
+    // (window_start's precondition: at least `size` from the range's ends.)
+    const std::int64_t lo = std::numeric_limits<std::int64_t>::min() + 2 * size;
+    const std::int64_t hi = std::numeric_limits<std::int64_t>::max() - 2 * size;
+    window_start_cache cached{offset, size};
+    // Ascending runs across window ends, back in time, negative, far apart.
+    std::vector<std::int64_t> ts;
+    for (std::int64_t t = -25; t <= 25; ++t)
+      ts.push_back(t);
+    for (std::int64_t t : std::vector<std::int64_t>{
+           9999, 10000, 10001, 5, -1, -10000, -10001, lo, lo + 1, hi, hi - 1, lo, 0, hi,
+           86399999, 86400000, -28800000, -28800001})
+      ts.push_back(t);
+    std::uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < 2000; ++i) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      ts.push_back(static_cast<std::int64_t>(x >> 20) - (std::int64_t{1} << 43));
+    }
+    for (const std::int64_t t : ts) {
+      CAPTURE(t);
+      CHECK(cached(t) == window_start(t, offset, size));
+    }
+  }
 }
 
 } // TEST_SUITE
