@@ -1273,23 +1273,21 @@ public:
         // first the partial of the row before.
         const bool null = int_keys && int_keys->is_null(row);
         const std::int64_t v = int_keys && !null ? int_keys->ints[row] : 0;
-        std::size_t index = last_partial_;
-        if (index >= partials_.size() || last_slot_.key != v || last_slot_.slice != a
+        partial* pa = last_slot_.at;
+        if (pa == nullptr || last_slot_.key != v || last_slot_.slice != a
             || last_slot_.null != null) {
           const std::size_t at = find_int(v, null, a);
-          index = int_index_[at].index1 - 1;
-          if (int_index_[at].index1 == 0) {
-            index = add_partial(in, row, a);
-            int_index_[at] = int_slot{v, a, static_cast<std::uint32_t>(index + 1), null};
+          pa = int_index_[at].at;
+          if (pa == nullptr) {
+            pa = &partials_[add_partial(in, row, a)];
+            int_index_[at] = int_slot{v, a, pa, null};
             if (++int_used_ * 2 > int_index_.size())
               rebuild_int_index(int_index_.size() * 2);
           }
-          last_partial_ = index;
-          last_slot_ = int_slot{v, a, 0, null};
+          last_slot_ = int_slot{v, a, pa, null};
         }
-        partial& pa = partials_[index];
-        ++pa.rows;
-        targets_.push_back(internal::row_target{row, pa.accs.data()});
+        ++pa->rows;
+        targets_.push_back(internal::row_target{row, pa->accs.data()});
         if (last_ms(a) <= watermark_)
           urgent = true;
         continue;
@@ -1366,7 +1364,7 @@ private:
   struct int_slot {
     std::int64_t key = 0;
     event_time slice = 0;
-    std::uint32_t index1 = 0; // partial index + 1; 0 = empty
+    partial* at = nullptr; // in partials_ (a deque: stable); null = empty slot
     bool null = false;
   };
 
@@ -1379,7 +1377,7 @@ private:
                                         ^ static_cast<std::uint64_t>(a) ^ (null ? 1U : 0U));
     for (std::size_t i = h & mask;; i = (i + 1) & mask) {
       const int_slot& e = int_index_[i];
-      if (e.index1 == 0 || (e.key == v && e.slice == a && e.null == null))
+      if (e.at == nullptr || (e.key == v && e.slice == a && e.null == null))
         return i;
     }
   }
@@ -1390,14 +1388,12 @@ private:
       slots *= 2;
     int_index_.assign(slots, int_slot{});
     int_used_ = 0;
-    last_partial_ = std::numeric_limits<std::size_t>::max(); // partials_ changed
-    for (std::size_t i = 0; i < partials_.size(); ++i) {
-      const partial& pa = partials_[i];
+    last_slot_ = int_slot{}; // partials_ changed
+    for (partial& pa : partials_) {
       const auto* iv = pa.keys.empty() ? nullptr : std::get_if<std::int64_t>(&pa.keys[0]);
       const bool null = !pa.keys.empty() && iv == nullptr;
       const std::int64_t v = iv ? *iv : 0;
-      int_index_[find_int(v, null, pa.slice)] =
-        int_slot{v, pa.slice, static_cast<std::uint32_t>(i + 1), null};
+      int_index_[find_int(v, null, pa.slice)] = int_slot{v, pa.slice, &pa, null};
       ++int_used_;
     }
   }
@@ -1452,8 +1448,7 @@ private:
   bool int_key_ = false; // one int64 key: int_index_ instead of index_
   std::vector<int_slot> int_index_;
   std::size_t int_used_ = 0;
-  std::size_t last_partial_ = std::numeric_limits<std::size_t>::max(); // none
-  int_slot last_slot_;
+  int_slot last_slot_; // the previous row's partial (at == nullptr: none)
   event_time oldest_ = max_watermark; // the earliest slice held
   event_time watermark_ = min_watermark;
   std::vector<internal::row_target> targets_;
