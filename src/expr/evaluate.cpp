@@ -3,6 +3,7 @@
 // over typed arrays; an operand is a column (stride 1) or a literal broadcast
 // to every row (stride 0), so constants are never materialized.
 #include "node.hpp"
+#include "weir/expr/expression.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,11 @@
 #include <limits>
 
 #include <libdivide.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define WEIR_EXPR_AVX512 1
+#endif
 
 namespace weir::expr {
 
@@ -81,6 +87,57 @@ void zero_nulls(std::vector<std::int64_t>& values, const std::vector<std::uint8_
     v[i] &= -static_cast<std::int64_t>(ok[i] != 0);
 }
 
+#if defined(WEIR_EXPR_AVX512)
+// r[i] = x[i] / d (truncated) eight rows at a time with AVX-512 (F, DQ), in
+// double precision: exact while |x| < 2^53 and |d| < 2^53, because the
+// quotient's rounding error, under |q| * 2^-53 < 1/|d|, is smaller than its
+// distance to the next integer (at least 1/|d| when not an integer), and
+// truncation then gives the integer quotient. Stops at the first eight rows
+// holding a larger |x|; returns the rows done, and the caller finishes them.
+// With `remainder`, r[i] = x[i] - q * d instead.
+// (GCC 12 warns about the deliberately undefined vector inside the shift
+// intrinsics when they are inlined: a false positive.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f,avx512dq"))) std::size_t
+divide_by_constant_avx512(const std::int64_t* x, std::int64_t d, bool remainder,
+                          std::int64_t* r, std::size_t rows) noexcept {
+  const __m512d dd = _mm512_set1_pd(static_cast<double>(d));
+  const __m512i di = _mm512_set1_epi64(d);
+  const __m512i limit = _mm512_set1_epi64(std::int64_t{1} << 53);
+  std::size_t i = 0;
+  for (; i + 8 <= rows; i += 8) {
+    const __m512i xi = _mm512_loadu_si512(x + i);
+    // |x| < 2^53, compared unsigned: the abs of INT64_MIN is 2^63.
+    if (_mm512_cmplt_epu64_mask(_mm512_abs_epi64(xi), limit) != 0xFF)
+      break;
+    const __m512i q = _mm512_cvttpd_epi64(_mm512_div_pd(_mm512_cvtepi64_pd(xi), dd));
+    _mm512_storeu_si512(r + i, remainder ? _mm512_sub_epi64(xi, _mm512_mullo_epi64(q, di)) : q);
+  }
+  return i;
+}
+#pragma GCC diagnostic pop
+
+bool detect_avx512() noexcept {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+}
+#endif
+
+// The rows of x / d (or x % d) that the AVX-512 kernel does, from the
+// first: none without AVX-512 or for |d| >= 2^53.
+std::size_t divide_by_constant(const std::int64_t* x, std::int64_t d, bool remainder,
+                               std::int64_t* r, std::size_t rows) noexcept {
+#if defined(WEIR_EXPR_AVX512)
+  static const bool& use_avx512 = detail::kernels_use_avx512();
+  constexpr std::int64_t limit = std::int64_t{1} << 53;
+  if (use_avx512 && d > -limit && d < limit)
+    return divide_by_constant_avx512(x, d, remainder, r, rows);
+#endif
+  (void) x, (void) d, (void) remainder, (void) r, (void) rows;
+  return 0;
+}
+
 // A divisor worth precomputing for: not 0 (null), not -1 (wraps), not
 // INT64_MIN (outside what libdivide's signed divider takes).
 bool invariant_divisor(std::int64_t d) noexcept {
@@ -118,7 +175,10 @@ column arith_int(arith_op op, const operand& a, const operand& b,
           // instead of a division (libdivide; Granlund & Montgomery, PLDI
           // 1994), truncating as `/` does.
           const libdivide::divider<std::int64_t> by(y[0]);
-          for (std::size_t i = 0; i < rows; ++i)
+          std::size_t i = 0;
+          if constexpr (decltype(ax)::value == 1)
+            i = divide_by_constant(x, y[0], false, r, rows);
+          for (; i < rows; ++i)
             r[i] = x[i * ax] / by;
           break;
         }
@@ -135,7 +195,10 @@ column arith_int(arith_op op, const operand& a, const operand& b,
         if (ay == 0 && invariant_divisor(y[0])) {
           const std::int64_t d = y[0];
           const libdivide::divider<std::int64_t> by(d);
-          for (std::size_t i = 0; i < rows; ++i)
+          std::size_t i = 0;
+          if constexpr (decltype(ax)::value == 1)
+            i = divide_by_constant(x, d, true, r, rows);
+          for (; i < rows; ++i)
             r[i] = x[i * ax] - x[i * ax] / by * d; // |quotient * d| <= |dividend|
           break;
         }
@@ -474,6 +537,15 @@ column like(const node& n, const operand& a, const operand& p, std::size_t rows)
 }
 
 } // namespace
+
+bool& detail::kernels_use_avx512() noexcept {
+#if defined(WEIR_EXPR_AVX512)
+  static bool use = detect_avx512();
+#else
+  static bool use = false;
+#endif
+  return use;
+}
 
 column materialize(operand&& op, std::size_t rows) {
   if (!op.scalar)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Function kernels and the `like` matcher.
 #include "node.hpp"
+#include "weir/expr/expression.hpp"
 #include "weir/core/timestamp.hpp"
 #include "weir/expr/random.hpp"
 
@@ -296,10 +297,6 @@ random_ints_avx512(std::uint64_t key, const std::int64_t* seq, std::int64_t lo,
 }
 #pragma GCC diagnostic pop
 
-bool detect_avx512() noexcept {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-}
 #endif
 
 // rand_int / rand_float / rand_string: a stateless hash of (seed, seq,
@@ -333,7 +330,7 @@ column random_values(const node& n, const std::vector<operand>& args,
         std::size_t i = 0;
 #if defined(WEIR_EXPR_AVX512)
         const std::uint64_t span = static_cast<std::uint64_t>(h) - static_cast<std::uint64_t>(l) + 1;
-        static const bool& use_avx512 = detail::random_ints_use_avx512();
+        static const bool& use_avx512 = detail::kernels_use_avx512();
         if (use_avx512 && span != 0 && span <= 0xFFFFFFFFULL)
           i = random_ints_avx512(seed ^ static_cast<std::uint64_t>(s0) * salt_multiplier, seq,
                                  l, span, v, r, rows);
@@ -376,15 +373,6 @@ column random_values(const node& n, const std::vector<operand>& args,
 }
 
 } // namespace
-
-bool& detail::random_ints_use_avx512() noexcept {
-#if defined(WEIR_EXPR_AVX512)
-  static bool use = detect_avx512();
-#else
-  static bool use = false;
-#endif
-  return use;
-}
 
 bool like_match(std::string_view s, std::string_view p) noexcept {
   // Greedy match with one backtrack point (the last '%'): O(|s|·|p|) worst

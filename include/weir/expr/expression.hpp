@@ -118,4 +118,12 @@ compile(std::string_view text, const schema& input, const compile_options& opts)
 [[nodiscard]] expected<compiled_expression>
 compile_condition(std::string_view text, const schema& input);
 
+namespace detail {
+/// Whether expression kernels take their AVX-512 paths (`rand_int` over a
+/// seq column with constant salt and a span below 2^32; integer `/` and `%`
+/// by a constant): true where the processor has AVX-512 F and DQ. Tests set
+/// it to false to check the scalar loops against them; nothing else should.
+bool& kernels_use_avx512() noexcept;
+} // namespace detail
+
 } // namespace weir::expr

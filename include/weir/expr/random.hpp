@@ -75,12 +75,4 @@ inline void append_random_letters(std::string& out, std::uint64_t word,
   }
 }
 
-namespace detail {
-/// Whether `rand_int` over a column of seq with constant salt and bounds
-/// (a span below 2^32) takes the AVX-512 kernel: true where the processor
-/// has AVX-512 F and DQ. Tests set it to false to check the scalar loop
-/// against it; nothing else should.
-bool& random_ints_use_avx512() noexcept;
-} // namespace detail
-
 } // namespace weir::expr

@@ -253,6 +253,58 @@ TEST_CASE("division and modulo by a constant agree with division by a column hol
   }
 }
 
+TEST_CASE("division by a constant gives the same quotients with and without AVX-512") {
+  // The AVX-512 kernel divides in double precision while every |dividend|
+  // of eight rows is below 2^53: exact there, including next to multiples
+  // of the divisor and at the limit; rows past a larger dividend take the
+  // scalar path. Both must equal division by a column holding the divisor.
+  bool& avx512 = weir::expr::detail::kernels_use_avx512();
+  const bool had = avx512;
+  constexpr std::int64_t limit = std::int64_t{1} << 53;
+  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{3}, std::int64_t{10},
+                               std::int64_t{100}, std::int64_t{-7}, std::int64_t{641},
+                               std::int64_t{94906267}, limit - 1, -(limit - 1)}) {
+    CAPTURE(d);
+    std::vector<std::int64_t> dividends{limit - 1, -(limit - 1), 0, 1, -1, d, -d};
+    for (const std::int64_t k : {std::int64_t{1}, std::int64_t{12345}, limit / 1000,
+                                 (limit - 1) / (d < 0 ? -d : d)})
+      for (const std::int64_t e : {std::int64_t{-1}, std::int64_t{0}, std::int64_t{1}}) {
+        const std::int64_t m = k * (d < 0 ? -d : d);
+        if (m + 1 < limit) {
+          dividends.push_back(m + e);
+          dividends.push_back(-(m + e));
+        }
+      }
+    std::uint64_t x = 42;
+    while (dividends.size() < 64) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      dividends.push_back(static_cast<std::int64_t>(x >> 11) - (limit / 2));
+    }
+    // Then a chunk with a dividend beyond 2^53, and small ones after it.
+    dividends.push_back(std::numeric_limits<std::int64_t>::min());
+    for (int i = 0; i < 20; ++i)
+      dividends.push_back(i * 1000 + 7);
+    std::vector<std::vector<value>> rows;
+    for (const auto v : dividends)
+      rows.push_back({v, null_v, d});
+    const auto b = make_batch(rows);
+    const std::string literal = "(" + std::to_string(d) + ")";
+    for (const char* op : {" / ", " % "}) {
+      CAPTURE(op);
+      avx512 = had;
+      const auto fast = eval("status" + std::string{op} + literal, *b);
+      avx512 = false;
+      const auto scalar = eval("status" + std::string{op} + literal, *b);
+      avx512 = had;
+      CHECK(fast == scalar);
+      CHECK(fast == eval("status" + std::string{op} + "bytes", *b));
+    }
+  }
+  const std::string note = had ? "division: AVX-512 path tested"
+                               : "division: AVX-512 not available here";
+  MESSAGE(note);
+}
+
 TEST_CASE("a float operand makes arithmetic float64") {
   CHECK(eval("1 + 0.5") == "1.5");
   CHECK(type_of("status + 0.5") == type_id::float64);

@@ -104,7 +104,7 @@ TEST_CASE("rand_int over a seq column gives the same values with and without AVX
   // rows at a time for spans below 2^32; the scalar loop does the rest and
   // every other shape. Both must give random_int(random_word(...)) per row,
   // 0 on null rows, for every row count around the vector width.
-  bool& avx512 = weir::expr::detail::random_ints_use_avx512();
+  bool& avx512 = weir::expr::detail::kernels_use_avx512();
   const bool had = avx512;
   const std::uint64_t seed = 7;
   const auto mseed = weir::expr::mixed_seed(seed);
