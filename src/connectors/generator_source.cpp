@@ -181,23 +181,11 @@ public:
     for (std::size_t i = 0; i < gen_.fields.size(); ++i) {
       if (i < needed_.size() && !needed_[i] && gen_.event_time_index != i
           && gen_.output->at(i).type != type_id::null_type) {
-        // Read by nothing downstream (prune_generated_fields): all null.
+        // Read by nothing downstream (prune_generated_fields): all null,
+        // and without values (column::has_values): the filters and selects
+        // before the select that drops it never read them.
         column c{gen_.output->at(i).type};
         c.validity.assign(n, 0);
-        switch (c.type) {
-          case type_id::float64:
-            c.floats.assign(n, 0.0);
-            break;
-          case type_id::boolean:
-            c.bools.assign(n, 0);
-            break;
-          case type_id::string:
-            c.offsets.assign(n + 1, 0);
-            break;
-          default:
-            c.ints.assign(n, 0);
-            break;
-        }
         out->columns.push_back(std::move(c));
         continue;
       }

@@ -125,6 +125,18 @@ void column::append_from(const column& other, std::size_t row) {
   }
 }
 
+bool column::has_values() const noexcept {
+  switch (type) {
+    case type_id::int64:
+    case type_id::timestamp: return ints.size() == size();
+    case type_id::float64: return floats.size() == size();
+    case type_id::boolean: return bools.size() == size();
+    case type_id::string: return offsets.size() == size() + 1;
+    case type_id::null_type: break;
+  }
+  return true;
+}
+
 value column::get(std::size_t row) const {
   if (is_null(row))
     return std::monostate{};
@@ -180,6 +192,10 @@ record_batch record_batch::take(const std::vector<std::uint32_t>& selection) con
     const std::uint8_t* valid = c.validity.data();
     // A column that is null throughout (a generated field nothing reads)
     // takes no gather: a scan the compiler vectorizes, then fills.
+    if (!c.has_values()) { // all null, and stays without values
+      dst.validity.assign(n, 0);
+      continue;
+    }
     std::uint8_t any_valid = 0;
     for (std::size_t i = 0; i < c.validity.size(); ++i)
       any_valid |= valid[i];

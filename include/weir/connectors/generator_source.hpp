@@ -38,8 +38,8 @@ schema_ptr generator_input_schema();
 /// (ms); a null there throws std::runtime_error, failing the job.
 /// `position()` is the next seq this subtask will generate. `needed` (one
 /// flag per field, empty = all): fields flagged false are not evaluated and
-/// come out all null (projection push-down; the event-time field is always
-/// evaluated).
+/// come out all null, as columns without values (`column::has_values`;
+/// projection push-down; the event-time field is always evaluated).
 /// Errors: as `generator_output_schema`.
 [[nodiscard]] expected<source_reader_ptr>
 make_generator_reader(const generator_source_spec& spec, std::size_t subtask,

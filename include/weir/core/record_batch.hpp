@@ -33,7 +33,11 @@ inline constexpr event_time max_watermark =
 /// Only the vector matching `type` is used: `ints` for int64 and timestamp,
 /// `floats` for float64, `bools` for boolean, `offsets` + `chars` for string
 /// (`offsets` has rows + 1 entries, row i is `chars[offsets[i], offsets[i+1])`).
-/// A null row still occupies a slot (0, 0.0, false or an empty string).
+/// A null row still occupies a slot (0, 0.0, false or an empty string),
+/// except in a column without values (`has_values()` false): every row null
+/// and only `validity` filled. A generated source gives those for fields
+/// that projection push-down pruned; nothing downstream reads their values,
+/// and `record_batch::take` keeps them without values.
 class column {
 public:
   column() = default;
@@ -48,6 +52,8 @@ public:
   std::string chars;
 
   std::size_t size() const noexcept { return validity.size(); }
+  /// Whether the value vector of `type` has a slot per row (see above).
+  bool has_values() const noexcept;
   bool is_null(std::size_t row) const noexcept { return validity[row] == 0; }
   bool is_valid(std::size_t row) const noexcept { return validity[row] != 0; }
 

@@ -199,6 +199,32 @@ TEST_CASE("the pacer emits full batches when due, partial ones after the buffer 
   CHECK(unlimited.delay(0, 1024).count() == 0);
 }
 
+TEST_CASE("fields nothing reads come out null without values, and a filter's take keeps them so") {
+  auto rd = weir::make_generator_reader(spec_of(50), 0, 1, 10ms, {true, false, true, false});
+  REQUIRE(rd);
+  auto b = (*rd)->poll_next(20);
+  REQUIRE(b);
+  REQUIRE(b->num_rows == 20);
+  // The event-time field is evaluated whatever its flag; the others flagged
+  // false are all null with no value slots.
+  CHECK(b->columns[1].has_values());
+  CHECK(b->columns[1].ints[3] == 1030);
+  for (const std::size_t c : {std::size_t{3}}) {
+    CHECK(b->columns[c].size() == 20);
+    CHECK_FALSE(b->columns[c].has_values());
+    for (std::size_t i = 0; i < 20; ++i)
+      CHECK(b->columns[c].is_null(i));
+  }
+  CHECK(b->columns[0].has_values());
+  CHECK(b->columns[2].has_values());
+  const auto picked = b->take({1, 5, 19});
+  CHECK(picked.columns[0].ints == std::vector<std::int64_t>{1, 5, 19});
+  CHECK_FALSE(picked.columns[3].has_values());
+  CHECK(picked.columns[3].size() == 3);
+  CHECK(picked.columns[3].is_null(2));
+  CHECK(picked.columns[3].get(0).index() == 0); // null
+}
+
 TEST_CASE("a rate-limited generator returns empty batches until rows are due") {
   auto spec = spec_of(100);
   spec.rate = 1.0; // one row per second: row 1 is due a second after the start

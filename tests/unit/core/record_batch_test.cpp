@@ -49,6 +49,23 @@ TEST_CASE("take copies the selected rows with their timestamps and nulls") {
   CHECK(picked.timestamps == std::vector<weir::event_time>{40, 10});
 }
 
+TEST_CASE("take of an all-null column keeps its value slots, zero-filled") {
+  batch_builder b{make_schema({{"i", type_id::int64}, {"s", type_id::string}})};
+  for (int i = 0; i < 4; ++i) {
+    b.col(0).append_null();
+    b.col(1).append_null();
+    b.commit_row();
+  }
+  auto batch = b.finish();
+  REQUIRE(batch->columns[0].has_values());
+  const auto picked = batch->take({3, 0});
+  CHECK(picked.columns[0].has_values());
+  CHECK(picked.columns[0].ints == std::vector<std::int64_t>{0, 0});
+  CHECK(picked.columns[1].has_values());
+  CHECK(picked.columns[1].str(1).empty());
+  CHECK(picked.columns[0].is_null(0));
+}
+
 TEST_CASE("finish hands over the rows and starts an empty batch with the same schema") {
   batch_builder b{make_schema({{"v", type_id::int64}})};
   b.col(0).append_int(7);
