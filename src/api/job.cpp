@@ -183,15 +183,18 @@ expected<data_stream> data_stream::filter(std::string_view condition,
                         + std::string{to_string(compiled->result_type())},
                       0);
   auto reads = compiled->referenced_fields();
+  // Filled by runtime::prune_generated_fields before the job runs.
+  auto needed = std::make_shared<std::vector<bool>>();
   auto id = add_operator(*graph_, opts,
-                         {"filter", output_schema(), [c = std::move(*compiled)] {
-                            return std::make_unique<internal::expression_filter>(c);
+                         {"filter", output_schema(), [c = std::move(*compiled), needed] {
+                            return std::make_unique<internal::expression_filter>(c, needed);
                           }},
                          {{node_, port_}});
   if (!id)
     return id.error();
   graph_->nodes[*id].reads = std::move(reads);
   graph_->nodes[*id].forwards_input_columns = true;
+  graph_->nodes[*id].needed_columns = std::move(needed);
   return data_stream{graph_, *id, 0};
 }
 

@@ -13,21 +13,22 @@ namespace weir::internal {
 namespace {
 
 void emit_selection(const record_batch_ptr& batch, std::vector<std::uint32_t> rows,
-                    output_collector& out) {
+                    output_collector& out, const std::vector<bool>& columns = {}) {
   if (rows.empty())
     return;
   if (rows.size() == batch->num_rows) {
     out.collect(batch); // all rows pass: forward the same immutable batch
     return;
   }
-  out.collect(std::make_shared<const record_batch>(batch->take(rows)));
+  out.collect(std::make_shared<const record_batch>(batch->take(rows, columns)));
 }
 
 } // namespace
 
 void expression_filter::process_batch(const record_batch_ptr& batch,
                                       output_collector& out) {
-  emit_selection(batch, condition_.select(*batch), out);
+  static const std::vector<bool> all;
+  emit_selection(batch, condition_.select(*batch), out, needed_ ? *needed_ : all);
 }
 
 void predicate_filter::process_batch(const record_batch_ptr& batch,

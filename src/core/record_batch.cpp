@@ -181,18 +181,24 @@ void column::truncate(std::size_t rows) {
 }
 
 record_batch record_batch::take(const std::vector<std::uint32_t>& selection) const {
+  return take(selection, {});
+}
+
+record_batch record_batch::take(const std::vector<std::uint32_t>& selection,
+                                const std::vector<bool>& wanted) const {
   record_batch out;
   out.schema = schema;
   out.num_rows = selection.size();
   out.columns.reserve(columns.size());
   const std::size_t n = selection.size();
   const std::uint32_t* sel = selection.data();
-  for (const auto& c : columns) {
+  for (std::size_t k = 0; k < columns.size(); ++k) {
+    const column& c = columns[k];
     column& dst = out.columns.emplace_back(c.type);
     const std::uint8_t* valid = c.validity.data();
     // A column that is null throughout (a generated field nothing reads)
     // takes no gather: a scan the compiler vectorizes, then fills.
-    if (!c.has_values()) { // all null, and stays without values
+    if (!c.has_values() || (k < wanted.size() && !wanted[k])) { // null without values
       dst.validity.assign(n, 0);
       continue;
     }

@@ -36,7 +36,7 @@ bool mark_reads(const job_graph& g, std::size_t node, std::vector<bool>& need, i
 
 void prune_generated_fields(job_graph& g) {
   for (auto& n : g.nodes) {
-    if (!n.is_source || !n.needed_columns || n.outputs.empty())
+    if (!(n.is_source || n.forwards_input_columns) || !n.needed_columns || n.outputs.empty())
       continue;
     const std::size_t width = n.outputs[0].schema->size();
     std::vector<bool> need(width, false);

@@ -98,6 +98,11 @@ struct record_batch {
 
   /// Copies the rows in `selection` (ascending or not) into a new batch.
   record_batch take(const std::vector<std::uint32_t>& selection) const;
+  /// The same for the columns flagged in `columns` (one flag per column);
+  /// the others come out all null without values (`column::has_values`),
+  /// for columns that nothing downstream reads.
+  record_batch take(const std::vector<std::uint32_t>& selection,
+                    const std::vector<bool>& columns) const;
 };
 
 using record_batch_ptr = std::shared_ptr<const record_batch>;

@@ -64,9 +64,10 @@ struct stream_node {
   /// `prune_generated_fields`.
   std::optional<std::vector<std::size_t>> reads;
   bool forwards_input_columns = false;
-  /// Generated sources: per output column, whether anything downstream reads
-  /// it (set by `prune_generated_fields` before the job runs; the reader
-  /// leaves the others null instead of computing them). Null: all.
+  /// Generated sources and expression filters: per output column, whether
+  /// anything downstream reads it (set by `prune_generated_fields` before the
+  /// job runs; a reader leaves the others null instead of computing them, a
+  /// filter does not copy them). Null or empty: all.
   std::shared_ptr<std::vector<bool>> needed_columns;
 };
 
@@ -87,7 +88,8 @@ struct job_graph;
 /// filters, or as a hash key), its event-time column and the columns of
 /// consumers whose reads are unknown (all). A generator then skips
 /// evaluating the expressions of the other fields: their columns stay null,
-/// which nothing observes.
+/// which nothing observes. Expression filters get the same marks for their
+/// own consumers, and copy only those columns of the rows they keep.
 void prune_generated_fields(job_graph& g);
 
 /// Text that sinks produce once, at the end of a job (summary tables), kept

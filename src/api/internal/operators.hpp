@@ -7,6 +7,7 @@
 #include "weir/state/keyed_state_backend.hpp"
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -14,15 +15,20 @@
 
 namespace weir::internal {
 
-/// Keeps the rows where a compiled boolean expression is true.
+/// Keeps the rows where a compiled boolean expression is true. Of a batch
+/// that it cuts, it copies only the columns flagged in `*needed` (filled by
+/// `runtime::prune_generated_fields` with what its consumers read; null or
+/// empty: all); the others come out null without values.
 class expression_filter final : public stream_operator {
 public:
-  explicit expression_filter(expr::compiled_expression condition)
-    : condition_(std::move(condition)) {}
+  explicit expression_filter(expr::compiled_expression condition,
+                             std::shared_ptr<const std::vector<bool>> needed = nullptr)
+    : condition_(std::move(condition)), needed_(std::move(needed)) {}
   void process_batch(const record_batch_ptr& batch, output_collector& out) override;
 
 private:
   expr::compiled_expression condition_;
+  std::shared_ptr<const std::vector<bool>> needed_;
 };
 
 /// Keeps the rows for which a user predicate returns true.
