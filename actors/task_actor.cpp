@@ -259,6 +259,8 @@ public:
       auto saved = current_;
       current_ = k + 1;
       maybe_inject(k + 1);
+      // The last use of `batch`: an operator that is its sole owner here
+      // (no network writer took it) may take its columns (projection).
       ops_[k + 1]->process_batch(batch, collectors_[k + 1]);
       current_ = saved;
     }
@@ -485,7 +487,7 @@ public:
             continue;
           auto part = rows[d].size() == batch->num_rows
                         ? batch
-                        : std::make_shared<const record_batch>(batch->take(rows[d]));
+                        : std::make_shared<record_batch>(batch->take(rows[d]));
           push(ws.channels[d], pending_element{element_kind::batch, part, 0});
         }
         break;
@@ -591,7 +593,7 @@ public:
         }
       }
       set_output_idle(false);
-      emit(0, 0, batch);
+      emit(0, 0, std::move(batch)); // (sole owner: see emit)
     }
     if (auto t = reader_->take_processing_time_advance(); t && clock_.advance(*t)) {
       gen.on_processing_time(clock_.now());

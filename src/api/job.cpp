@@ -242,7 +242,11 @@ expected<std::size_t> make_projection(const data_stream& in, bool keep_input,
     auto t = compiled->result_type();
     if (t == type_id::null_type)
       t = type_id::string; // a bare null literal: an all-null string column
-    internal::projection::output_column col{-1, std::move(*compiled)};
+    // A bare field name passes its column through (moved when the batch
+    // is the projection's alone) instead of evaluating a copy.
+    const auto passed = compiled->field_reference();
+    internal::projection::output_column col{passed ? static_cast<int>(*passed) : -1,
+                                            std::move(*compiled)};
     std::size_t pos = out_fields.size();
     for (std::size_t i = 0; i < out_fields.size(); ++i)
       if (out_fields[i].name == fname)

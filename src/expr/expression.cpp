@@ -47,6 +47,12 @@ std::vector<std::size_t> compiled_expression::referenced_fields() const {
   return out;
 }
 
+std::optional<std::size_t> compiled_expression::field_reference() const noexcept {
+  if (root_ && root_->kind == node_kind::field)
+    return root_->field_index;
+  return std::nullopt;
+}
+
 std::vector<std::uint32_t>
 compiled_expression::select(const record_batch& batch) const {
   std::vector<std::uint32_t> out;

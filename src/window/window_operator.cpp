@@ -269,7 +269,7 @@ public:
     flush(out);
     if (!late_rows_.empty()) {
       late_ += late_rows_.size();
-      out.collect_side(1, std::make_shared<const record_batch>(in.take(late_rows_)));
+      out.collect_side(1, std::make_shared<record_batch>(in.take(late_rows_)));
     }
   }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,10 @@ public:
   /// The input fields the expression reads: indices into the schema it was
   /// compiled against, ascending, each once (empty for a constant).
   std::vector<std::size_t> referenced_fields() const;
+
+  /// When the expression is one field's name and nothing else (`price`):
+  /// that field's index, whose column `evaluate` would copy. Otherwise none.
+  std::optional<std::size_t> field_reference() const noexcept;
 
 private:
   std::shared_ptr<const node> root_;

@@ -51,13 +51,16 @@ public:
     expr::compiled_expression expression;
   };
 
-  projection(schema_ptr output, std::vector<output_column> columns)
-    : output_(std::move(output)), columns_(std::move(columns)) {}
+  projection(schema_ptr output, std::vector<output_column> columns);
+  /// A batch this operator solely owns (`use_count() == 1`: handed down an
+  /// operator chain, which reads it no more after this call) gives up the
+  /// columns its fields copy unchanged instead of having them copied.
   void process_batch(const record_batch_ptr& batch, output_collector& out) override;
 
 private:
   schema_ptr output_;
   std::vector<output_column> columns_;
+  std::vector<bool> last_use_; ///< per output: the last to copy its source column
 };
 
 /// Turns each row into zero or more rows, one per piece of a string field

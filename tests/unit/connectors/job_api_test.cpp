@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // job::from_generator, job::from_nexmark and data_stream::sink_to_blackhole,
 // built and run through the public API.
+#include "api/internal/operators.hpp"
 #include "weir/api/job.hpp"
 #include "weir/expr/random.hpp"
 
@@ -87,6 +88,78 @@ TEST_CASE("generated sources and the blackhole reject bad specs through the API"
   CHECK_FALSE(s->sink_to_blackhole(spec));
   spec.rate = 0;
   CHECK(s->sink_to_blackhole(spec));
+}
+
+namespace {
+
+struct vector_collector final : weir::output_collector {
+  std::vector<weir::record_batch_ptr> batches;
+  void collect(weir::record_batch_ptr b) override { batches.push_back(std::move(b)); }
+  void collect_side(std::size_t, weir::record_batch_ptr) override {}
+  void emit_watermark(weir::event_time) override {}
+};
+
+} // namespace
+
+TEST_CASE("a projection takes the columns of a batch it alone holds, and copies otherwise") {
+  // Outputs: a by name, a + c, a by name again, b by name. Only the last
+  // use of a column may take it, and the expression must read it first.
+  const auto in_schema = weir::make_schema(
+    {{"a", weir::type_id::int64}, {"b", weir::type_id::string}, {"c", weir::type_id::int64}});
+  const auto out_schema = weir::make_schema({{"x", weir::type_id::int64},
+                                             {"y", weir::type_id::int64},
+                                             {"z", weir::type_id::int64},
+                                             {"w", weir::type_id::string}});
+  auto compiled = [&](const char* text) {
+    auto e = weir::expr::compile(text, *in_schema);
+    REQUIRE(e);
+    return *e;
+  };
+  std::vector<weir::internal::projection::output_column> cols;
+  for (const char* text : {"a", "a + c", "a", "b"}) {
+    auto e = compiled(text);
+    const auto f = e.field_reference();
+    cols.push_back({f ? static_cast<int>(*f) : -1, std::move(e)});
+  }
+  CHECK(cols[0].source == 0);
+  CHECK(cols[1].source == -1);
+  CHECK(cols[3].source == 1);
+  weir::internal::projection proj{out_schema, std::move(cols)};
+  auto make_batch = [&] {
+    weir::batch_builder b{in_schema};
+    for (int i = 0; i < 5; ++i) {
+      b.col(0).append_int(i);
+      b.col(1).append_string(std::string(static_cast<std::size_t>(i), 'q'));
+      b.col(2).append_int(100 * i);
+      b.commit_row();
+      b.timestamps().push_back(i);
+    }
+    return b.finish();
+  };
+  auto check_output = [](const weir::record_batch& r) {
+    CHECK(r.columns[0].ints == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+    CHECK(r.columns[1].ints == std::vector<std::int64_t>{0, 101, 202, 303, 404});
+    CHECK(r.columns[2].ints == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+    CHECK(r.columns[3].str(4) == "qqqq");
+    CHECK(r.timestamps == std::vector<weir::event_time>{0, 1, 2, 3, 4});
+  };
+  SUBCASE("shared: the input stays whole") {
+    auto batch = make_batch();
+    const auto other_holder = batch;
+    vector_collector out;
+    proj.process_batch(batch, out);
+    REQUIRE(out.batches.size() == 1);
+    check_output(*out.batches[0]);
+    CHECK(batch->columns[0].ints.size() == 5);
+    CHECK(batch->columns[1].str(2) == "qq");
+    CHECK(batch->timestamps.size() == 5);
+  }
+  SUBCASE("held by the caller alone: the same output") {
+    vector_collector out;
+    proj.process_batch(make_batch(), out);
+    REQUIRE(out.batches.size() == 1);
+    check_output(*out.batches[0]);
+  }
 }
 
 TEST_CASE("generated fields that nothing reads are not evaluated (projection push-down)") {
