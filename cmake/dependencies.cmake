@@ -34,7 +34,9 @@ pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++ rdkafka)
 # serves from its bins with consolidation (a fifth of YSB's profile); the
 # library targets leave the choice to the program that embeds them.
 # Sanitizer builds keep the sanitizer's allocator.
+# (Only where weir is the top-level project: a program that embeds it with
+# add_subdirectory links the libraries, not the executable.)
 option(WEIR_JEMALLOC "Link the weir executable against jemalloc" ON)
-if(WEIR_JEMALLOC AND NOT WEIR_SANITIZERS)
+if(WEIR_JEMALLOC AND NOT WEIR_SANITIZERS AND PROJECT_IS_TOP_LEVEL)
   pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
 endif()

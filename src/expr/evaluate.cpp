@@ -111,7 +111,10 @@ divide_by_constant_avx512(const std::int64_t* x, std::int64_t d, bool remainder,
     // |x| < 2^53, compared unsigned: the abs of INT64_MIN is 2^63.
     if (_mm512_cmplt_epu64_mask(_mm512_abs_epi64(xi), limit) != 0xFF)
       break;
-    const __m512i q = _mm512_cvttpd_epi64(_mm512_div_pd(_mm512_cvtepi64_pd(xi), dd));
+    // Round to nearest whatever the thread's rounding mode: the exactness
+    // argument above needs it.
+    const __m512i q = _mm512_cvttpd_epi64(_mm512_div_round_pd(
+      _mm512_cvtepi64_pd(xi), dd, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     _mm512_storeu_si512(r + i, remainder ? _mm512_sub_epi64(xi, _mm512_mullo_epi64(q, di)) : q);
   }
   return i;
@@ -591,7 +594,9 @@ operand evaluate_node(const node& n, const record_batch& batch) {
     if (n.field_index >= batch.columns.size())
       broken_precondition(n, batch);
     const column& c = batch.columns[n.field_index];
-    if (c.type != n.type || c.size() < batch.num_rows)
+    // (A column without values, a field pruned as read by nothing, read
+    // here would mean the pruning analysis missed a reader.)
+    if (c.type != n.type || c.size() < batch.num_rows || !c.has_values())
       broken_precondition(n, batch);
     result.ref = &c;
     return result;

@@ -1403,6 +1403,11 @@ private:
   void emit(output_collector& out, event_time through) {
     if (partials_.empty() || last_ms(oldest_) > through)
       return; // nothing due (oldest_ is the earliest slice held)
+    // (oldest_ is exact, so some partial is due; checked before any is
+    // moved, as int_index_ and last_slot_ point into partials_.)
+    if (std::none_of(partials_.begin(), partials_.end(),
+                     [&](const partial& pa) { return last_ms(pa.slice) <= through; }))
+      return;
     batch_builder b{plan_->partial};
     const std::size_t nkeys = plan_->key_fields.size();
     std::deque<partial> kept;

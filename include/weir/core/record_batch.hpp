@@ -35,9 +35,11 @@ inline constexpr event_time max_watermark =
 /// (`offsets` has rows + 1 entries, row i is `chars[offsets[i], offsets[i+1])`).
 /// A null row still occupies a slot (0, 0.0, false or an empty string),
 /// except in a column without values (`has_values()` false): every row null
-/// and only `validity` filled. A generated source gives those for fields
-/// that projection push-down pruned; nothing downstream reads their values,
-/// and `record_batch::take` keeps them without values.
+/// and only `validity` filled: a column that nothing downstream reads
+/// (`runtime::prune_generated_fields`). Generated sources give those for the
+/// fields they skip, expression filters for the columns they do not copy;
+/// `record_batch::take` keeps them without values, and evaluating an
+/// expression that reads one is a broken precondition (it aborts).
 class column {
 public:
   column() = default;

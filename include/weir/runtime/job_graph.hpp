@@ -61,7 +61,8 @@ struct stream_node {
   /// schema; nullopt = unknown, taken as all of them. With
   /// `forwards_input_columns` (a filter) its output has the input's columns,
   /// so what its consumers read counts too. Used by
-  /// `prune_generated_fields`.
+  /// `prune_generated_fields`: a node with known `reads` must not touch the
+  /// values of any other column of its input (they may have none).
   std::optional<std::vector<std::size_t>> reads;
   bool forwards_input_columns = false;
   /// Generated sources and expression filters: per output column, whether

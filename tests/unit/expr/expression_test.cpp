@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cfenv>
 #include <charconv>
 #include <limits>
 #include <string>
@@ -299,6 +300,19 @@ TEST_CASE("division by a constant gives the same quotients with and without AVX-
       CHECK(fast == scalar);
       CHECK(fast == eval("status" + std::string{op} + "bytes", *b));
     }
+  }
+  // The thread's rounding mode must not matter: rounding up, (3k - 1) / 3
+  // = k - 1/3 for k > 2^51 (where doubles are 0.5 apart) would become k.
+  {
+    std::vector<std::vector<value>> rows;
+    for (std::int64_t i = 0; i < 16; ++i)
+      rows.push_back({3 * ((std::int64_t{1} << 51) + 20 - i) - 1, null_v, std::int64_t{3}});
+    const auto b = make_batch(rows);
+    const int saved = std::fegetround();
+    std::fesetround(FE_UPWARD);
+    const auto fast = eval("status / 3", *b);
+    std::fesetround(saved);
+    CHECK(fast == eval("status / bytes", *b));
   }
   const std::string note = had ? "division: AVX-512 path tested"
                                : "division: AVX-512 not available here";
