@@ -270,8 +270,11 @@ TEST_CASE("division by a constant gives the same quotients with and without AVX-
     for (const std::int64_t k : {std::int64_t{1}, std::int64_t{12345}, limit / 1000,
                                  (limit - 1) / (d < 0 ? -d : d)})
       for (const std::int64_t e : {std::int64_t{-1}, std::int64_t{0}, std::int64_t{1}}) {
-        const std::int64_t m = k * (d < 0 ? -d : d);
-        if (m + 1 < limit) {
+        const std::int64_t ad = d < 0 ? -d : d;
+        if (k > (limit - 2) / ad)
+          continue; // k * |d| + 1 would reach 2^53 (or overflow)
+        const std::int64_t m = k * ad;
+        {
           dividends.push_back(m + e);
           dividends.push_back(-(m + e));
         }
