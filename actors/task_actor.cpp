@@ -581,9 +581,7 @@ public:
         if (part == nullptr) {
           // One partition: only the batch's largest timestamp matters.
           partition_name_.clear();
-          gen.on_record(partition_name_,
-                        *std::max_element(batch->timestamps.begin(), batch->timestamps.end()),
-                        now);
+          gen.on_record(partition_name_, batch->max_timestamp(), now);
         }
         for (std::size_t r = 0; part != nullptr && r < batch->num_rows; ++r) {
           partition_name_.clear();

@@ -9,16 +9,10 @@ namespace weir::bench {
 
 result run_q1(const options& o) {
   const nexmark::generator gen{nexmark_config(o)};
-  // Only the fields read below, as weir's source generates only the columns
-  // its pipeline reads (projection push-down, nexmark::field_mask).
-  using namespace nexmark;
-  constexpr field_mask fields = fields_of({bid_field::auction, bid_field::bidder, bid_field::price, bid_field::date_time, bid_field::extra});
-  nexmark::bid b;
+  // The paddings only where read below (with_extra), as weir's source
+  // generates only the columns its pipeline reads (projection push-down).
   result r;
-  for (std::uint64_t n = 0; n < o.events; ++n) {
-    if (gen.kind_of(n) != nexmark::event_kind::bid)
-      continue;
-    gen.make_bid(n, b, fields);
+  for_each_bid(gen, o.events, true, [&](const bid_view& b) {
     const double euros = static_cast<double>(b.price) * 0.908;
     ++r.rows;
     if (o.digest) {
@@ -32,7 +26,7 @@ result run_q1(const options& o) {
     } else {
       r.checksum += std::bit_cast<std::uint64_t>(euros) + b.extra.size();
     }
-  }
+  });
   return r;
 }
 

@@ -43,17 +43,11 @@ void emit(const window& w, const options& o, result& r) {
 
 result run_q5(const options& o) {
   const nexmark::generator gen{nexmark_config(o)};
-  // Only the fields read below, as weir's source generates only the columns
-  // its pipeline reads (projection push-down, nexmark::field_mask).
-  using namespace nexmark;
-  constexpr field_mask fields = fields_of({bid_field::auction, bid_field::date_time});
-  nexmark::bid b;
+  // The paddings only where read below (with_extra), as weir's source
+  // generates only the columns its pipeline reads (projection push-down).
   result r;
   std::deque<window> windows; // ascending start; the generator's time never goes back
-  for (std::uint64_t n = 0; n < o.events; ++n) {
-    if (gen.kind_of(n) != nexmark::event_kind::bid)
-      continue;
-    gen.make_bid(n, b, fields);
+  for_each_bid(gen, o.events, false, [&](const bid_view& b) {
     const std::int64_t ts = b.date_time;
     while (!windows.empty() && windows.front().start + size_ms <= ts) {
       emit(windows.front(), o, r);
@@ -69,7 +63,7 @@ result run_q5(const options& o) {
     for (auto& w : windows)
       if (w.start >= first && w.start <= last)
         ++w.counts[b.auction];
-  }
+  });
   for (const auto& w : windows)
     emit(w, o, r);
   return r;

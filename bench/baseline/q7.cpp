@@ -29,19 +29,13 @@ void emit(std::int64_t start, std::int64_t top, const options& o, result& r) {
 
 result run_q7(const options& o) {
   const nexmark::generator gen{nexmark_config(o)};
-  // Only the fields read below, as weir's source generates only the columns
-  // its pipeline reads (projection push-down, nexmark::field_mask).
-  using namespace nexmark;
-  constexpr field_mask fields = fields_of({bid_field::auction, bid_field::price, bid_field::date_time});
-  nexmark::bid b;
+  // The paddings only where read below (with_extra), as weir's source
+  // generates only the columns its pipeline reads (projection push-down).
   result r;
   bool open = false;
   std::int64_t start = 0;
   std::int64_t top = 0;
-  for (std::uint64_t n = 0; n < o.events; ++n) {
-    if (gen.kind_of(n) != nexmark::event_kind::bid)
-      continue;
-    gen.make_bid(n, b, fields);
+  for_each_bid(gen, o.events, false, [&](const bid_view& b) {
     const std::int64_t s = b.date_time - ((b.date_time % size_ms) + size_ms) % size_ms;
     if (open && s != start) {
       emit(start, top, o, r);
@@ -55,7 +49,7 @@ result run_q7(const options& o) {
     } else if (rank > top) {
       top = rank;
     }
-  }
+  });
   if (open)
     emit(start, top, o, r);
   return r;

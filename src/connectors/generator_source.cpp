@@ -4,6 +4,7 @@
 #include "internal/pacer.hpp"
 #include "weir/expr/expression.hpp"
 
+#include <array>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -195,11 +196,10 @@ public:
       out->columns.push_back(generation_times(pacer_, pacer_.emitted(), n));
     if (gen_.event_time_index) {
       const column& et = out->columns[*gen_.event_time_index];
-      for (std::size_t j = 0; j < n; ++j)
-        if (et.is_null(j))
-          throw std::runtime_error("generator: event-time field '"
-                                   + gen_.output->at(*gen_.event_time_index).name
-                                   + "' is null at seq " + std::to_string(seq.ints[j]));
+      if (const std::size_t j = et.first_null(); j < n)
+        throw std::runtime_error("generator: event-time field '"
+                                 + gen_.output->at(*gen_.event_time_index).name
+                                 + "' is null at seq " + std::to_string(seq.ints[j]));
       out->timestamps.assign(et.ints.begin(), et.ints.begin() + static_cast<std::ptrdiff_t>(n));
     }
     next_ += n;
@@ -294,7 +294,12 @@ public:
     const std::uint64_t step = p % total;
     std::uint64_t rem = (subtask_ + next_ * p) % total;
     const auto [kind_lo, kind_hi] = gen_.block_offsets(kind_);
-    for (; scanned < allowed && out->num_rows < rows_wanted; ++scanned) {
+    // Bids, the bulk of the stream, are generated a few dozen at a time
+    // (row_appender::append_bids); persons and auctions one by one.
+    const bool by_pass = kind_ == nexmark::event_kind::bid;
+    std::array<std::uint64_t, nexmark::row_appender::max_bids_at_once> pending;
+    std::size_t held = 0;
+    for (; scanned < allowed && out->num_rows + held < rows_wanted; ++scanned) {
       const std::uint64_t n = subtask_ + (next_ + scanned) * p;
       const bool wanted = rem >= kind_lo && rem < kind_hi;
       rem += step;
@@ -305,8 +310,18 @@ public:
       if (gen_col)
         gen_col->append_int(pacer_.limited() ? pacer_.scheduled_ns(pacer_.emitted() + scanned)
                                              : now);
-      rows_.append(gen_, kind_, n, *out);
+      if (!by_pass) {
+        rows_.append(gen_, kind_, n, *out);
+        continue;
+      }
+      pending[held++] = n;
+      if (held == pending.size()) {
+        rows_.append_bids(gen_, pending.data(), held, *out);
+        held = 0;
+      }
     }
+    if (held > 0)
+      rows_.append_bids(gen_, pending.data(), held, *out);
     rows_.complete(kind_, *out);
     next_ += scanned;
     pacer_.emitted(scanned);

@@ -107,31 +107,22 @@ __m128i chars_of(std::uint64_t w0, std::uint64_t w1) noexcept {
 }
 #endif
 
-// Appends n characters, eight per random word (its bytes, low first): byte b
-// becomes 'a' + b % 26 (letters) or "a".."z", " "[b % 27] (text). Written in
-// place, sixteen at a time, into the string grown to a multiple of 16 and
-// cut back (a copy from a buffer compiles to `rep movs`, slow at this size).
+// Writes n characters at p, eight per random word (its bytes, low first):
+// byte b becomes 'a' + b % 26 (letters) or "a".."z", " "[b % 27] (text).
+// Sixteen at a time: it may write up to 15 bytes past p + n.
 template <bool Text>
-void append_chars(event_random& r, std::string& out, std::int64_t n) {
-  if (n <= 0)
-    return;
-  const std::size_t base = out.size();
-  const auto k = static_cast<std::size_t>(n);
+void write_chars(event_random& r, char* p, std::size_t k) {
   const std::size_t words = (k + 7) / 8;
 #if defined(__SSE2__)
-  out.resize(base + (k + 15) / 16 * 16);
-  char* p = out.data() + base;
   std::size_t w = 0;
   for (; w + 2 <= words; w += 2) {
     const std::uint64_t w0 = r.next();
     const std::uint64_t w1 = r.next();
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8 * w), chars_of<Text>(w0, w1));
   }
-  if (w < words) // the last, odd word; the other half is cut off below
+  if (w < words) // the last, odd word; the other half is past n
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8 * w), chars_of<Text>(r.next(), 0));
 #else
-  out.resize(base + words * 8);
-  char* p = out.data() + base;
   for (std::size_t w = 0; w < words; ++w) {
     std::uint64_t x = r.next();
     for (std::size_t j = 0; j < 8; ++j, x >>= 8) {
@@ -145,6 +136,19 @@ void append_chars(event_random& r, std::string& out, std::int64_t n) {
     }
   }
 #endif
+}
+
+// Appends n characters with write_chars: written in place into the string
+// grown to a multiple of 16 and cut back (a copy from a buffer compiles to
+// `rep movs`, slow at this size).
+template <bool Text>
+void append_chars(event_random& r, std::string& out, std::int64_t n) {
+  if (n <= 0)
+    return;
+  const std::size_t base = out.size();
+  const auto k = static_cast<std::size_t>(n);
+  out.resize(base + (k + 15) / 16 * 16);
+  write_chars<Text>(r, out.data() + base, k);
   out.resize(base + k);
 }
 
@@ -156,9 +160,12 @@ std::uint64_t char_draws(std::int64_t n) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define WEIR_NEXMARK_AVX512 1
 
-// Letters with AVX-512 (F, DQ, BW, VL), 64 at a time: eight draws at once
-// (splitmix64's counter and mix64 on eight 64-bit lanes), then the same
-// byte -> letter map as chars_of on 16-bit lanes; a last run of at most four
+// Letters with AVX-512 (F, DQ, BW, VL), written at p 64 at a time (up to
+// 63 bytes past p + k): eight draws at once
+// (splitmix64's counter and mix64 on eight 64-bit lanes), then byte b ->
+// 'a' + b % 26 in place, the even and the odd bytes of each 16-bit lane
+// apart (no widening shuffles): b / 26 == (b * 2521) >> 16 for every byte
+// (a high multiply), b % 26 = b - 26 * (b / 26). A last run of at most four
 // draws takes 256-bit lanes (half the work: a bid's 54-81 letters are 7-11
 // draws, so 8 + 4 rather than 8 + 8). The same characters and the same
 // number of draws as append_chars<false>.
@@ -166,13 +173,21 @@ std::uint64_t char_draws(std::int64_t n) noexcept {
 // shift intrinsics when they are inlined: a false positive.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Byte b -> 'a' + b % 26 on 64 bytes (see append_letters_avx512).
+__attribute__((target("avx512f,avx512bw"))) inline __m512i
+letters_of(__m512i z, __m512i inverse, __m512i mod, __m512i low_bytes, __m512i a) noexcept {
+  const __m512i even = _mm512_and_si512(z, low_bytes);
+  const __m512i odd = _mm512_srli_epi16(z, 8);
+  const __m512i re =
+    _mm512_sub_epi16(even, _mm512_mullo_epi16(_mm512_mulhi_epu16(even, inverse), mod));
+  const __m512i ro =
+    _mm512_sub_epi16(odd, _mm512_mullo_epi16(_mm512_mulhi_epu16(odd, inverse), mod));
+  return _mm512_add_epi8(_mm512_or_si512(re, _mm512_slli_epi16(ro, 8)), a);
+}
+
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) void
-append_letters_avx512(event_random& r, std::string& out, std::int64_t n) {
-  const std::size_t base = out.size();
-  const auto k = static_cast<std::size_t>(n);
+write_letters_avx512(event_random& r, char* p, std::size_t k) {
   const std::size_t words = (k + 7) / 8;
-  out.resize(base + (k + 63) / 64 * 64);
-  char* p = out.data() + base;
   constexpr std::uint64_t c = expr::seq_multiplier;
   // Lane i holds the state of the (i + 1)-th draw from here.
   __m512i st = _mm512_add_epi64(
@@ -184,8 +199,12 @@ append_letters_avx512(event_random& r, std::string& out, std::int64_t n) {
   const __m512i step = _mm512_set1_epi64(static_cast<long long>(8 * c));
   const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(0xBF58476D1CE4E5B9ULL));
   const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(0x94D049BB133111EBULL));
-  const __m512i mul = _mm512_set1_epi16(79);
-  const __m512i mod = _mm512_set1_epi16(26);
+  const __m512i inverse = _mm512_set1_epi16(2521);
+  __m512i mod = _mm512_set1_epi16(26);
+  // (Opaque to the optimizer, which otherwise turns the multiply by 26
+  // into five shifts and adds.)
+  asm("" : "+v"(mod));
+  const __m512i low_bytes = _mm512_set1_epi16(0x00FF);
   const __m512i a = _mm512_set1_epi8('a');
   std::size_t w = 0;
   for (; w + 4 < words; w += 8) {
@@ -193,17 +212,7 @@ append_letters_avx512(event_random& r, std::string& out, std::int64_t n) {
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), m1);
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), m2);
     z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
-    __m512i lo = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(z));
-    __m512i hi = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(z, 1));
-    lo = _mm512_sub_epi16(
-      lo, _mm512_mullo_epi16(_mm512_srli_epi16(_mm512_mullo_epi16(lo, mul), 11), mod));
-    hi = _mm512_sub_epi16(
-      hi, _mm512_mullo_epi16(_mm512_srli_epi16(_mm512_mullo_epi16(hi, mul), 11), mod));
-    const __m512i chars = _mm512_add_epi8(
-      _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(lo)),
-                         _mm512_cvtepi16_epi8(hi), 1),
-      a);
-    _mm512_storeu_si512(p + 8 * w, chars);
+    _mm512_storeu_si512(p + 8 * w, letters_of(z, inverse, mod, low_bytes, a));
     st = _mm512_add_epi64(st, step);
   }
   if (w < words) { // one to four draws: the first four lanes
@@ -213,14 +222,19 @@ append_letters_avx512(event_random& r, std::string& out, std::int64_t n) {
     z = _mm256_mullo_epi64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)),
                            _mm512_castsi512_si256(m2));
     z = _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
-    __m512i b = _mm512_cvtepu8_epi16(z);
-    b = _mm512_sub_epi16(
-      b, _mm512_mullo_epi16(_mm512_srli_epi16(_mm512_mullo_epi16(b, mul), 11), mod));
-    const __m256i chars = _mm256_add_epi8(_mm512_cvtepi16_epi8(b), _mm512_castsi512_si256(a));
+    const __m256i even = _mm256_and_si256(z, _mm512_castsi512_si256(low_bytes));
+    const __m256i odd = _mm256_srli_epi16(z, 8);
+    const __m256i inv = _mm512_castsi512_si256(inverse);
+    const __m256i m = _mm512_castsi512_si256(mod);
+    const __m256i re =
+      _mm256_sub_epi16(even, _mm256_mullo_epi16(_mm256_mulhi_epu16(even, inv), m));
+    const __m256i ro =
+      _mm256_sub_epi16(odd, _mm256_mullo_epi16(_mm256_mulhi_epu16(odd, inv), m));
+    const __m256i chars = _mm256_add_epi8(_mm256_or_si256(re, _mm256_slli_epi16(ro, 8)),
+                                          _mm512_castsi512_si256(a));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 8 * w), chars);
   }
   r.skip(words);
-  out.resize(base + k);
 }
 #pragma GCC diagnostic pop
 
@@ -247,11 +261,29 @@ void event_random::letters(std::string& out, std::int64_t n) {
   // (Short strings, such as a URL's three, gain nothing from 64 at a time.)
   static const bool& use_avx512 = detail::letters_use_avx512();
   if (n >= 32 && use_avx512) {
-    append_letters_avx512(*this, out, n);
+    const std::size_t base = out.size();
+    const auto k = static_cast<std::size_t>(n);
+    out.resize(base + k + letters_slack);
+    write_letters_avx512(*this, out.data() + base, k);
+    out.resize(base + k);
     return;
   }
 #endif
   append_chars<false>(*this, out, n);
+}
+
+void event_random::write_letters(char* p, std::int64_t n) {
+  if (n <= 0)
+    return;
+  const auto k = static_cast<std::size_t>(n);
+#if defined(WEIR_NEXMARK_AVX512)
+  static const bool& use_avx512 = detail::letters_use_avx512();
+  if (n >= 32 && use_avx512) {
+    write_letters_avx512(*this, p, k);
+    return;
+  }
+#endif
+  write_chars<false>(*this, p, k);
 }
 
 std::int64_t event_random::text(std::string* out, std::int64_t max_len) {
@@ -421,14 +453,18 @@ std::int64_t generator::next_price(event_random& r) const noexcept {
   return price_of(r.below(6 * 4096));
 }
 
-void generator::next_extra(event_random& r, std::int64_t current_size,
-                           std::int64_t desired_avg, std::string& out) const {
+std::int64_t generator::extra_size(event_random& r, std::int64_t current_size,
+                                   std::int64_t desired_avg) noexcept {
   if (current_size > desired_avg)
-    return;
+    return 0;
   const std::int64_t avg = desired_avg - current_size;
   const std::int64_t delta = (avg * 2 + 5) / 10; // round(avg * 0.2)
-  const std::int64_t size = avg - delta + (delta == 0 ? 0 : r.below(2 * delta));
-  r.letters(out, size);
+  return avg - delta + (delta == 0 ? 0 : r.below(2 * delta));
+}
+
+void generator::next_extra(event_random& r, std::int64_t current_size,
+                           std::int64_t desired_avg, std::string& out) const {
+  r.letters(out, extra_size(r, current_size, desired_avg));
 }
 
 namespace {
@@ -513,8 +549,7 @@ void generator::make_auction(std::uint64_t n, auction& out, field_mask fields) c
   // (else: the last draws, nothing to skip)
 }
 
-void generator::make_bid(std::uint64_t n, bid& out, field_mask fields,
-                         std::string* extra_to) const {
+generator::padding generator::bid_fields(std::uint64_t n, bid& out, field_mask fields) const {
   event_random r{mixed_seed_, n};
   const block_position at = position_of(config_, by_total_, n);
   // Draw 1 is the hot-auction coin and draw 2 the random auction, taken
@@ -566,9 +601,189 @@ void generator::make_bid(std::uint64_t n, bid& out, field_mask fields,
   }
   out.date_time = timestamp_of(n);
   out.extra.clear();
-  if (wants(fields, bid_field::extra))
-    next_extra(r, 32, config_.avg_bid_bytes, extra_to ? *extra_to : out.extra);
-  // (else: the last draws, nothing to skip)
+  if (!wants(fields, bid_field::extra))
+    return {r.state(), 0}; // (the last draws, nothing to skip)
+  const std::int64_t size = extra_size(r, 32, config_.avg_bid_bytes);
+  return {r.state(), size};
+}
+
+void generator::make_bid(std::uint64_t n, bid& out, field_mask fields,
+                         std::string* extra_to) const {
+  const padding pad = bid_fields(n, out, fields);
+  event_random r{pad.state};
+  r.letters(extra_to ? *extra_to : out.extra, pad.size);
+}
+
+
+#if defined(WEIR_NEXMARK_AVX512)
+namespace {
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+__attribute__((target("avx512f"))) inline __m512i set1_x8(std::int64_t v) noexcept {
+  return _mm512_set1_epi64(v);
+}
+
+// mix64 on eight lanes.
+__attribute__((target("avx512f,avx512dq"))) inline __m512i mix64_x8(__m512i z) noexcept {
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)),
+                         _mm512_set1_epi64(static_cast<long long>(0xBF58476D1CE4E5B9ULL)));
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
+                         _mm512_set1_epi64(static_cast<long long>(0x94D049BB133111EBULL)));
+  return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+}
+
+// mul_high(w, k) on eight lanes for k < 2^32, exactly: with w = h 2^32 + l,
+// floor(w k / 2^64) = (h k + (l k >> 32)) >> 32, and h k + (l k >> 32)
+// < 2^64.
+__attribute__((target("avx512f"))) inline __m512i mul_high_x8(__m512i w, __m512i k) noexcept {
+  const __m512i lo = _mm512_mul_epu32(w, k);
+  const __m512i hi = _mm512_mul_epu32(_mm512_srli_epi64(w, 32), k);
+  return _mm512_srli_epi64(_mm512_add_epi64(hi, _mm512_srli_epi64(lo, 32)), 32);
+}
+
+// x / d on eight lanes for 0 <= x < 2^53 and 0 < d < 2^53, exactly (the
+// argument of the expression kernel's divide_by_constant_avx512).
+__attribute__((target("avx512f,avx512dq"))) inline __m512i divide_x8(__m512i x,
+                                                                     __m512d d) noexcept {
+  return _mm512_cvttpd_epi64(_mm512_div_round_pd(
+    _mm512_cvtepi64_pd(x), d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+#pragma GCC diagnostic pop
+
+} // namespace
+#endif
+
+bool generator::bid_numbers_apply(std::uint64_t last_n) const noexcept {
+#if defined(WEIR_NEXMARK_AVX512)
+  static const bool& use_avx512 = detail::letters_use_avx512();
+  constexpr std::int64_t small = std::int64_t{1} << 31;
+  const auto& c = config_;
+  return use_avx512 && last_n < (std::uint64_t{1} << 52) && c.total_proportion() < small
+         && c.hot_auction_ratio < small && c.hot_bidder_ratio < small
+         && c.avg_bid_bytes < small;
+#else
+  (void) last_n;
+  return false;
+#endif
+}
+
+#if defined(WEIR_NEXMARK_AVX512)
+namespace {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// bid_fields's numbers for the eight bids ns[0 .. 8), into out's rows
+// at .. at + 8, with the price's draw in place of the price; see
+// bid_fields for the rules, which this follows step by step.
+__attribute__((target("avx512f,avx512dq"))) void
+bid_numbers_x8(const generator_config& c, std::uint64_t mixed_seed, const std::uint64_t* ns,
+               bool with_extra, generator::bid_numbers& out, std::size_t at) noexcept {
+  const __m512i seq_c = set1_x8(static_cast<std::int64_t>(expr::seq_multiplier));
+  const __m512i n = _mm512_loadu_si512(ns);
+  // Block position: a bid's last person and auction are its epoch's last.
+  const __m512i epoch = divide_x8(n, _mm512_set1_pd(static_cast<double>(c.total_proportion())));
+  const __m512i last_person = _mm512_add_epi64(
+    _mm512_mullo_epi64(epoch, set1_x8(c.person_proportion)), set1_x8(c.person_proportion - 1));
+  const __m512i last_auction = _mm512_add_epi64(
+    _mm512_mullo_epi64(epoch, set1_x8(c.auction_proportion)), set1_x8(c.auction_proportion - 1));
+  // The draws: state0 = random_word(mixed_seed, n, 0), draw i = mix64(state0 + i c).
+  const __m512i state0 =
+    mix64_x8(_mm512_xor_si512(set1_x8(static_cast<std::int64_t>(mixed_seed)),
+                              _mm512_mullo_epi64(n, seq_c)));
+  __m512i d[5];
+  __m512i st = state0;
+  for (auto& x : d) {
+    st = _mm512_add_epi64(st, seq_c);
+    x = mix64_x8(st);
+  }
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512d hot_block_pd = _mm512_set1_pd(static_cast<double>(hot_block));
+  // The auction: hot with probability 1 - 1/ratio.
+  const __m512i auction_hot_bits = mul_high_x8(d[0], set1_x8(c.hot_auction_ratio));
+  const __mmask8 hot_auction = _mm512_test_epi64_mask(auction_hot_bits, auction_hot_bits);
+  const __m512i lo_auction =
+    _mm512_max_epi64(_mm512_sub_epi64(last_auction, set1_x8(num_in_flight_auctions)), zero);
+  const __m512i random_auction = _mm512_add_epi64(
+    lo_auction,
+    mul_high_x8(d[1], _mm512_add_epi64(_mm512_sub_epi64(last_auction, lo_auction),
+                                       set1_x8(1 + auction_id_lead))));
+  const __m512i hot_auction_id =
+    _mm512_mullo_epi64(divide_x8(last_auction, hot_block_pd), set1_x8(hot_block));
+  const __m512i auction = _mm512_add_epi64(
+    _mm512_mask_blend_epi64(hot_auction, random_auction, hot_auction_id), set1_x8(first_auction_id));
+  // The bidder: its coin is draw 2 after a hot auction, else draw 3.
+  const __m512i bidder_coin = _mm512_mask_blend_epi64(hot_auction, d[2], d[1]);
+  const __m512i bidder_word = _mm512_mask_blend_epi64(hot_auction, d[3], d[2]);
+  const __m512i bidder_hot_bits = mul_high_x8(bidder_coin, set1_x8(c.hot_bidder_ratio));
+  const __mmask8 hot_bidder = _mm512_test_epi64_mask(bidder_hot_bits, bidder_hot_bits);
+  const __m512i num_people = _mm512_add_epi64(last_person, set1_x8(1));
+  const __m512i active = _mm512_min_epi64(num_people, set1_x8(num_active_people));
+  const __m512i random_person = _mm512_add_epi64(
+    _mm512_sub_epi64(num_people, active),
+    mul_high_x8(bidder_word, _mm512_add_epi64(active, set1_x8(person_id_lead))));
+  const __m512i hot_person = _mm512_add_epi64(
+    _mm512_mullo_epi64(divide_x8(last_person, hot_block_pd), set1_x8(hot_block)), set1_x8(1));
+  const __m512i bidder = _mm512_add_epi64(
+    _mm512_mask_blend_epi64(hot_bidder, random_person, hot_person), set1_x8(first_person_id));
+  // The price: draw price_at + 1, price_at = bidder_at + 2 - hot_bidder.
+  const __m512i price_word = _mm512_mask_blend_epi64(
+    hot_bidder, _mm512_mask_blend_epi64(hot_auction, d[4], d[3]),
+    _mm512_mask_blend_epi64(hot_auction, d[3], d[2]));
+  const __m512i price_draw = mul_high_x8(price_word, set1_x8(6 * 4096));
+  // Draws taken through the price: price_at + 1 = 5 - hot_auction - hot_bidder;
+  // then the channel's two.
+  __m512i taken = set1_x8(7);
+  taken = _mm512_mask_sub_epi64(taken, hot_auction, taken, set1_x8(1));
+  taken = _mm512_mask_sub_epi64(taken, hot_bidder, taken, set1_x8(1));
+  __m512i pad_state = _mm512_add_epi64(state0, _mm512_mullo_epi64(taken, seq_c));
+  __m512i pad_size = zero;
+  if (with_extra && c.avg_bid_bytes >= 32) {
+    const std::int64_t avg = c.avg_bid_bytes - 32;
+    const std::int64_t delta = (avg * 2 + 5) / 10;
+    pad_size = set1_x8(avg - delta);
+    if (delta != 0) {
+      pad_state = _mm512_add_epi64(pad_state, seq_c);
+      pad_size = _mm512_add_epi64(pad_size, mul_high_x8(mix64_x8(pad_state), set1_x8(2 * delta)));
+    }
+  }
+  _mm512_storeu_si512(out.auction.data() + at, auction);
+  _mm512_storeu_si512(out.bidder.data() + at, bidder);
+  _mm512_storeu_si512(out.price.data() + at, price_draw); // the draw; price_of below
+  _mm512_storeu_si512(out.pad_state.data() + at, pad_state);
+  _mm512_storeu_si512(out.pad_size.data() + at, pad_size);
+}
+#pragma GCC diagnostic pop
+} // namespace
+#endif
+
+void generator::bid_numbers_of(const std::uint64_t* ns, std::size_t count, bool with_extra,
+                               bid_numbers& out) const {
+  std::size_t i = 0;
+#if defined(WEIR_NEXMARK_AVX512)
+  if (count > 0 && bid_numbers_apply(ns[count - 1]))
+    for (; i + 8 <= count; i += 8)
+      bid_numbers_x8(config_, mixed_seed_, ns + i, with_extra, out, i);
+  for (std::size_t j = 0; j < i; ++j) {
+    out.price[j] = price_of(out.price[j]);
+    out.date_time[j] = timestamp_of(ns[j]);
+  }
+#endif
+  const field_mask fields =
+    with_extra ? fields_of({bid_field::extra}) : field_mask{0};
+  bid b;
+  for (; i < count; ++i) {
+    const padding pad = bid_fields(ns[i], b, fields);
+    out.auction[i] = b.auction;
+    out.bidder[i] = b.bidder;
+    out.price[i] = b.price;
+    out.date_time[i] = b.date_time;
+    out.pad_state[i] = pad.state;
+    out.pad_size[i] = pad.size;
+  }
 }
 
 std::string generator::describe(std::uint64_t n) const {
@@ -709,6 +924,72 @@ void row_appender::complete(event_kind k, record_batch& out) const {
   for (std::size_t c = 0; c < schema->size(); ++c) {
     const bool generated = schema->at(c).type != type_id::string || wants(fields, c);
     out.columns[c].validity.resize(out.num_rows, generated ? 1 : 0);
+  }
+}
+
+void row_appender::append_bids(const generator& g, const std::uint64_t* ns, std::size_t count,
+                               record_batch& out) {
+  auto& c = out.columns;
+  const bool with_channel = wants(fields, bid_field::channel);
+  const bool with_url = wants(fields, bid_field::url);
+  const bool with_extra = wants(fields, bid_field::extra);
+  const auto append_all = [](column& col, const std::array<std::int64_t, max_bids_at_once>& v,
+                             std::size_t m) { col.ints.insert(col.ints.end(), v.begin(), v.begin() + m); };
+  while (count > 0) {
+    const std::size_t m = std::min(count, max_bids_at_once);
+    // First every field but the padding, remembering where each padding's
+    // draws start and how long it is; then the paddings, back to back at
+    // offsets known in advance.
+    std::int64_t total = 0;
+    if (!with_channel && !with_url) {
+      // The numbers eight bids at a time (generator::bid_numbers_of).
+      g.bid_numbers_of(ns, m, with_extra, numbers_);
+      append_all(c[0], numbers_.auction, m);
+      append_all(c[1], numbers_.bidder, m);
+      append_all(c[2], numbers_.price, m);
+      append_all(c[5], numbers_.date_time, m);
+      out.timestamps.insert(out.timestamps.end(), numbers_.date_time.begin(),
+                            numbers_.date_time.begin() + m);
+      for (std::size_t i = 0; i < m; ++i) {
+        pads_[i] = generator::padding{numbers_.pad_state[i], numbers_.pad_size[i]};
+        total += numbers_.pad_size[i];
+        c[3].offsets.push_back(0);
+        c[4].offsets.push_back(0);
+      }
+    } else {
+      for (std::size_t i = 0; i < m; ++i) {
+        const generator::padding pad = g.bid_fields(ns[i], b, fields);
+        pads_[i] = pad;
+        total += pad.size;
+        put(c[0], b.auction);
+        put(c[1], b.bidder);
+        put(c[2], b.price);
+        put(c[3], b.channel, with_channel);
+        put(c[4], b.url, with_url);
+        put(c[5], b.date_time);
+        out.timestamps.push_back(b.date_time);
+      }
+    }
+    column& extra = c[6];
+    const std::size_t base = extra.chars.size();
+    if (with_extra)
+      extra.chars.resize(base + static_cast<std::size_t>(total) + event_random::letters_slack);
+    char* at = extra.chars.data() + base;
+    std::uint32_t end = static_cast<std::uint32_t>(base);
+    for (std::size_t i = 0; i < m; ++i) {
+      if (with_extra) {
+        event_random r{pads_[i].state};
+        r.write_letters(at, pads_[i].size);
+        at += pads_[i].size;
+        end += static_cast<std::uint32_t>(pads_[i].size);
+      }
+      extra.offsets.push_back(end);
+    }
+    if (with_extra)
+      extra.chars.resize(base + static_cast<std::size_t>(total));
+    out.num_rows += m;
+    ns += m;
+    count -= m;
   }
 }
 

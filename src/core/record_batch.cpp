@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/core/record_batch.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 namespace weir {
 
@@ -123,6 +129,68 @@ void column::append_from(const column& other, std::size_t row) {
       validity.push_back(0);
       break;
   }
+}
+
+namespace {
+
+// Four running maxima: one would make every row wait for the comparison
+// before it (two cycles a row).
+event_time max_of(const event_time* t, std::size_t n) noexcept {
+  event_time m[4] = {min_watermark, min_watermark, min_watermark, min_watermark};
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t j = 0; j < 4; ++j)
+      m[j] = std::max(m[j], t[i + j]);
+  for (; i < n; ++i)
+    m[0] = std::max(m[0], t[i]);
+  return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define WEIR_CORE_AVX512 1
+// (GCC 12 warns about the deliberately undefined vector inside the
+// intrinsics when they are inlined: a false positive.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+__attribute__((target("avx512f"))) event_time max_of_avx512(const event_time* t,
+                                                            std::size_t n) noexcept {
+  __m512i m0 = _mm512_set1_epi64(min_watermark);
+  __m512i m1 = m0;
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm512_max_epi64(m0, _mm512_loadu_si512(t + i));
+    m1 = _mm512_max_epi64(m1, _mm512_loadu_si512(t + i + 8));
+  }
+  event_time m = _mm512_reduce_max_epi64(_mm512_max_epi64(m0, m1));
+  for (; i < n; ++i)
+    m = std::max(m, t[i]);
+  return m;
+}
+#pragma GCC diagnostic pop
+#endif
+
+} // namespace
+
+event_time record_batch::max_timestamp() const noexcept {
+#if defined(WEIR_CORE_AVX512)
+  static const bool use_avx512 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  if (use_avx512)
+    return max_of_avx512(timestamps.data(), timestamps.size());
+#endif
+  return max_of(timestamps.data(), timestamps.size());
+}
+
+std::size_t column::first_null() const noexcept {
+  if (validity.empty())
+    return 0;
+  const void* at = std::memchr(validity.data(), 0, validity.size());
+  return at == nullptr ? validity.size()
+                       : static_cast<std::size_t>(static_cast<const std::uint8_t*>(at)
+                                                  - validity.data());
 }
 
 bool column::has_values() const noexcept {

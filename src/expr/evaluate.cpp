@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <type_traits>
 
 #include <libdivide.h>
 
@@ -74,8 +75,17 @@ void and_validity(std::uint8_t* out, const operand& a, const operand& b,
 template <class T>
 void zero_nulls(std::vector<T>& values, const std::vector<std::uint8_t>& validity) {
   const std::size_t rows = validity.size();
-  for (std::size_t i = 0; i < rows; ++i)
-    values[i] = validity[i] ? values[i] : T{};
+  T* v = values.data();
+  const std::uint8_t* ok = validity.data();
+  if constexpr (std::is_integral_v<T>) {
+    // With a mask rather than a condition, which GCC compiles to a branch
+    // per row for bytes.
+    for (std::size_t i = 0; i < rows; ++i)
+      v[i] = static_cast<T>(v[i] & static_cast<T>(0 - static_cast<T>(ok[i] != 0)));
+  } else {
+    for (std::size_t i = 0; i < rows; ++i)
+      v[i] = ok[i] ? v[i] : T{};
+  }
 }
 
 // The same for int64 with a mask, a loop the compiler vectorizes.

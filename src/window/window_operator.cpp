@@ -1273,9 +1273,12 @@ public:
         // first the partial of the row before.
         const bool null = int_keys && int_keys->is_null(row);
         const std::int64_t v = int_keys && !null ? int_keys->ints[row] : 0;
-        partial* pa = last_slot_.at;
-        if (pa == nullptr || last_slot_.key != v || last_slot_.slice != a
-            || last_slot_.null != null) {
+        // First the direct-mapped cache by the key's low bits: with a few
+        // hundred keys per slice (YSB's campaigns) every row hits it and
+        // takes no branch that depends on the data; then the index.
+        int_slot& cached = recent_[static_cast<std::uint64_t>(v) & (recent_size - 1)];
+        partial* pa = cached.at;
+        if (pa == nullptr || cached.key != v || cached.slice != a || cached.null != null) {
           const std::size_t at = find_int(v, null, a);
           pa = int_index_[at].at;
           if (pa == nullptr) {
@@ -1284,7 +1287,7 @@ public:
             if (++int_used_ * 2 > int_index_.size())
               rebuild_int_index(int_index_.size() * 2);
           }
-          last_slot_ = int_slot{v, a, pa, null};
+          recent_[static_cast<std::uint64_t>(v) & (recent_size - 1)] = int_slot{v, a, pa, null};
         }
         ++pa->rows;
         targets_.push_back(internal::row_target{row, pa->accs.data()});
@@ -1388,7 +1391,7 @@ private:
       slots *= 2;
     int_index_.assign(slots, int_slot{});
     int_used_ = 0;
-    last_slot_ = int_slot{}; // partials_ changed
+    recent_.assign(recent_size, int_slot{}); // partials_ changed
     for (partial& pa : partials_) {
       const auto* iv = pa.keys.empty() ? nullptr : std::get_if<std::int64_t>(&pa.keys[0]);
       const bool null = !pa.keys.empty() && iv == nullptr;
@@ -1404,7 +1407,7 @@ private:
     if (partials_.empty() || last_ms(oldest_) > through)
       return; // nothing due (oldest_ is the earliest slice held)
     // (oldest_ is exact, so some partial is due; checked before any is
-    // moved, as int_index_ and last_slot_ point into partials_.)
+    // moved, as int_index_ and recent_ point into partials_.)
     if (std::none_of(partials_.begin(), partials_.end(),
                      [&](const partial& pa) { return last_ms(pa.slice) <= through; }))
       return;
@@ -1453,7 +1456,9 @@ private:
   bool int_key_ = false; // one int64 key: int_index_ instead of index_
   std::vector<int_slot> int_index_;
   std::size_t int_used_ = 0;
-  int_slot last_slot_; // the previous row's partial (at == nullptr: none)
+  // Recently used partials by the key's low bits (at == nullptr: none).
+  static constexpr std::size_t recent_size = 1024;
+  std::vector<int_slot> recent_ = std::vector<int_slot>(recent_size);
   event_time oldest_ = max_watermark; // the earliest slice held
   event_time watermark_ = min_watermark;
   std::vector<internal::row_target> targets_;

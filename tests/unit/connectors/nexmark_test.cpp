@@ -286,6 +286,95 @@ TEST_CASE("letters and text map random bytes as the generator rules say") {
   }
 }
 
+TEST_CASE("write_letters writes what letters appends, and touches at most the slack after") {
+  bool& avx512 = weir::nexmark::detail::letters_use_avx512();
+  const bool had_avx512 = avx512;
+  for (const bool use_avx512 : {had_avx512, false})
+  for (std::int64_t len = 0; len <= 200; ++len) {
+    CAPTURE(use_avx512);
+    CAPTURE(len);
+    avx512 = use_avx512;
+    event_random r{0x5150 + static_cast<std::uint64_t>(len)};
+    event_random ref = r;
+    std::string want;
+    ref.letters(want, len);
+    const std::size_t guard = 16;
+    const std::size_t room = static_cast<std::size_t>(len) + event_random::letters_slack;
+    std::string buffer(room + guard, '#');
+    r.write_letters(buffer.data(), len);
+    CHECK(buffer.substr(0, static_cast<std::size_t>(len)) == want);
+    CHECK(buffer.substr(room) == std::string(guard, '#')); // nothing past the slack
+    CHECK(r.state() == ref.state()); // the same draws
+  }
+  avx512 = had_avx512;
+}
+
+TEST_CASE("bid_numbers_of gives bid_fields's numbers, eight at a time or one by one") {
+  // The AVX-512 path follows bid_fields step by step; compared on many
+  // bids, with the coins' ratios, proportions and padding sizes varied so
+  // that every branch of the rules is taken (hot and random auctions and
+  // bidders, each price draw, paddings with and without a size draw).
+  bool& avx512 = weir::nexmark::detail::letters_use_avx512();
+  const bool had_avx512 = avx512;
+  std::vector<generator_config> configs(5);
+  configs[1].seed = 42;
+  configs[1].hot_auction_ratio = 1; // every auction hot
+  configs[1].hot_bidder_ratio = 1;
+  configs[2].seed = 7;
+  configs[2].hot_auction_ratio = 100;
+  configs[2].hot_bidder_ratio = 3;
+  configs[2].person_proportion = 3;
+  configs[2].auction_proportion = 5;
+  configs[2].bid_proportion = 9;
+  configs[2].avg_bid_bytes = 35; // delta 1
+  configs[3].avg_bid_bytes = 33; // delta 0: no size draw
+  configs[4].avg_bid_bytes = 20; // under the fixed part: no padding
+  for (const bool use_avx512 : {had_avx512, false})
+  for (std::size_t k = 0; k < configs.size(); ++k)
+  for (const bool with_extra : {true, false}) {
+    CAPTURE(use_avx512);
+    CAPTURE(k);
+    CAPTURE(with_extra);
+    avx512 = use_avx512;
+    const generator g{configs[k]};
+    const field_mask fields = with_extra ? fields_of({bid_field::extra}) : field_mask{0};
+    // The bids of the first events, then of events around 10^12 (whole
+    // blocks later, so of the same kinds).
+    const auto total = static_cast<std::uint64_t>(configs[k].total_proportion());
+    const std::uint64_t later = 1'000'000'000'000ULL / total * total;
+    std::vector<std::uint64_t> ns;
+    for (std::uint64_t n = 0; ns.size() < 20'000; ++n)
+      if (g.kind_of(n) == event_kind::bid)
+        ns.push_back(n + (ns.size() > 10'000 ? later : 0));
+    generator::bid_numbers got;
+    bid b;
+    std::size_t mismatches = 0;
+    for (std::size_t at = 0; at < ns.size(); at += generator::max_bid_numbers) {
+      // Ragged counts too: a tail shorter than eight goes one by one.
+      const std::size_t count =
+        std::min<std::size_t>(ns.size() - at, generator::max_bid_numbers - (at / 64) % 11);
+      g.bid_numbers_of(ns.data() + at, count, with_extra, got);
+      for (std::size_t i = 0; i < count; ++i) {
+        const auto pad = g.bid_fields(ns[at + i], b, fields);
+        mismatches += got.auction[i] != b.auction || got.bidder[i] != b.bidder
+                      || got.price[i] != b.price || got.date_time[i] != b.date_time
+                      || got.pad_size[i] != pad.size || got.pad_state[i] != pad.state;
+      }
+      at -= generator::max_bid_numbers - count;
+    }
+    CHECK(mismatches == 0);
+    // and bid_fields plus the padding's letters is make_bid
+    bid whole;
+    g.make_bid(ns[5], whole, fields);
+    const auto pad = g.bid_fields(ns[5], b, fields);
+    std::string extra;
+    event_random{pad.state}.letters(extra, pad.size);
+    CHECK(extra == whole.extra);
+    CHECK(b.price == whole.price);
+  }
+  avx512 = had_avx512;
+}
+
 TEST_CASE("ahead gives the next draws without taking them, and skip takes them") {
   for (const std::uint64_t seed : {0ULL, 1ULL, 0xFFFFFFFFFFFFFFFFULL, 0x9E3779B97F4A7C15ULL}) {
     CAPTURE(seed);

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 using weir::batch_builder;
 using weir::field;
 using weir::make_schema;
@@ -78,6 +80,37 @@ TEST_CASE("finish hands over the rows and starts an empty batch with the same sc
   auto second = b.finish();
   CHECK(second->columns[0].ints == std::vector<std::int64_t>{8});
   CHECK(first->schema == second->schema);
+}
+
+TEST_CASE("max_timestamp is the largest event time at every length and position") {
+  // The AVX-512 path takes sixteen at a time: lengths around multiples of
+  // 16, the largest in the vector part and in the tail, negative times.
+  for (std::size_t n = 0; n <= 70; ++n)
+    for (std::size_t top = 0; top < std::max<std::size_t>(n, 1); top += 3) {
+      CAPTURE(n);
+      CAPTURE(top);
+      weir::record_batch b;
+      for (std::size_t i = 0; i < n; ++i)
+        b.timestamps.push_back(-1'000'000 + static_cast<weir::event_time>((i * 7919) % 1000));
+      if (n > 0)
+        b.timestamps[top] = 5'000'000;
+      const auto want = n == 0 ? weir::min_watermark
+                               : *std::max_element(b.timestamps.begin(), b.timestamps.end());
+      CHECK(b.max_timestamp() == want);
+    }
+}
+
+TEST_CASE("first_null finds the first null row, or says there is none") {
+  weir::column c{weir::type_id::int64};
+  CHECK(c.first_null() == 0);
+  for (int i = 0; i < 100; ++i)
+    c.append_int(i);
+  CHECK(c.first_null() == 100);
+  c.validity[77] = 0;
+  c.validity[90] = 0;
+  CHECK(c.first_null() == 77);
+  c.validity[0] = 0;
+  CHECK(c.first_null() == 0);
 }
 
 TEST_CASE("schema looks fields up by name and renders itself") {
