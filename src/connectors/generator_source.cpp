@@ -194,13 +194,21 @@ public:
     }
     if (with_generation_time_)
       out->columns.push_back(generation_times(pacer_, pacer_.emitted(), n));
-    if (gen_.event_time_index) {
-      const column& et = out->columns[*gen_.event_time_index];
+    if (const auto t = gen_.event_time_index) {
+      column& et = out->columns[*t];
       if (const std::size_t j = et.first_null(); j < n)
-        throw std::runtime_error("generator: event-time field '"
-                                 + gen_.output->at(*gen_.event_time_index).name
+        throw std::runtime_error("generator: event-time field '" + gen_.output->at(*t).name
                                  + "' is null at seq " + std::to_string(seq.ints[j]));
-      out->timestamps.assign(et.ints.begin(), et.ints.begin() + static_cast<std::ptrdiff_t>(n));
+      if (*t < needed_.size() && !needed_[*t]) {
+        // Read by nothing downstream but the event time: its values move
+        // there, and it goes on as the other unread fields do.
+        out->timestamps = std::move(et.ints);
+        out->timestamps.resize(n);
+        et.ints.clear();
+        et.validity.assign(n, 0);
+      } else {
+        out->timestamps.assign(et.ints.begin(), et.ints.begin() + static_cast<std::ptrdiff_t>(n));
+      }
     }
     next_ += n;
     pacer_.emitted(n);
