@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -762,9 +763,13 @@ bid_numbers_x8(const generator_config& c, std::uint64_t mixed_seed, const std::u
 
 void generator::bid_numbers_of(const std::uint64_t* ns, std::size_t count, bool with_extra,
                                bid_numbers& out) const {
+  if (count > max_bid_numbers)
+    throw std::length_error("nexmark: bid_numbers_of takes at most " +
+                            std::to_string(max_bid_numbers) + " bids, got " +
+                            std::to_string(count));
   std::size_t i = 0;
 #if defined(WEIR_NEXMARK_AVX512)
-  if (count > 0 && bid_numbers_apply(ns[count - 1]))
+  if (count > 0 && bid_numbers_apply(*std::max_element(ns, ns + count)))
     for (; i + 8 <= count; i += 8)
       bid_numbers_x8(config_, mixed_seed_, ns + i, with_extra, out, i);
   for (std::size_t j = 0; j < i; ++j) {
@@ -953,8 +958,8 @@ void row_appender::append_bids(const generator& g, const std::uint64_t* ns, std:
       for (std::size_t i = 0; i < m; ++i) {
         pads_[i] = generator::padding{numbers_.pad_state[i], numbers_.pad_size[i]};
         total += numbers_.pad_size[i];
-        c[3].offsets.push_back(0);
-        c[4].offsets.push_back(0);
+        c[3].offsets.push_back(static_cast<std::uint32_t>(c[3].chars.size()));
+        c[4].offsets.push_back(static_cast<std::uint32_t>(c[4].chars.size()));
       }
     } else {
       for (std::size_t i = 0; i < m; ++i) {

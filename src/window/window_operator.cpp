@@ -1269,8 +1269,7 @@ public:
       const event_time a = slice_of(in.timestamps[row]);
       if (int_key_) {
         // One int64 key (YSB's campaign, Nexmark's auction) or none (q7):
-        // found by value and slice, the key encoded only for a new partial;
-        // first the partial of the row before.
+        // found by value and slice, the key encoded only for a new partial.
         const bool null = int_keys && int_keys->is_null(row);
         const std::int64_t v = int_keys && !null ? int_keys->ints[row] : 0;
         // First the direct-mapped cache by the key's low bits: with a few

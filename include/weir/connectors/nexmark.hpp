@@ -239,11 +239,12 @@ public:
     std::array<std::uint64_t, max_bid_numbers> pad_state{}; ///< padding::state
     std::array<std::int64_t, max_bid_numbers> pad_size{};   ///< padding::size
   };
-  /// `bid_fields` of the bids `ns[0 .. count)` (count <= max_bid_numbers,
-  /// each event of kind bid) without their channel and URL, the padding
-  /// sized only `with_extra`: the same values, eight bids at a time with
-  /// AVX-512 (F, DQ) where the processor has it (and the event numbers
-  /// stay under 2^52).
+  /// `bid_fields` of the bids `ns[0 .. count)` (each event of kind bid, in
+  /// any order) without their channel and URL, the padding sized only
+  /// `with_extra`: the same values, eight bids at a time with AVX-512
+  /// (F, DQ) where the processor has it (and every event number is under
+  /// 2^52), else one by one. Throws std::length_error when count is over
+  /// max_bid_numbers.
   void bid_numbers_of(const std::uint64_t* ns, std::size_t count, bool with_extra,
                       bid_numbers& out) const;
 

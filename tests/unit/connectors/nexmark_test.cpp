@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 using namespace std::chrono_literals;
@@ -373,6 +374,72 @@ TEST_CASE("bid_numbers_of gives bid_fields's numbers, eight at a time or one by 
     CHECK(b.price == whole.price);
   }
   avx512 = had_avx512;
+}
+
+TEST_CASE("bid_numbers_of falls back to one by one at event numbers of 2^52 and over") {
+  const generator g{generator_config{}};
+  std::vector<std::uint64_t> ns;
+  const std::uint64_t limit = std::uint64_t{1} << 52;
+  for (std::uint64_t n = limit - 40; ns.size() < 64; ++n)
+    if (g.kind_of(n) == event_kind::bid)
+      ns.push_back(n); // the last ones at and past 2^52
+  REQUIRE(ns.back() >= limit);
+  std::reverse(ns.begin(), ns.end()); // the largest first: any order
+  generator::bid_numbers got;
+  g.bid_numbers_of(ns.data(), ns.size(), true, got);
+  bid b;
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    CAPTURE(i);
+    const auto pad = g.bid_fields(ns[i], b, fields_of({bid_field::extra}));
+    CHECK(got.auction[i] == b.auction);
+    CHECK(got.bidder[i] == b.bidder);
+    CHECK(got.price[i] == b.price);
+    CHECK(got.date_time[i] == b.date_time);
+    CHECK(got.pad_state[i] == pad.state);
+  }
+  CHECK_THROWS_AS(g.bid_numbers_of(ns.data(), generator::max_bid_numbers + 1, true, got),
+                  std::length_error);
+}
+
+TEST_CASE("append_bids appends the rows append does, for every field mask") {
+  const generator g{generator_config{}};
+  std::vector<std::uint64_t> ns;
+  for (std::uint64_t n = 0; ns.size() < 300; ++n)
+    if (g.kind_of(n) == event_kind::bid)
+      ns.push_back(n);
+  const auto make_batch = [] {
+    weir::record_batch b;
+    b.schema = weir::nexmark::bid_schema();
+    for (std::size_t c = 0; c < b.schema->size(); ++c)
+      b.columns.emplace_back(b.schema->at(c).type);
+    return b;
+  };
+  for (const field_mask fields :
+       {all_fields, field_mask{0}, fields_of({bid_field::extra}),
+        fields_of({bid_field::channel, bid_field::extra}), fields_of({bid_field::url})}) {
+    CAPTURE(fields);
+    weir::nexmark::row_appender one, many;
+    one.fields = many.fields = fields;
+    auto want = make_batch();
+    auto got = make_batch();
+    for (const auto n : ns)
+      one.append(g, event_kind::bid, n, want);
+    // More than one pass: 300 bids in calls of 1, 150 and 149.
+    many.append_bids(g, ns.data(), 1, got);
+    many.append_bids(g, ns.data() + 1, 150, got);
+    many.append_bids(g, ns.data() + 151, 149, got);
+    one.complete(event_kind::bid, want);
+    many.complete(event_kind::bid, got);
+    REQUIRE(got.num_rows == want.num_rows);
+    CHECK(got.timestamps == want.timestamps);
+    for (std::size_t c = 0; c < want.columns.size(); ++c) {
+      CAPTURE(c);
+      CHECK(got.columns[c].validity == want.columns[c].validity);
+      CHECK(got.columns[c].ints == want.columns[c].ints);
+      CHECK(got.columns[c].offsets == want.columns[c].offsets);
+      CHECK(got.columns[c].chars == want.columns[c].chars);
+    }
+  }
 }
 
 TEST_CASE("ahead gives the next draws without taking them, and skip takes them") {
