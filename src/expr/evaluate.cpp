@@ -75,12 +75,12 @@ void and_validity(std::uint8_t* out, const operand& a, const operand& b,
 // Null rows hold 0 / 0.0 / false (record_batch.hpp).
 // Whether every row is valid: then there is nothing to zero (memchr reads
 // the bytes far faster than a masking pass writes the values).
-bool all_valid(const std::vector<std::uint8_t>& validity) noexcept {
+bool all_valid(const buffer<std::uint8_t>& validity) noexcept {
   return validity.empty() || std::memchr(validity.data(), 0, validity.size()) == nullptr;
 }
 
 template <class T>
-void zero_nulls(std::vector<T>& values, const std::vector<std::uint8_t>& validity) {
+void zero_nulls(buffer<T>& values, const buffer<std::uint8_t>& validity) {
   if (all_valid(validity))
     return;
   const std::size_t rows = validity.size();
@@ -98,7 +98,7 @@ void zero_nulls(std::vector<T>& values, const std::vector<std::uint8_t>& validit
 }
 
 // The same for int64 with a mask, a loop the compiler vectorizes.
-void zero_nulls(std::vector<std::int64_t>& values, const std::vector<std::uint8_t>& validity) {
+void zero_nulls(buffer<std::int64_t>& values, const buffer<std::uint8_t>& validity) {
   if (all_valid(validity))
     return;
   const std::size_t rows = validity.size();
@@ -517,6 +517,7 @@ column in_set_lookup(const in_set& set, const operand& x, bool negated,
       set_lookup(set.strings, [&](std::size_t i) { return c.str(i); }, vx, rows, hit);
       break;
     default:
+      std::fill(hit, hit + rows, std::uint8_t{0});
       break;
   }
   const std::uint8_t no_null = set.has_null ? 0 : 1;

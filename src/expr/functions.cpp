@@ -146,8 +146,8 @@ column substr(const std::vector<operand>& args, std::size_t rows) {
 // 1 where every argument is valid (SQL's null in, null out). A scalar
 // argument decides for all rows at once; columns are combined by a loop
 // over local pointers that the compiler vectorizes.
-std::vector<std::uint8_t> valid_in_all(const std::vector<operand>& args, std::size_t rows) {
-  std::vector<std::uint8_t> valid(rows, 1);
+buffer<std::uint8_t> valid_in_all(const std::vector<operand>& args, std::size_t rows) {
+  buffer<std::uint8_t> valid(rows, 1);
   for (const auto& a : args) {
     const std::uint8_t* v = a.col().validity.data();
     if (a.scalar) {
@@ -228,14 +228,17 @@ column to_timestamp(const column& c, std::size_t rows) {
       for (std::size_t i = 0; i < rows; ++i) {
         const double f = std::floor(c.floats[i]);
         // 2^63 is exactly representable; NaN fails both tests.
-        if (out.validity[i] && f >= -9223372036854775808.0 && f < 9223372036854775808.0)
+        if (out.validity[i] && f >= -9223372036854775808.0 && f < 9223372036854775808.0) {
           out.ints[i] = static_cast<std::int64_t>(f);
-        else
+        } else {
           out.validity[i] = 0;
+          out.ints[i] = 0;
+        }
       }
       break;
     case type_id::string:
       for (std::size_t i = 0; i < rows; ++i) {
+        out.ints[i] = 0; // (resize leaves it indeterminate; null rows hold 0)
         if (!out.validity[i])
           continue;
         if (auto ms = parse_iso8601(c.str(i)))
@@ -245,6 +248,7 @@ column to_timestamp(const column& c, std::size_t rows) {
       }
       break;
     default:
+      std::fill(out.ints.begin(), out.ints.end(), 0);
       break;
   }
   return out;

@@ -1248,6 +1248,10 @@ public:
     int_key_ = keys.empty() // (one key for all: 0)
                || (keys.size() == 1 && (plan_->input->at(keys[0]).type == type_id::int64
                                         || plan_->input->at(keys[0]).type == type_id::timestamp));
+    rows_only_ = true;
+    for (std::size_t j = 0; j < plan_->aggregates.size(); ++j)
+      rows_only_ = rows_only_
+                   && plan_->aggregates.function(j).kind == internal::aggregate_kind::count_rows;
   }
 
   void process_batch(const record_batch_ptr& batch, output_collector& out) override {
@@ -1259,7 +1263,9 @@ public:
                              "timestamps; assign event time at the source");
     const auto& p = *plan_;
     const auto& s = *p.slicing;
-    auto args = p.aggregates.evaluate(in);
+    // Only count(*): a partial's row count is every result (see emit), so
+    // rows are counted and no accumulator is visited.
+    const auto args = rows_only_ ? std::vector<column>{} : p.aggregates.evaluate(in);
     targets_.clear();
     bool urgent = false;
     const column* int_keys =
@@ -1289,7 +1295,8 @@ public:
           recent_[static_cast<std::uint64_t>(v) & (recent_size - 1)] = int_slot{v, a, pa, null};
         }
         ++pa->rows;
-        targets_.push_back(internal::row_target{row, pa->accs.data()});
+        if (!rows_only_)
+          targets_.push_back(internal::row_target{row, pa->accs.data()});
         if (last_ms(a) <= watermark_)
           urgent = true;
         continue;
@@ -1303,11 +1310,13 @@ public:
         add_partial(in, row, a);
       partial& pa = partials_[it->second];
       ++pa.rows;
-      targets_.push_back(internal::row_target{row, pa.accs.data()});
+      if (!rows_only_)
+        targets_.push_back(internal::row_target{row, pa.accs.data()});
       if (last_ms(a) <= watermark_)
         urgent = true;
     }
-    p.aggregates.update(args, targets_);
+    if (!rows_only_)
+      p.aggregates.update(args, targets_);
     if (partials_.size() > max_held)
       emit(out, max_watermark); // bounded memory with many keys per slice
     else if (urgent)
@@ -1423,6 +1432,9 @@ private:
       for (std::size_t k = 0; k < nkeys; ++k)
         b.col(k).append_value(pa.keys[k]);
       b.col(nkeys).append_int(pa.rows);
+      if (rows_only_)
+        for (auto& acc : pa.accs)
+          acc.count = pa.rows; // count(*)'s accumulator, as update would have left it
       encoded_.clear();
       state::codec<std::vector<internal::accumulator>>::encode(pa.accs, encoded_);
       b.col(nkeys + 1).append_string(encoded_);
@@ -1453,6 +1465,7 @@ private:
   };
   std::unordered_map<std::string, std::size_t, index_hash> index_; // keys as bytes
   bool int_key_ = false; // one int64 key: int_index_ instead of index_
+  bool rows_only_ = false; // every aggregate is count(*)
   std::vector<int_slot> int_index_;
   std::size_t int_used_ = 0;
   // Recently used partials by the key's low bits (at == nullptr: none).

@@ -219,7 +219,7 @@ TEST_CASE("fields nothing reads come out null without values, and a filter's tak
   CHECK(b->columns[0].has_values());
   CHECK(b->columns[2].has_values());
   const auto picked = b->take({1, 5, 19});
-  CHECK(picked.columns[0].ints == std::vector<std::int64_t>{1, 5, 19});
+  CHECK(picked.columns[0].ints == weir::buffer<std::int64_t>{1, 5, 19});
   CHECK_FALSE(picked.columns[3].has_values());
   CHECK(picked.columns[3].size() == 3);
   CHECK(picked.columns[3].is_null(2));

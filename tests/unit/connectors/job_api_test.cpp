@@ -137,11 +137,11 @@ TEST_CASE("a projection takes the columns of a batch it alone holds, and copies 
     return b.finish();
   };
   auto check_output = [](const weir::record_batch& r) {
-    CHECK(r.columns[0].ints == std::vector<std::int64_t>{0, 1, 2, 3, 4});
-    CHECK(r.columns[1].ints == std::vector<std::int64_t>{0, 101, 202, 303, 404});
-    CHECK(r.columns[2].ints == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+    CHECK(r.columns[0].ints == weir::buffer<std::int64_t>{0, 1, 2, 3, 4});
+    CHECK(r.columns[1].ints == weir::buffer<std::int64_t>{0, 101, 202, 303, 404});
+    CHECK(r.columns[2].ints == weir::buffer<std::int64_t>{0, 1, 2, 3, 4});
     CHECK(r.columns[3].str(4) == "qqqq");
-    CHECK(r.timestamps == std::vector<weir::event_time>{0, 1, 2, 3, 4});
+    CHECK(r.timestamps == weir::buffer<weir::event_time>{0, 1, 2, 3, 4});
   };
   SUBCASE("shared: the input stays whole") {
     auto batch = make_batch();

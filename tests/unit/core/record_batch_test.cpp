@@ -29,7 +29,7 @@ TEST_CASE("a rolled-back row leaves no trace in any column") {
   CHECK(batch->columns[0].str(1) == "second");
   CHECK(batch->columns[1].is_valid(0));
   CHECK(batch->columns[1].is_null(1));
-  CHECK(batch->timestamps == std::vector<weir::event_time>{1, 2});
+  CHECK(batch->timestamps == weir::buffer<weir::event_time>{1, 2});
 }
 
 TEST_CASE("take copies the selected rows with their timestamps and nulls") {
@@ -48,7 +48,7 @@ TEST_CASE("take copies the selected rows with their timestamps and nulls") {
   CHECK(picked.columns[0].str(1) == "x");
   CHECK(picked.columns[1].floats[0] == doctest::Approx(6.0));
   CHECK(picked.columns[1].is_null(1));
-  CHECK(picked.timestamps == std::vector<weir::event_time>{40, 10});
+  CHECK(picked.timestamps == weir::buffer<weir::event_time>{40, 10});
 }
 
 TEST_CASE("take of an all-null column keeps its value slots, zero-filled") {
@@ -62,7 +62,7 @@ TEST_CASE("take of an all-null column keeps its value slots, zero-filled") {
   REQUIRE(batch->columns[0].has_values());
   const auto picked = batch->take({3, 0});
   CHECK(picked.columns[0].has_values());
-  CHECK(picked.columns[0].ints == std::vector<std::int64_t>{0, 0});
+  CHECK(picked.columns[0].ints == weir::buffer<std::int64_t>{0, 0});
   CHECK(picked.columns[1].has_values());
   CHECK(picked.columns[1].str(1).empty());
   CHECK(picked.columns[0].is_null(0));
@@ -78,7 +78,7 @@ TEST_CASE("finish hands over the rows and starts an empty batch with the same sc
   b.col(0).append_int(8);
   b.commit_row();
   auto second = b.finish();
-  CHECK(second->columns[0].ints == std::vector<std::int64_t>{8});
+  CHECK(second->columns[0].ints == weir::buffer<std::int64_t>{8});
   CHECK(first->schema == second->schema);
 }
 

@@ -86,7 +86,7 @@ inline decoded decode_text(record_decoder& dec, std::string_view text) {
       row.push_back(c.get(r));
     out.rows.push_back(std::move(row));
   }
-  out.timestamps = batch->timestamps;
+  out.timestamps.assign(batch->timestamps.begin(), batch->timestamps.end());
   return out;
 }
 
