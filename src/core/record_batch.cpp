@@ -270,6 +270,31 @@ record_batch record_batch::take(const std::vector<std::uint32_t>& selection,
       dst.validity.assign(n, 0);
       continue;
     }
+    if (c.first_null() == c.size()) {
+      // Valid throughout, the usual case: the values alone are gathered.
+      dst.validity.assign(n, 1);
+      switch (c.type) {
+        case type_id::int64:
+        case type_id::timestamp: {
+          dst.ints.resize(n);
+          std::int64_t* d = dst.ints.data();
+          const std::int64_t* src = c.ints.data();
+          for (std::size_t i = 0; i < n; ++i)
+            d[i] = src[sel[i]];
+          continue;
+        }
+        case type_id::float64: {
+          dst.floats.resize(n);
+          double* d = dst.floats.data();
+          const double* src = c.floats.data();
+          for (std::size_t i = 0; i < n; ++i)
+            d[i] = src[sel[i]];
+          continue;
+        }
+        default:
+          break; // (the general gather below)
+      }
+    }
     std::uint8_t any_valid = 0;
     for (std::size_t i = 0; i < c.validity.size(); ++i)
       any_valid |= valid[i];
@@ -330,9 +355,11 @@ record_batch record_batch::take(const std::vector<std::uint32_t>& selection,
     }
   }
   if (has_timestamps()) {
-    out.timestamps.reserve(selection.size());
-    for (auto row : selection)
-      out.timestamps.push_back(timestamps[row]);
+    out.timestamps.resize(n);
+    event_time* d = out.timestamps.data();
+    const event_time* src = timestamps.data();
+    for (std::size_t i = 0; i < n; ++i)
+      d[i] = src[sel[i]];
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include "weir/expr/random.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace weir::expr {
 
@@ -53,10 +54,63 @@ std::optional<std::size_t> compiled_expression::field_reference() const noexcept
   return std::nullopt;
 }
 
+namespace {
+
+// The selection of `field <op> literal` over int64 (or timestamp) values,
+// straight from the column: no boolean column in between. Rows whose value
+// is null are not selected, as a null comparison is not true.
+template <class Cmp>
+std::size_t select_compared(const column& c, std::int64_t literal, std::size_t rows,
+                            std::uint32_t* o, Cmp cmp) {
+  const std::int64_t* x = c.ints.data();
+  const std::uint8_t* v = c.validity.data();
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    o[k] = static_cast<std::uint32_t>(i);
+    k += static_cast<std::size_t>(v[i] & static_cast<std::uint8_t>(cmp(x[i], literal)));
+  }
+  return k;
+}
+
+// The fused form of select for `int64 field <op> int64 literal`; false
+// when the expression has another shape.
+bool select_field_vs_literal(const node& n, const record_batch& batch,
+                             std::vector<std::uint32_t>& out) {
+  if (n.kind != node_kind::compare || n.children.size() != 2)
+    return false;
+  const node& f = *n.children[0];
+  const node& l = *n.children[1];
+  const auto is_int = [](type_id t) { return t == type_id::int64 || t == type_id::timestamp; };
+  if (f.kind != node_kind::field || !is_int(f.type) || !l.is_literal() || !is_int(l.type)
+      || l.constant.is_null(0) || f.field_index >= batch.columns.size())
+    return false;
+  const column& c = batch.columns[f.field_index];
+  if (!is_int(c.type) || !c.has_values())
+    return false; // (the general path reports a column of another shape)
+  const std::size_t rows = batch.num_rows;
+  const std::int64_t lit = l.constant.ints[0];
+  out.resize(rows);
+  std::size_t k = 0;
+  switch (n.cmp) {
+    case compare_op::eq: k = select_compared(c, lit, rows, out.data(), std::equal_to<>{}); break;
+    case compare_op::ne: k = select_compared(c, lit, rows, out.data(), std::not_equal_to<>{}); break;
+    case compare_op::lt: k = select_compared(c, lit, rows, out.data(), std::less<>{}); break;
+    case compare_op::le: k = select_compared(c, lit, rows, out.data(), std::less_equal<>{}); break;
+    case compare_op::gt: k = select_compared(c, lit, rows, out.data(), std::greater<>{}); break;
+    case compare_op::ge: k = select_compared(c, lit, rows, out.data(), std::greater_equal<>{}); break;
+  }
+  out.resize(k);
+  return true;
+}
+
+} // namespace
+
 std::vector<std::uint32_t>
 compiled_expression::select(const record_batch& batch) const {
   std::vector<std::uint32_t> out;
   if (!root_ || root_->type != type_id::boolean)
+    return out;
+  if (select_field_vs_literal(*root_, batch, out))
     return out;
   const operand r = evaluate_node(*root_, batch);
   const column& c = r.col();

@@ -622,6 +622,38 @@ TEST_CASE("select returns ascending indices of rows whose condition is true") {
   CHECK(o->select(*b) == std::vector<std::uint32_t>{2, 3});
 }
 
+TEST_CASE("select of an int field against a literal agrees with evaluating the condition") {
+  // `field <op> literal` selects straight from the column; the other
+  // shapes (literal first, two fields) evaluate a boolean column first.
+  // Both must pick the rows whose condition is true, nulls excluded.
+  std::vector<std::vector<value>> rows;
+  for (int i = 0; i < 70; ++i)
+    rows.push_back({i % 7 == 3 ? null_v : value{std::int64_t{(i * 37) % 11 - 5}},
+                    std::string{"/x"}, std::int64_t{i % 4}});
+  auto b = make_batch(rows);
+  for (const std::string op : {"=", "<>", "<", "<=", ">", ">="})
+    for (const std::string lit : {"-5", "0", "2", "9"}) {
+      const std::string text = "status " + op + " " + lit;
+      CAPTURE(text);
+      auto e = compile_condition(text, *test_schema());
+      REQUIRE(e);
+      const column c = e->evaluate(*b);
+      std::vector<std::uint32_t> want;
+      for (std::uint32_t i = 0; i < b->num_rows; ++i)
+        if (c.is_valid(i) && c.bools[i])
+          want.push_back(i);
+      CHECK(e->select(*b) == want);
+      auto flipped = compile_condition(lit + " " + op + " status", *test_schema());
+      REQUIRE(flipped);
+      const column f = flipped->evaluate(*b);
+      std::vector<std::uint32_t> want_flipped;
+      for (std::uint32_t i = 0; i < b->num_rows; ++i)
+        if (f.is_valid(i) && f.bools[i])
+          want_flipped.push_back(i);
+      CHECK(flipped->select(*b) == want_flipped);
+    }
+}
+
 TEST_CASE("select on a constant or a bool field") {
   auto b = make_batch({{null_v, null_v, null_v, null_v, true},
                        {null_v, null_v, null_v, null_v, false},
