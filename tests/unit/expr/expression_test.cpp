@@ -262,8 +262,10 @@ TEST_CASE("division by a constant gives the same quotients with and without AVX-
   bool& avx512 = weir::expr::detail::kernels_use_avx512();
   const bool had = avx512;
   constexpr std::int64_t limit = std::int64_t{1} << 53;
-  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{3}, std::int64_t{10},
-                               std::int64_t{100}, std::int64_t{-7}, std::int64_t{641},
+  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{2}, std::int64_t{3},
+                               std::int64_t{6}, std::int64_t{10}, std::int64_t{100},
+                               std::int64_t{123}, std::int64_t{-100}, std::int64_t{-2},
+                               std::int64_t{-7}, std::int64_t{641},
                                std::int64_t{94906267}, limit - 1, -(limit - 1)}) {
     CAPTURE(d);
     std::vector<std::int64_t> dividends{limit - 1, -(limit - 1), 0, 1, -1, d, -d};
