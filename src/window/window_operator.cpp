@@ -1271,19 +1271,28 @@ public:
     const column* int_keys =
       int_key_ && !p.key_fields.empty() ? &in.columns[p.key_fields[0]] : nullptr;
     window_start_cache slice_of{s.offset, s.slice};
-    for (std::uint32_t row = 0; row < in.num_rows; ++row) {
-      const event_time a = slice_of(in.timestamps[row]);
-      if (int_key_) {
-        // One int64 key (YSB's campaign, Nexmark's auction) or none (q7):
-        // found by value and slice, the key encoded only for a new partial.
-        const bool null = int_keys && int_keys->is_null(row);
-        const std::int64_t v = int_keys && !null ? int_keys->ints[row] : 0;
+    if (int_key_) {
+      // One int64 key (YSB's campaign, Nexmark's auction) or none (q7):
+      // found by value and slice, the key encoded only for a new partial.
+      // The loop reads through locals: the row counts it stores could alias
+      // members, which the compiler would otherwise reload every row.
+      const event_time* ts = in.timestamps.data();
+      const std::uint8_t* key_valid = int_keys ? int_keys->validity.data() : nullptr;
+      const std::int64_t* key_values = int_keys ? int_keys->ints.data() : nullptr;
+      const bool collect = !rows_only_;
+      int_slot* recent = recent_.data();
+      event_time earliest = max_watermark;
+      for (std::uint32_t row = 0; row < in.num_rows; ++row) {
+        const event_time a = slice_of(ts[row]);
+        earliest = std::min(earliest, a);
+        const bool null = key_valid && key_valid[row] == 0;
+        const std::int64_t v = key_values && !null ? key_values[row] : 0;
         // First the direct-mapped cache by the key's low bits: with a few
         // hundred keys per slice (YSB's campaigns) every row hits it and
         // takes no branch that depends on the data; then the index.
-        int_slot& cached = recent_[static_cast<std::uint64_t>(v) & (recent_size - 1)];
-        partial* pa = cached.at;
-        if (pa == nullptr || cached.key != v || cached.slice != a || cached.null != null) {
+        const auto r = static_cast<std::size_t>(static_cast<std::uint64_t>(v) & (recent_size - 1));
+        partial* pa = recent[r].at;
+        if (pa == nullptr || recent[r].key != v || recent[r].slice != a || recent[r].null != null) {
           const std::size_t at = find_int(v, null, a);
           pa = int_index_[at].at;
           if (pa == nullptr) {
@@ -1292,15 +1301,18 @@ public:
             if (++int_used_ * 2 > int_index_.size())
               rebuild_int_index(int_index_.size() * 2);
           }
-          recent_[static_cast<std::uint64_t>(v) & (recent_size - 1)] = int_slot{v, a, pa, null};
+          recent = recent_.data(); // (a rebuild refills it)
+          recent[r] = int_slot{v, a, pa, null};
         }
         ++pa->rows;
-        if (!rows_only_)
+        if (collect)
           targets_.push_back(internal::row_target{row, pa->accs.data()});
-        if (last_ms(a) <= watermark_)
-          urgent = true;
-        continue;
       }
+      // (last_ms grows with the slice: the earliest decides)
+      urgent = earliest != max_watermark && last_ms(earliest) <= watermark_;
+    }
+    for (std::uint32_t row = 0; !int_key_ && row < in.num_rows; ++row) {
+      const event_time a = slice_of(in.timestamps[row]);
       key_scratch_.clear();
       encode_key(in, p.key_fields, row, key_scratch_);
       const auto slice_key = static_cast<std::uint64_t>(a);
