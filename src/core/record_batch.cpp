@@ -248,6 +248,20 @@ void column::truncate(std::size_t rows) {
   }
 }
 
+namespace {
+
+// to[i] = from[sel[i]] for i < n.
+template <class T>
+void gather(const buffer<T>& from, const std::uint32_t* sel, std::size_t n, buffer<T>& to) {
+  to.resize(n);
+  T* d = to.data();
+  const T* src = from.data();
+  for (std::size_t i = 0; i < n; ++i)
+    d[i] = src[sel[i]];
+}
+
+} // namespace
+
 record_batch record_batch::take(const std::vector<std::uint32_t>& selection) const {
   return take(selection, {});
 }
@@ -275,24 +289,9 @@ record_batch record_batch::take(const std::vector<std::uint32_t>& selection,
       dst.validity.assign(n, 1);
       switch (c.type) {
         case type_id::int64:
-        case type_id::timestamp: {
-          dst.ints.resize(n);
-          std::int64_t* d = dst.ints.data();
-          const std::int64_t* src = c.ints.data();
-          for (std::size_t i = 0; i < n; ++i)
-            d[i] = src[sel[i]];
-          continue;
-        }
-        case type_id::float64: {
-          dst.floats.resize(n);
-          double* d = dst.floats.data();
-          const double* src = c.floats.data();
-          for (std::size_t i = 0; i < n; ++i)
-            d[i] = src[sel[i]];
-          continue;
-        }
-        default:
-          break; // (the general gather below)
+        case type_id::timestamp: gather(c.ints, sel, n, dst.ints); continue;
+        case type_id::float64: gather(c.floats, sel, n, dst.floats); continue;
+        default: break; // (the general gather below)
       }
     }
     std::uint8_t any_valid = 0;
@@ -354,13 +353,8 @@ record_batch record_batch::take(const std::vector<std::uint32_t>& selection,
         break;
     }
   }
-  if (has_timestamps()) {
-    out.timestamps.resize(n);
-    event_time* d = out.timestamps.data();
-    const event_time* src = timestamps.data();
-    for (std::size_t i = 0; i < n; ++i)
-      d[i] = src[sel[i]];
-  }
+  if (has_timestamps())
+    gather(timestamps, sel, n, out.timestamps);
   return out;
 }
 
