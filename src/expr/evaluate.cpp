@@ -209,10 +209,12 @@ column arith_int(arith_op op, const operand& a, const operand& b,
         // Division by zero is null; INT64_MIN / -1 wraps like the other ops.
         for (std::size_t i = 0; i < rows; ++i) {
           const std::int64_t d = y[i * ay];
-          if (d == 0)
+          if (d == 0) {
             v[i] = 0;
-          else
+            r[i] = 0;
+          } else {
             r[i] = d == -1 ? wrap_neg(x[i * ax]) : x[i * ax] / d;
+          }
         }
         break;
       case arith_op::mod:
@@ -229,10 +231,12 @@ column arith_int(arith_op op, const operand& a, const operand& b,
         // C/SQL truncated remainder: the sign follows the dividend.
         for (std::size_t i = 0; i < rows; ++i) {
           const std::int64_t d = y[i * ay];
-          if (d == 0)
+          if (d == 0) {
             v[i] = 0;
-          else
+            r[i] = 0;
+          } else {
             r[i] = d == -1 ? 0 : x[i * ax] % d;
+          }
         }
         break;
     }

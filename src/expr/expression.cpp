@@ -129,7 +129,7 @@ std::size_t select_compared_by(const column& c, std::int64_t literal, std::size_
   const std::uint8_t* v = c.validity.data();
   for (; i < rows; ++i) {
     o[k] = static_cast<std::uint32_t>(i);
-    k += static_cast<std::size_t>(v[i] & static_cast<std::uint8_t>(cmp(x[i], literal)));
+    k += static_cast<std::size_t>((v[i] != 0) & cmp(x[i], literal));
   }
   return k;
 }
@@ -147,9 +147,9 @@ bool select_field_vs_literal(const node& n, const record_batch& batch,
       || l.constant.is_null(0) || f.field_index >= batch.columns.size())
     return false;
   const column& c = batch.columns[f.field_index];
-  if (!is_int(c.type) || !c.has_values())
-    return false; // (the general path reports a column of another shape)
   const std::size_t rows = batch.num_rows;
+  if (!is_int(c.type) || !c.has_values() || c.size() < rows)
+    return false; // (the general path reports a column of another shape)
   const std::int64_t lit = l.constant.ints[0];
   out.resize(rows);
   std::size_t k = 0;

@@ -51,7 +51,7 @@ struct default_init_allocator : std::allocator<T> {
     ::new (static_cast<void*>(p)) U;
   }
   template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
+  void construct(U* p, Args&&... args) noexcept(std::is_nothrow_constructible_v<U, Args...>) {
     ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
 };

@@ -86,8 +86,10 @@ struct job_graph;
 /// Projection push-down into generated sources (Flink's
 /// `SupportsProjectionPushDown`): marks, in each generated source's
 /// `needed_columns`, the columns some consumer reads (directly, through
-/// filters, or as a hash key), its event-time column and the columns of
-/// consumers whose reads are unknown (all). A generator then skips
+/// filters, or as a hash key) and the columns of consumers whose reads are
+/// unknown (all). The event-time field is evaluated whether marked or not;
+/// unmarked, its values move to the batch's event times and its column
+/// travels as the other unread ones do. A generator then skips
 /// evaluating the expressions of the other fields: their columns stay null,
 /// which nothing observes. Expression filters get the same marks for their
 /// own consumers, and copy only those columns of the rows they keep.
