@@ -248,7 +248,13 @@ lmdb_checkpoint_store::open(store_options opts) {
   if (int rc = mdb_env_open(p->env, opts.dir.c_str(), flags, 0644); rc != 0)
     return p->fail("mdb_env_open", rc);
   // LMDB maps the file: reading a page past a truncated file's end is a
-  // SIGBUS, not an error code. The meta page says how far the file must go.
+  // SIGBUS, not an error code. The meta page says how far the file must go,
+  // give or take a short tail: LMDB counts the pages a transaction
+  // allocated and freed again (its loose pages, which go to the free list)
+  // in the last page number but never writes them, so a sound file may end
+  // a few pages before it. Nothing reads those pages. A file shorter than
+  // that is damaged.
+  constexpr std::uint64_t max_unwritten_tail_pages = 16;
   {
     MDB_envinfo info{};
     MDB_stat st{};
@@ -257,7 +263,8 @@ lmdb_checkpoint_store::open(store_options opts) {
       std::filesystem::file_size(std::filesystem::path{opts.dir} / "data.mdb", size_ec);
     if (!size_ec && mdb_env_info(p->env, &info) == 0 && mdb_env_stat(p->env, &st) == 0) {
       const auto needed = (static_cast<std::uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
-      if (size < needed)
+      const std::uint64_t tolerated = max_unwritten_tail_pages * st.ms_psize;
+      if (size + tolerated < needed)
         return p->fail_plain(opts.dir + "/data.mdb is truncated: " + std::to_string(size)
                              + " bytes, its last page ends at byte " + std::to_string(needed)
                              + " (the checkpoint storage is damaged; start over with --fresh)");
