@@ -341,7 +341,7 @@ public:
       std::vector<bool> seen(range.size(), false);
       std::size_t left = range.size();
       for (auto it = slices_.begin(); it != slices_.end() && left > 0; ++it) {
-        for (const auto& key : it->second) {
+        for (const auto& key : it->second.keys) {
           if (left == 0)
             break;
           backend_->set_current_key(key);
@@ -411,7 +411,7 @@ public:
     if (plan_->slicing) {
       slices_.clear();
       backend_->for_each_key(contents_state, [this](std::string_view key, std::string_view ns) {
-        slices_[decode_window(ns).start].emplace_back(key);
+        slices_[decode_window(ns).start].keys.emplace_back(key);
       });
     }
     if (slices_watermark_) {
@@ -793,7 +793,7 @@ private:
       return false;
     set_slice_namespace(a);
     if (contents_.add(row_input{&in, &args, row, seq}))
-      slices_[a].emplace_back(backend_->current_key());
+      slices_[a].keys.emplace_back(backend_->current_key());
     return true;
   }
 
@@ -824,7 +824,7 @@ private:
       backend_->set_current_key(key_scratch_);
       set_slice_namespace(a);
       if (contents_.merge_accumulator(partial_scratch_))
-        slices_[a].emplace_back(backend_->current_key());
+        slices_[a].keys.emplace_back(backend_->current_key());
     }
   }
 
@@ -958,31 +958,61 @@ private:
     drop_slices([](event_time) { return true; });
   }
 
-  using slice_iterator = std::map<event_time, std::vector<std::string>>::const_iterator;
+  /// The keys with contents in one slice, each once; the first `sorted`
+  /// are in byte order (collect_fire_entries sorts them when it reads them).
+  struct slice_keys {
+    std::vector<std::string> keys;
+    std::size_t sorted = 0;
+  };
+
+  using slice_iterator = std::map<event_time, slice_keys>::iterator;
 
   // fire_keys_ = the keys with contents in slices [lo, hi), in byte order,
   // each once.
   void collect_fire_keys(slice_iterator lo, slice_iterator hi) {
     fire_keys_.clear();
     for (auto it = lo; it != hi; ++it)
-      for (const auto& k : it->second)
+      for (const auto& k : it->second.keys)
         fire_keys_.push_back(k);
     std::sort(fire_keys_.begin(), fire_keys_.end());
     fire_keys_.erase(std::unique(fire_keys_.begin(), fire_keys_.end()), fire_keys_.end());
   }
 
   // fire_entries_ = (key, slice) for each key with contents in one of the
-  // slices [lo, hi), by key in byte order, then by slice start.
+  // slices [lo, hi), by key in byte order, then by slice start. A slice
+  // belongs to size / slide windows: its keys are sorted once (the keys
+  // added since, then merged in), and each window merges its slices' sorted
+  // runs, oldest first, instead of sorting them all again.
   void collect_fire_entries(slice_iterator lo, slice_iterator hi) {
+    const auto key_less = [](std::string_view a, std::string_view b) {
+      return compare_key_bytes(a, b) < 0;
+    };
+    const auto entry_less = [](const fire_entry& a, const fire_entry& b) {
+      const int c = compare_key_bytes(a.key, b.key);
+      return c < 0 || (c == 0 && a.slice < b.slice);
+    };
     fire_entries_.clear();
-    for (auto it = lo; it != hi; ++it)
-      for (const auto& k : it->second)
+    for (auto it = lo; it != hi; ++it) {
+      auto& keys = it->second.keys;
+      auto& sorted = it->second.sorted;
+      if (sorted < keys.size()) {
+        const auto mid = keys.begin() + static_cast<std::ptrdiff_t>(sorted);
+        std::sort(mid, keys.end(), key_less);
+        std::inplace_merge(keys.begin(), mid, keys.end(), key_less);
+        sorted = keys.size();
+      }
+      const std::size_t run = fire_entries_.size();
+      for (const auto& k : keys)
         fire_entries_.push_back({k, it->first});
-    std::sort(fire_entries_.begin(), fire_entries_.end(),
-              [](const fire_entry& a, const fire_entry& b) {
-                const int c = compare_key_bytes(a.key, b.key);
-                return c < 0 || (c == 0 && a.slice < b.slice);
-              });
+      if (run > 0) {
+        merged_entries_.clear();
+        merged_entries_.reserve(fire_entries_.size());
+        std::merge(fire_entries_.begin(), fire_entries_.begin() + static_cast<std::ptrdiff_t>(run),
+                   fire_entries_.begin() + static_cast<std::ptrdiff_t>(run), fire_entries_.end(),
+                   std::back_inserter(merged_entries_), entry_less);
+        fire_entries_.swap(merged_entries_);
+      }
+    }
   }
 
   // The current key's accumulators over slices [lo, hi): the one slice's own
@@ -1017,7 +1047,7 @@ private:
     while (!slices_.empty() && done(slices_.begin()->first)) {
       auto node = slices_.extract(slices_.begin());
       set_slice_namespace(node.key());
-      for (const auto& key : node.mapped()) {
+      for (const auto& key : node.mapped().keys) {
         backend_->set_current_key(key);
         contents_.clear();
       }
@@ -1221,11 +1251,12 @@ private:
     event_time slice = 0; ///< the slice's start
   };
   std::vector<fire_entry> fire_entries_;
+  std::vector<fire_entry> merged_entries_; ///< collect_fire_entries' scratch
   std::vector<state::key_address> fire_addresses_;
   std::vector<std::pair<event_time, std::string>> fire_namespaces_;
 
   /// Sliced aggregation: slice start (ms) -> keys with contents in it.
-  std::map<event_time, std::vector<std::string>> slices_;
+  std::map<event_time, slice_keys> slices_;
 };
 
 

@@ -314,6 +314,39 @@ TEST_CASE("a sliding window fires when the watermark reaches end - 1, not before
   CHECK(dynamic_cast<window_operator&>(*op).active_states() == 0);
 }
 
+TEST_CASE("keys a slice gains after one of its windows fired come out in byte order") {
+  // Slices of 5 s; the slice [5000, 10000) is read (and its keys sorted) by
+  // the window ending at 10000, then gains keys before the window ending at
+  // 15000, which also merges in the slice [10000, 15000).
+  auto plan = make_plan(shared(sliding_event_time_windows::make(10s, 5s)));
+  auto op = plan.make_operator();
+  recording_collector out;
+  const auto s = weir::test::case_schema();
+  op->process_batch(make_batch(s, {{"e1", "m", 7000, 1}, {"e2", "c", 7000, 1},
+                                   {"e3", "k", 2000, 1}}, {7000, 7000, 2000}), out);
+  op->process_watermark(9999, out);
+  // [-5000, 5000) holds k alone; [0, 10000) holds all three.
+  std::vector<std::string> keys;
+  for (const auto& r : out.rows())
+    keys.push_back(std::get<std::string>(r.at("key")));
+  CHECK(keys == std::vector<std::string>{"k", "c", "k", "m"});
+  op->process_batch(make_batch(s, {{"e4", "z", 8000, 1}, {"e5", "a", 8000, 1},
+                                   {"e6", "c", 8000, 1}, {"e7", "m", 12000, 1},
+                                   {"e8", "d", 12000, 1}, {"e9", "b", 9000, 1}},
+                               {8000, 8000, 8000, 12000, 12000, 9000}), out);
+  op->process_watermark(14999, out);
+  const auto rows = out.rows();
+  REQUIRE(rows.size() == 10);
+  std::vector<std::pair<std::string, std::int64_t>> second;
+  for (std::size_t i = 4; i < rows.size(); ++i) {
+    CHECK(std::get<std::int64_t>(rows[i].at("window_end")) == 15000);
+    second.emplace_back(std::get<std::string>(rows[i].at("key")),
+                        std::get<std::int64_t>(rows[i].at("count")));
+  }
+  CHECK(second == std::vector<std::pair<std::string, std::int64_t>>{
+                      {"a", 1}, {"b", 1}, {"c", 2}, {"d", 1}, {"m", 2}, {"z", 1}});
+}
+
 // -- processing time ----------------------------------------------------------------
 
 TEST_CASE("a processing-time tumbling window fires when the clock reaches end - 1") {
