@@ -982,16 +982,14 @@ private:
   // slices [lo, hi), by key in byte order, then by slice start. A slice
   // belongs to size / slide windows: its keys are sorted once (the keys
   // added since, then merged in), and each window merges its slices' sorted
-  // runs, oldest first, instead of sorting them all again.
+  // runs, adjacent pairs a round, O(entries x log slices), instead of
+  // sorting them all again.
   void collect_fire_entries(slice_iterator lo, slice_iterator hi) {
     const auto key_less = [](std::string_view a, std::string_view b) {
       return compare_key_bytes(a, b) < 0;
     };
-    const auto entry_less = [](const fire_entry& a, const fire_entry& b) {
-      const int c = compare_key_bytes(a.key, b.key);
-      return c < 0 || (c == 0 && a.slice < b.slice);
-    };
     fire_entries_.clear();
+    fire_runs_.assign(1, 0);
     for (auto it = lo; it != hi; ++it) {
       auto& keys = it->second.keys;
       auto& sorted = it->second.sorted;
@@ -1001,17 +999,38 @@ private:
         std::inplace_merge(keys.begin(), mid, keys.end(), key_less);
         sorted = keys.size();
       }
-      const std::size_t run = fire_entries_.size();
       for (const auto& k : keys)
         fire_entries_.push_back({k, it->first});
-      if (run > 0) {
-        merged_entries_.clear();
-        merged_entries_.reserve(fire_entries_.size());
-        std::merge(fire_entries_.begin(), fire_entries_.begin() + static_cast<std::ptrdiff_t>(run),
-                   fire_entries_.begin() + static_cast<std::ptrdiff_t>(run), fire_entries_.end(),
-                   std::back_inserter(merged_entries_), entry_less);
-        fire_entries_.swap(merged_entries_);
+      if (fire_entries_.size() > fire_runs_.back())
+        fire_runs_.push_back(fire_entries_.size());
+    }
+    merge_fire_runs();
+  }
+
+  // Merges fire_entries_'s sorted runs (bounded by fire_runs_: 0, ends...)
+  // into one, adjacent pairs a round. Equal keys are of different slices,
+  // which the order breaks ties by.
+  void merge_fire_runs() {
+    const auto entry_less = [](const fire_entry& a, const fire_entry& b) {
+      const int c = compare_key_bytes(a.key, b.key);
+      return c < 0 || (c == 0 && a.slice < b.slice);
+    };
+    const auto at = [](std::vector<fire_entry>& v, std::size_t i) {
+      return v.begin() + static_cast<std::ptrdiff_t>(i);
+    };
+    while (fire_runs_.size() > 2) {
+      merged_entries_.resize(fire_entries_.size());
+      std::size_t kept = 1;
+      for (std::size_t r = 0; r + 1 < fire_runs_.size(); r += 2) {
+        const std::size_t b = fire_runs_[r];
+        const std::size_t m = fire_runs_[r + 1];
+        const std::size_t e = r + 2 < fire_runs_.size() ? fire_runs_[r + 2] : m;
+        std::merge(at(fire_entries_, b), at(fire_entries_, m), at(fire_entries_, m),
+                   at(fire_entries_, e), at(merged_entries_, b), entry_less);
+        fire_runs_[kept++] = e;
       }
+      fire_runs_.resize(kept);
+      fire_entries_.swap(merged_entries_);
     }
   }
 
@@ -1251,7 +1270,8 @@ private:
     event_time slice = 0; ///< the slice's start
   };
   std::vector<fire_entry> fire_entries_;
-  std::vector<fire_entry> merged_entries_; ///< collect_fire_entries' scratch
+  std::vector<fire_entry> merged_entries_; ///< merge_fire_runs' scratch
+  std::vector<std::size_t> fire_runs_;      ///< run bounds in fire_entries_
   std::vector<state::key_address> fire_addresses_;
   std::vector<std::pair<event_time, std::string>> fire_namespaces_;
 

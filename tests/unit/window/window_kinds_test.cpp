@@ -736,12 +736,16 @@ namespace {
 // Seeded keyed records, out of order by up to 3 s against a 2 s bound, so
 // that some are late; values repeat (count_distinct) and go negative.
 std::vector<row_map> random_records(std::uint64_t seed, std::size_t n) {
+  // Short keys, and keys of one length whose encodings (15 bytes) differ in
+  // their last bytes: the two paths of the window's key comparison.
+  static const std::vector<std::string> keys = {"k0", "k1", "k2", "station-03",
+                                                "station-04", "station-13", "station-31"};
   std::mt19937_64 rnd{seed};
   std::vector<row_map> out;
   for (std::size_t i = 0; i < n; ++i) {
     const auto ts = static_cast<event_time>(i * 97) - static_cast<event_time>(rnd() % 3000);
     out.push_back(row({{"id", std::string{"r"} + std::to_string(i)},
-                       {"key", std::string{"k"} + std::to_string(rnd() % 7)},
+                       {"key", keys[rnd() % keys.size()]},
                        {"ts", ts},
                        {"value", static_cast<std::int64_t>(rnd() % 40) - 10}}));
   }
@@ -755,13 +759,15 @@ const std::vector<aggregate_spec> every_mergeable = {
 
 // Event-time windows the sliced path handles: tumbling with and without
 // an offset, sliding with slices of the slide, of gcd = 2 s, of 1 s with an
-// offset. (A function: `shared` checks with doctest, inside a test only.)
+// offset, and twenty slices a window. (A function: `shared` checks with
+// doctest, inside a test only.)
 std::vector<std::shared_ptr<const window_assigner>> sliced_assigners() {
   return {shared(tumbling_event_time_windows::make(5s)),
           shared(tumbling_event_time_windows::make(5s, -1s)),
           shared(sliding_event_time_windows::make(6s, 2s)),
           shared(sliding_event_time_windows::make(10s, 4s)),
-          shared(sliding_event_time_windows::make(5s, 3s, 1s))};
+          shared(sliding_event_time_windows::make(5s, 3s, 1s)),
+          shared(sliding_event_time_windows::make(10s, 500ms))};
 }
 
 window_plan plan_with(std::shared_ptr<const window_assigner> a, bool slicing,
