@@ -4,13 +4,14 @@
 #include "job_context.hpp"
 #include "job_manager_actor.hpp"
 #include "weir/api/job.hpp"
+#include "weir/core/log.hpp"
 #include "weir/runtime/job_graph.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <spdlog/logger.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -23,6 +24,8 @@ job_result job::execute() {
   auto started = std::chrono::steady_clock::now();
   std::shared_ptr<runtime::job_context> ctx;
   try {
+    const auto& opts = graph_->options;
+    log::set_log_level(opts.quiet ? std::max(opts.log_level, log_level::warn) : opts.log_level);
     runtime::prune_generated_fields(*graph_);
     ctx = std::make_shared<runtime::job_context>(graph_);
     const auto& cp = graph_->options.checkpoint;
@@ -98,7 +101,7 @@ job_result job::execute() {
       std::string w = "job.inject_failure: no failure was injected: subtask 0 of operator '"
                       + inj->operator_name + "' finished before reading "
                       + std::to_string(inj->after_records) + " records";
-      std::fprintf(stderr, "[%s] warning: %s\n", graph_->options.name.c_str(), w.c_str());
+      log::runtime().warn("job '{}': {}", graph_->options.name, w);
       result.warnings.push_back(std::move(w));
     }
   }

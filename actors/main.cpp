@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `weir` executable: load a TOML pipeline, run it, report, exit.
 //   exit 0: the job finished; 1: the job failed; 2: the configuration is bad.
+// What this file prints on stderr itself (configuration errors, the
+// end-of-job summary, why the job failed, `validate`'s verdict) is the CLI's
+// user interface, in a fixed form tests and scripts read, printed at every log
+// level; everything else weir says goes through its loggers
+// (weir/core/log.hpp), filtered by --log-level.
 #include "weir/api/job.hpp"
 #include "weir/checkpoint/checkpoint_report.hpp"
 #include "weir/config/loader.hpp"
+#include "weir/core/log_level.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -21,6 +27,7 @@ std::string with_commas(std::uint64_t n) {
   return s;
 }
 
+/// The end-of-job summary: user interface, not a log message (see the top).
 void print_summary(const weir::job& j, const weir::job_result& r) {
   const auto& o = j.options();
   std::fprintf(stderr, "\n[%s] %s in %.2f s\n", o.name.c_str(),
@@ -87,6 +94,15 @@ int main(int argc, char** argv) {
                   "Override [job] parallelism (at most [job] max_parallelism)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{32768}));
   run->add_flag("-q,--quiet", quiet, "No status line, no progress messages and no summary (warnings and errors still print)");
+  std::string log_level;
+  run->add_option("--log-level", log_level,
+                  "trace, debug, info, warn, error or off; overrides [job] log_level "
+                  "(default info; warn with -q)")
+    ->check([](const std::string& text) -> std::string {
+      if (weir::parse_log_level(text))
+        return {};
+      return "must be one of trace, debug, info, warn, error, off; got '" + text + "'";
+    });
   bool fresh = false;
   run->add_flag("--fresh", fresh,
                 "Start over: discard the checkpoints in [checkpoint] dir instead of resuming");
@@ -139,9 +155,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: ok\n", path.c_str());
     return 0;
   }
+  if (auto level = weir::parse_log_level(log_level))
+    job.options().log_level = *level;
   if (quiet) {
     job.options().status_interval = std::chrono::milliseconds{0};
-    job.options().quiet = true;
+    // -q logs at warn at least, unless --log-level says which level.
+    job.options().quiet = log_level.empty();
   }
   if (fresh)
     job.options().checkpoint.fresh = true;

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "state_writer_actor.hpp"
 
-#include <cstdio>
-
+#include "weir/core/log.hpp"
 #include "weir/state/keyed_state_backend.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/sec.hpp>
 #include <caf/stateful_actor.hpp>
+#include <spdlog/logger.h>
 
 #include <exception>
 #include <utility>
@@ -62,6 +62,7 @@ namespace {
 
 struct state_writer_state {
   std::shared_ptr<checkpoint::lmdb_checkpoint_store> store;
+  std::string job_name; ///< for log messages
 };
 
 /// Runs `f`, turning an escaping exception (allocation failure) into the
@@ -78,12 +79,14 @@ Result guarded(F&& f) {
 }
 
 caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
-                           std::shared_ptr<checkpoint::lmdb_checkpoint_store> store) {
+                           std::shared_ptr<checkpoint::lmdb_checkpoint_store> store,
+                           std::string job_name) {
   self->state.store = std::move(store);
-  self->set_default_handler([](caf::scheduled_actor* me, caf::message_view& x)
+  self->state.job_name = std::move(job_name);
+  self->set_default_handler([self](caf::scheduled_actor* me, caf::message_view& x)
                               -> caf::result<caf::message> {
     auto what = "state writer: unexpected message " + to_string(x.copy_content_to_message());
-    std::fprintf(stderr, "%s\n", what.c_str());
+    log::checkpoint().error("job '{}': {}", self->state.job_name, what);
     me->quit(caf::make_error(caf::sec::unexpected_message, std::move(what)));
     return caf::sec::unexpected_message;
   });
@@ -165,8 +168,9 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
 } // namespace
 
 caf::actor spawn_state_writer(caf::actor_system& sys,
-                              std::shared_ptr<checkpoint::lmdb_checkpoint_store> store) {
-  return sys.spawn<caf::detached>(state_writer, std::move(store));
+                              std::shared_ptr<checkpoint::lmdb_checkpoint_store> store,
+                              std::string job_name) {
+  return sys.spawn<caf::detached>(state_writer, std::move(store), std::move(job_name));
 }
 
 } // namespace weir::runtime

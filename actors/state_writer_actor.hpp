@@ -137,9 +137,11 @@ write_subtask_snapshot(checkpoint::lmdb_checkpoint_store& store,
 
 /// Spawns the state writer of one job: a detached actor (its own thread, so
 /// blocking LMDB I/O never stalls the scheduler) that owns `store`. An
-/// unexpected message ends it with an error; monitor it.
+/// unexpected message ends it with an error (and logs it on the checkpoint
+/// logger, naming `job_name`); monitor it.
 caf::actor spawn_state_writer(caf::actor_system& sys,
-                              std::shared_ptr<checkpoint::lmdb_checkpoint_store> store);
+                              std::shared_ptr<checkpoint::lmdb_checkpoint_store> store,
+                              std::string job_name = {});
 
 } // namespace weir::runtime
 

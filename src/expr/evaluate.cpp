@@ -3,11 +3,11 @@
 // over typed arrays; an operand is a column (stride 1) or a literal broadcast
 // to every row (stride 0), so constants are never materialized.
 #include "node.hpp"
+#include "weir/core/log.hpp"
 #include "weir/expr/expression.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include <libdivide.h>
+#include <spdlog/logger.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -556,12 +557,12 @@ column like(const node& n, const operand& a, const operand& p, std::size_t rows)
 }
 
 [[noreturn]] void broken_precondition(const node& n, const record_batch& batch) {
-  std::fprintf(stderr,
-               "weir: expression evaluated on a batch of another schema: field "
-               "'%s' (#%zu, %s) missing or of another type (batch has %zu "
-               "columns, %zu rows)\n",
-               n.name.c_str(), n.field_index, std::string{to_string(n.type)}.c_str(),
-               batch.columns.size(), batch.num_rows);
+  log::runtime().critical("expression evaluated on a batch of another schema: field "
+                          "'{}' (#{}, {}) missing or of another type (batch has {} "
+                          "columns, {} rows)",
+                          n.name, n.field_index, to_string(n.type), batch.columns.size(),
+                          batch.num_rows);
+  log::runtime().flush();
   std::abort();
 }
 

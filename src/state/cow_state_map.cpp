@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/state/cow_state_map.hpp"
 
+#include "weir/core/log.hpp"
+
+#include <spdlog/logger.h>
 #include <xxhash.h>
 
-#include <cstdio>
 #include <cstdlib>
 
 namespace weir::state {
@@ -24,8 +26,8 @@ std::uint64_t hash_state_key(std::string_view key, std::string_view ns) noexcept
 }
 
 void state_invariant_failed(const char* what, const char* file, int line) {
-  std::fprintf(stderr, "%s:%d: weir state invariant broken: %s\n", file, line, what);
-  std::fflush(stderr);
+  log::state().critical("{}:{}: state invariant broken: {}", file, line, what);
+  log::state().flush();
   std::abort();
 }
 

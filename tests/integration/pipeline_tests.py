@@ -501,6 +501,46 @@ def test_cli_overrides(args):
 TESTS["cli-overrides"] = test_cli_overrides
 
 
+def test_log_level(args):
+    """--log-level filters weir's log lines, never the summary: warn hides the
+    info line "restoring from checkpoint N" and keeps warnings, error hides
+    those too; -q leaves the level to an explicit --log-level; an unknown
+    level is a usage error."""
+    box = Sandbox(args)
+    try:
+        toml = GENERATED_TOML.format()
+        proc = box.run("run", "pipeline.toml", "--log-level", "loud", expect=2, toml_text=toml)
+        check("--log-level" in proc.stderr and "loud" in proc.stderr,
+              f"the error does not name the option and the value:\n{proc.stderr[-1000:]}")
+        box.run("run", "pipeline.toml", "-q")  # leaves checkpoints to resume from
+        proc = box.run("run", "pipeline.toml")
+        check("[info] weir.checkpoint: job 'generated': restoring from checkpoint " in proc.stderr,
+              f"no info line for the restore:\n{proc.stderr[-1000:]}")
+        proc = box.run("run", "pipeline.toml", "--log-level", "warn")
+        check("restoring from checkpoint" not in proc.stderr,
+              f"--log-level warn printed the restore:\n{proc.stderr[-1000:]}")
+        check("records read" in proc.stderr, "--log-level warn hid the summary")
+        proc = box.run("run", "pipeline.toml", "-q", "--log-level", "info")
+        check("restoring from checkpoint" in proc.stderr,
+              f"-q --log-level info hid the restore:\n{proc.stderr[-1000:]}")
+        check("records read" not in proc.stderr, "-q printed the summary")
+        text = toml.replace('status_interval = "0s"',
+                            'status_interval = "0s"\nrestart = { attempts = 1, delay = "10ms" }\n'
+                            'inject_failure = { operator = "counts", after_records = 1000000 }')
+        proc = box.run("run", "pipeline.toml", "--fresh", "--log-level", "warn", toml_text=text)
+        check("[warning] weir.runtime: job 'generated': job.inject_failure: no failure was "
+              "injected" in proc.stderr, f"--log-level warn hid a warning:\n{proc.stderr[-1000:]}")
+        proc = box.run("run", "pipeline.toml", "--fresh", "--log-level", "error")
+        check("no failure was injected" not in proc.stderr,
+              f"--log-level error printed a warning:\n{proc.stderr[-1000:]}")
+        check("records read" in proc.stderr, "--log-level error hid the summary")
+    finally:
+        box.close()
+
+
+TESTS["log-level"] = test_log_level
+
+
 def test_dead_letter_rerun(args):
     """A run with checkpointing that has no completed checkpoint to resume
     from starts its dead-letter file over instead of appending to it."""

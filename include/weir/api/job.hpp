@@ -2,6 +2,7 @@
 #pragma once
 
 #include "weir/core/expected.hpp"
+#include "weir/core/log_level.hpp"
 #include "weir/core/record_batch.hpp"
 #include "weir/connectors/nexmark.hpp"
 #include "weir/format/format.hpp"
@@ -76,9 +77,13 @@ struct job_options {
   bad_record_policy on_bad_record = bad_record_policy::fail;
   std::string dead_letter_path;      ///< JSONL file, for dead_letter
   std::chrono::milliseconds status_interval{1000}; ///< 0 = no status line
-  /// No progress messages on stderr ("restoring from checkpoint N"; the
-  /// CLI's -q also turns the status line off). Warnings and failures are
-  /// printed regardless.
+  /// What weir logs on stderr (`[job] log_level`, `--log-level`), for the
+  /// whole process while `execute()` runs: `info` shows progress
+  /// ("restoring from checkpoint N"), `warn` only what went wrong.
+  weir::log_level log_level = weir::log_level::info;
+  /// No progress messages on stderr: `execute()` logs at `warn` at least
+  /// (the CLI's -q also turns the status line and the summary off, and
+  /// leaves the level to `--log-level` when that is given).
   bool quiet = false;
   std::size_t worker_threads = 0;    ///< CAF scheduler threads; 0 = cores
   checkpoint_options checkpoint;

@@ -68,7 +68,7 @@ public:
   /// was compiled against); the column has `batch.num_rows` rows and type
   /// `result_type()`. Cost: one pass per operator over typed arrays.
   /// A batch lacking a referenced column, or holding it with another type, is
-  /// a caller bug: it is reported on stderr and aborts.
+  /// a caller bug: it is logged (`weir.runtime`, critical) and aborts.
   column evaluate(const record_batch& batch) const;
 
   /// For a boolean expression: the indices of the rows where it is true

@@ -53,7 +53,8 @@ std::uint64_t hash_state_key(std::uint64_t key_hash, std::string_view ns) noexce
 /// xxhash3 of a key's bytes.
 std::uint64_t hash_key_bytes(std::string_view key) noexcept;
 
-/// Aborts with a message naming the broken invariant (bugs, not errors).
+/// Logs the broken invariant with `file:line` (`weir.state`, critical) and
+/// aborts (bugs, not errors).
 [[noreturn]] void state_invariant_failed(const char* what, const char* file, int line);
 
 /// A copy-on-write hash map from (key, namespace) to a typed `V`, one table
