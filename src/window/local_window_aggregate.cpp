@@ -115,8 +115,12 @@ void local_window_aggregate::prepare_snapshot_pre_barrier(std::uint64_t, output_
   emit(out, max_watermark);
 }
 
+void local_window_aggregate::prepare_idle(output_collector& out) { emit(out, max_watermark); }
+
+void local_window_aggregate::finish(output_collector& out) { emit(out, max_watermark); }
+
 // A new partial for row `row`'s key and slice `a`; returns its index.
-std::size_t local_window_aggregate::add_partial(const record_batch& in, std::uint32_t row, event_time a) {
+inline std::size_t local_window_aggregate::add_partial(const record_batch& in, std::uint32_t row, event_time a) {
   partial& np = partials_.emplace_back();
   if (!int_key_)
     np.index_key = key_scratch_;
@@ -129,7 +133,7 @@ std::size_t local_window_aggregate::add_partial(const record_batch& in, std::uin
 }
 
 // The slot of (v, null, a): where it is, or the empty slot to put it in.
-std::size_t local_window_aggregate::find_int(std::int64_t v, bool null, event_time a) {
+inline std::size_t local_window_aggregate::find_int(std::int64_t v, bool null, event_time a) {
   if (int_index_.empty())
     rebuild_int_index(256);
   const std::size_t mask = int_index_.size() - 1;
@@ -143,7 +147,7 @@ std::size_t local_window_aggregate::find_int(std::int64_t v, bool null, event_ti
 }
 
 // Rebuilds the int64 index of partials_ with `slots` slots (a power of two).
-void local_window_aggregate::rebuild_int_index(std::size_t slots) {
+inline void local_window_aggregate::rebuild_int_index(std::size_t slots) {
   while (slots < 2 * partials_.size() + 2)
     slots *= 2;
   int_index_.assign(slots, int_slot{});
@@ -160,7 +164,7 @@ void local_window_aggregate::rebuild_int_index(std::size_t slots) {
 
 // Emits (in first-arrival order) the partials whose slice ends at or
 // before `through`, keeps the others.
-void local_window_aggregate::emit(output_collector& out, event_time through) {
+inline void local_window_aggregate::emit(output_collector& out, event_time through) {
   if (partials_.empty() || last_ms(oldest_) > through)
     return; // nothing due (oldest_ is the earliest slice held)
   // (oldest_ is exact, so some partial is due; checked before any is

@@ -47,8 +47,8 @@ public:
   void process_batch(const record_batch_ptr& batch, output_collector& out) override;
   void process_watermark(event_time wm, output_collector& out) override;
   void prepare_snapshot_pre_barrier(std::uint64_t, output_collector& out) override;
-  void prepare_idle(output_collector& out) override { emit(out, max_watermark); }
-  void finish(output_collector& out) override { emit(out, max_watermark); }
+  void prepare_idle(output_collector& out) override;
+  void finish(output_collector& out) override;
 
 private:
   /// Partials held at most; beyond it all are emitted early (the global

@@ -148,22 +148,7 @@ void per_window_operator::context::merge_state(std::int64_t (*combine)(std::int6
 
 // -- windows and their timers -----------------------------------------------------
 
-void per_window_operator::set_namespace(const time_window& w) {
-  internal::encode_window_into(ns_scratch_, w); // reuses the buffer: no allocation per call
-  backend_->set_current_namespace(ns_scratch_);
-}
-
-event_time per_window_operator::cleanup_time(const time_window& w) const noexcept {
-  if (plan_->assigner->is_event_time())
-    return saturating_add(w.max_timestamp(), plan_->allowed_lateness);
-  return w.max_timestamp();
-}
-
-bool per_window_operator::is_window_late(const time_window& w) const noexcept {
-  return plan_->assigner->is_event_time() && cleanup_time(w) <= backend_->current_watermark();
-}
-
-void per_window_operator::register_cleanup_timer(const time_window& w) {
+inline void per_window_operator::register_cleanup_timer(const time_window& w) {
   if (plan_->assigner->is_global())
     return; // the global window never ends
   const auto t = cleanup_time(w);
@@ -243,7 +228,7 @@ void per_window_operator::add_to_window(const record_batch& in, const std::vecto
   register_cleanup_timer(actual);
 }
 
-void per_window_operator::apply(trigger_result r, const time_window& actual,
+inline void per_window_operator::apply(trigger_result r, const time_window& actual,
                                 const time_window& state_window) {
   if (is_fire(r))
     emit(actual, state_window);
@@ -281,7 +266,7 @@ bool per_window_operator::fire_timer(event_time t, bool event_time_timer, const 
   return false;
 }
 
-void per_window_operator::clear_all_state(const time_window& w,
+inline void per_window_operator::clear_all_state(const time_window& w,
                                           const time_window& state_window) {
   const auto& p = *plan_;
   set_namespace(state_window);
@@ -301,7 +286,7 @@ void per_window_operator::clear_all_state(const time_window& w,
 
 // -- output ---------------------------------------------------------------------------
 
-void per_window_operator::emit(const time_window& actual, const time_window& state_window) {
+inline void per_window_operator::emit(const time_window& actual, const time_window& state_window) {
   const auto& p = *plan_;
   set_namespace(state_window);
   if (p.buffered ? !fold_buffered(actual) : contents_.accumulator() == nullptr)
@@ -323,7 +308,7 @@ void per_window_operator::emit(const time_window& actual, const time_window& sta
 
 // Evicts and aggregates the buffered rows of the current namespace into
 // fold_; false when there are none (Flink's EvictingWindowOperator).
-bool per_window_operator::fold_buffered(const time_window& w) {
+inline bool per_window_operator::fold_buffered(const time_window& w) {
   const auto& p = *plan_;
   auto span = rows_.get();
   if (span.empty())

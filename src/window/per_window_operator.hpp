@@ -76,8 +76,22 @@ protected:
                      std::uint32_t row, std::uint64_t seq, event_time ts,
                      const time_window& state_window, const time_window& actual);
 
-  void set_namespace(const time_window& w);
-  bool is_window_late(const time_window& w) const noexcept;
+  void set_namespace(const time_window& w) {
+    internal::encode_window_into(ns_scratch_, w); // reuses the buffer: no allocation per call
+    backend_->set_current_namespace(ns_scratch_);
+  }
+
+  // Flink's WindowOperator.cleanupTime: for event time, max_timestamp +
+  // allowed_lateness (saturating); otherwise max_timestamp.
+  event_time cleanup_time(const time_window& w) const noexcept {
+    if (plan_->assigner->is_event_time())
+      return internal::saturating_add(w.max_timestamp(), plan_->allowed_lateness);
+    return w.max_timestamp();
+  }
+
+  bool is_window_late(const time_window& w) const noexcept {
+    return plan_->assigner->is_event_time() && cleanup_time(w) <= backend_->current_watermark();
+  }
   void delete_cleanup_timer(const time_window& w);
 
   // -- trigger context ----------------------------------------------------------
@@ -111,7 +125,6 @@ protected:
   std::vector<time_window> assigned_; ///< process_row's scratch
 
 private:
-  event_time cleanup_time(const time_window& w) const noexcept;
   void register_cleanup_timer(const time_window& w);
   void apply(trigger_result r, const time_window& actual, const time_window& state_window);
   void clear_all_state(const time_window& w, const time_window& state_window);

@@ -135,7 +135,7 @@ void sliced_window_operator::restore_state(const operator_restore& in) {
 // Drops, from the oldest, the slices `done(start)` says no later window
 // holds: their contents for every key, and their index entry.
 template <class Done>
-void sliced_window_operator::drop_slices(Done done) {
+inline void sliced_window_operator::drop_slices(Done done) {
   while (!slices_.empty() && done(slices_.begin()->first)) {
     auto node = slices_.extract(slices_.begin());
     set_slice_namespace(node.key());
@@ -149,7 +149,7 @@ void sliced_window_operator::drop_slices(Done done) {
 // The sliced path of process_batch: each row's accumulator in its slice,
 // the state of the rows ahead prefetched (a large keyed state otherwise
 // costs two cache misses per row).
-void sliced_window_operator::add_batch_to_slices(const record_batch& in, const std::vector<column>& args) {
+inline void sliced_window_operator::add_batch_to_slices(const record_batch& in, const std::vector<column>& args) {
   const auto& p = *plan_;
   const auto& s = *p.slicing;
   batch_keys_.clear();
@@ -184,20 +184,14 @@ void sliced_window_operator::add_batch_to_slices(const record_batch& in, const s
 
 // Window ends are the times congruent to offset + size modulo slide.
 // The first window end after slice `a` (the earliest window holding it).
-event_time sliced_window_operator::first_end(event_time a) const noexcept {
+inline event_time sliced_window_operator::first_end(event_time a) const noexcept {
   const auto& s = *plan_->slicing;
   return saturating_add(window_start(a, s.end_offset, s.slide), s.slide);
 }
 
-// The end of the last window holding slice `a`.
-event_time sliced_window_operator::last_end(event_time a) const noexcept {
-  const auto& s = *plan_->slicing;
-  return saturating_add(window_start(a, s.offset, s.slide), s.size);
-}
-
 // The encoded namespace of the slice starting at `a`, kept for the
 // slices of the window being fired (a handful).
-std::string_view sliced_window_operator::slice_namespace(event_time a) {
+inline std::string_view sliced_window_operator::slice_namespace(event_time a) {
   for (const auto& [start, ns] : fire_namespaces_)
     if (start == a)
       return ns;
@@ -206,17 +200,9 @@ std::string_view sliced_window_operator::slice_namespace(event_time a) {
   return ns;
 }
 
-void sliced_window_operator::set_slice_namespace(event_time a) {
-  if (scratch_slice_ != a) { // consecutive rows mostly share a slice
-    encode_window_into(ns_scratch_, time_window{a, saturating_add(a, plan_->slicing->slice)});
-    scratch_slice_ = a;
-  }
-  backend_->set_current_namespace(ns_scratch_);
-}
-
 // Adds a row (current key set) to its slice; false when every window
 // holding it has fired (a late record).
-bool sliced_window_operator::add_to_slice(const record_batch& in, const std::vector<column>& args,
+inline bool sliced_window_operator::add_to_slice(const record_batch& in, const std::vector<column>& args,
                   std::uint32_t row, std::uint64_t seq, event_time ts) {
   const auto& s = *plan_->slicing;
   const event_time a = window_start(ts, s.offset, s.slice);
@@ -230,7 +216,7 @@ bool sliced_window_operator::add_to_slice(const record_batch& in, const std::vec
 
 // Fires, in order of their ends, the windows the watermark passed in
 // (previous, wm] that hold a slice with contents.
-void sliced_window_operator::fire_slices(event_time previous, event_time wm) {
+inline void sliced_window_operator::fire_slices(event_time previous, event_time wm) {
   if (slices_.empty())
     return;
   const auto& s = *plan_->slicing;
@@ -247,7 +233,7 @@ void sliced_window_operator::fire_slices(event_time previous, event_time wm) {
     restored_fired_.clear();
 }
 
-void sliced_window_operator::fire_slices_through(event_time end, event_time wm) {
+inline void sliced_window_operator::fire_slices_through(event_time end, event_time wm) {
   const auto& s = *plan_->slicing;
   while (end - 1 <= wm) {
     fire_window(end);
@@ -264,7 +250,7 @@ void sliced_window_operator::fire_slices_through(event_time end, event_time wm) 
 // Emits window [end - size, end) for every key with contents in one of
 // its slices (keys in byte order, as timers would fire), then drops the
 // slices no later window holds.
-void sliced_window_operator::fire_window(event_time end) {
+inline void sliced_window_operator::fire_window(event_time end) {
   const auto& s = *plan_->slicing;
   if (end == max_watermark) {
     fire_last_windows();
@@ -330,7 +316,7 @@ void sliced_window_operator::fire_window(event_time end) {
 // key (in byte order) by start, as their timers would; then drops every
 // slice. Slices from the first such start on, up to and including a slice
 // starting at max_watermark, belong to them.
-void sliced_window_operator::fire_last_windows() {
+inline void sliced_window_operator::fire_last_windows() {
   const auto& s = *plan_->slicing;
   const event_time last_slice = slices_.rbegin()->first;
   std::vector<event_time> starts;
@@ -360,7 +346,7 @@ void sliced_window_operator::fire_last_windows() {
 
 // fire_keys_ = the keys with contents in slices [lo, hi), in byte order,
 // each once.
-void sliced_window_operator::collect_fire_keys(slice_iterator lo, slice_iterator hi) {
+inline void sliced_window_operator::collect_fire_keys(slice_iterator lo, slice_iterator hi) {
   fire_keys_.clear();
   for (auto it = lo; it != hi; ++it)
     for (const auto& k : it->second.keys)
@@ -375,7 +361,7 @@ void sliced_window_operator::collect_fire_keys(slice_iterator lo, slice_iterator
 // added since, then merged in), and each window merges its slices' sorted
 // runs, adjacent pairs a round, O(entries x log slices), instead of
 // sorting them all again.
-void sliced_window_operator::collect_fire_entries(slice_iterator lo, slice_iterator hi) {
+inline void sliced_window_operator::collect_fire_entries(slice_iterator lo, slice_iterator hi) {
   const auto key_less = [](std::string_view a, std::string_view b) {
     return compare_key_bytes(a, b) < 0;
   };
@@ -401,7 +387,7 @@ void sliced_window_operator::collect_fire_entries(slice_iterator lo, slice_itera
 // Merges fire_entries_'s sorted runs (bounded by fire_runs_: 0, ends...)
 // into one, adjacent pairs a round. Equal keys are of different slices,
 // which the order breaks ties by.
-void sliced_window_operator::merge_fire_runs() {
+inline void sliced_window_operator::merge_fire_runs() {
   const auto entry_less = [](const fire_entry& a, const fire_entry& b) {
     const int c = compare_key_bytes(a.key, b.key);
     return c < 0 || (c == 0 && a.slice < b.slice);
@@ -428,7 +414,7 @@ void sliced_window_operator::merge_fire_runs() {
 // The current key's accumulators over slices [lo, hi): the one slice's own
 // when the range holds one, else merged into fold_; nullptr when the key
 // has no contents there.
-const internal::accumulator* sliced_window_operator::fold_slices(slice_iterator lo, slice_iterator hi) {
+inline const internal::accumulator* sliced_window_operator::fold_slices(slice_iterator lo, slice_iterator hi) {
   const internal::accumulator* only = nullptr;
   bool folded = false;
   for (auto it = lo; it != hi; ++it) {

@@ -56,10 +56,20 @@ protected:
   void register_states() override;
 
   // The end of the last window holding slice `a`.
-  event_time last_end(event_time a) const noexcept;
+  event_time last_end(event_time a) const noexcept {
+    const auto& s = *plan_->slicing;
+    return internal::saturating_add(window_start(a, s.offset, s.slide), s.size);
+  }
 
   // Makes slice `a` the current namespace.
-  void set_slice_namespace(event_time a);
+  void set_slice_namespace(event_time a) {
+    if (scratch_slice_ != a) { // consecutive rows mostly share a slice
+      internal::encode_window_into(ns_scratch_,
+                                   time_window{a, internal::saturating_add(a, plan_->slicing->slice)});
+      scratch_slice_ = a;
+    }
+    backend_->set_current_namespace(ns_scratch_);
+  }
 
   /// The keys with contents in one slice, each once; the first `sorted`
   /// are in byte order (collect_fire_entries sorts them when it reads them).
