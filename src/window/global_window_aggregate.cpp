@@ -9,7 +9,8 @@
 
 namespace weir::window {
 
-global_window_aggregate::global_window_aggregate(std::shared_ptr<const window_plan::impl> plan)
+global_window_aggregate::global_window_aggregate(
+    std::shared_ptr<const window_plan::impl> plan)
   : sliced_window_operator(std::move(plan)),
     partial_key_fields_(internal::first_indices(plan_->key_fields.size())) {}
 

@@ -11,7 +11,8 @@
 
 namespace weir::window {
 
-local_window_aggregate::local_window_aggregate(std::shared_ptr<const window_plan::impl> plan)
+local_window_aggregate::local_window_aggregate(
+    std::shared_ptr<const window_plan::impl> plan)
   : plan_(std::move(plan)) {
   const auto& keys = plan_->key_fields;
   int_key_ = keys.empty() // (one key for all: 0)
@@ -23,7 +24,8 @@ local_window_aggregate::local_window_aggregate(std::shared_ptr<const window_plan
                  && plan_->aggregates.function(j).kind == internal::aggregate_kind::count_rows;
 }
 
-void local_window_aggregate::process_batch(const record_batch_ptr& batch, output_collector& out) {
+void local_window_aggregate::process_batch(const record_batch_ptr& batch,
+                                           output_collector& out) {
   const record_batch& in = *batch;
   if (in.num_rows == 0)
     return;
@@ -111,16 +113,20 @@ void local_window_aggregate::process_watermark(event_time wm, output_collector& 
   out.emit_watermark(wm);
 }
 
-void local_window_aggregate::prepare_snapshot_pre_barrier(std::uint64_t, output_collector& out) {
+void local_window_aggregate::prepare_snapshot_pre_barrier(
+    std::uint64_t, output_collector& out) {
   emit(out, max_watermark);
 }
 
-void local_window_aggregate::prepare_idle(output_collector& out) { emit(out, max_watermark); }
+void local_window_aggregate::prepare_idle(output_collector& out) {
+  emit(out, max_watermark);
+}
 
 void local_window_aggregate::finish(output_collector& out) { emit(out, max_watermark); }
 
 // A new partial for row `row`'s key and slice `a`; returns its index.
-inline std::size_t local_window_aggregate::add_partial(const record_batch& in, std::uint32_t row, event_time a) {
+inline std::size_t local_window_aggregate::add_partial(
+    const record_batch& in, std::uint32_t row, event_time a) {
   partial& np = partials_.emplace_back();
   if (!int_key_)
     np.index_key = key_scratch_;
@@ -133,7 +139,8 @@ inline std::size_t local_window_aggregate::add_partial(const record_batch& in, s
 }
 
 // The slot of (v, null, a): where it is, or the empty slot to put it in.
-inline std::size_t local_window_aggregate::find_int(std::int64_t v, bool null, event_time a) {
+inline std::size_t local_window_aggregate::find_int(
+    std::int64_t v, bool null, event_time a) {
   if (int_index_.empty())
     rebuild_int_index(256);
   const std::size_t mask = int_index_.size() - 1;

@@ -13,7 +13,8 @@ using internal::window_pair;
 
 // A merged window's timers are deleted when it merges (`on_merge`), so a
 // record must always reach the trigger: never skip it.
-merging_window_operator::merging_window_operator(std::shared_ptr<const window_plan::impl> plan)
+merging_window_operator::merging_window_operator(
+    std::shared_ptr<const window_plan::impl> plan)
   : per_window_operator(std::move(plan), false) {
   register_merging_set(); // the base registered the rest
 }
@@ -47,7 +48,8 @@ void merging_window_operator::persist_mapping(const window_mapping& m) {
 
 // Adds `w` to the key's windows, merging as the assigner says; returns the
 // window `w` ended up in (Flink's MergingWindowSet.addWindow).
-time_window merging_window_operator::add_window(window_mapping& mapping, const time_window& w) {
+time_window merging_window_operator::add_window(
+    window_mapping& mapping, const time_window& w) {
   std::vector<time_window> all;
   all.reserve(mapping.size() + 1);
   for (const auto& [k, v] : mapping)
@@ -120,8 +122,9 @@ void merging_window_operator::on_merge(const time_window& result,
 // -- elements and timers ------------------------------------------------------
 
 bool merging_window_operator::process_row(const record_batch& in,
-                                          const std::vector<column>& args, std::uint32_t row,
-                                          std::uint64_t seq, event_time at, event_time ts) {
+                                          const std::vector<column>& args,
+                                          std::uint32_t row, std::uint64_t seq,
+                                          event_time at, event_time ts) {
   const auto& p = *plan_;
   assigned_.clear();
   p.assigner->assign(at, assigned_);

@@ -27,9 +27,9 @@ void per_window_operator::register_states() {
   if (p.buffered)
     rows_ = must(backend_->get_list_state<buffered_row>(internal::rows_state));
   else
-    contents_ = must(backend_->get_aggregating_state<row_input, internal::accumulators,
-                                                     std::monostate>(internal::contents_state,
-                                                                     contents_fn_));
+    contents_ = must(
+      backend_->get_aggregating_state<row_input, internal::accumulators, std::monostate>(
+        internal::contents_state, contents_fn_));
   trigger_state_ = must(backend_->get_value_state<std::int64_t>(internal::trigger_state));
   if (p.assigner->is_global())
     fires_ = must(backend_->get_value_state<std::int64_t>(internal::fires_state));
@@ -37,7 +37,8 @@ void per_window_operator::register_states() {
 
 // -- stream_operator ------------------------------------------------------------
 
-void per_window_operator::process_batch(const record_batch_ptr& batch, output_collector& out) {
+void per_window_operator::process_batch(const record_batch_ptr& batch,
+                                        output_collector& out) {
   const record_batch& in = *batch;
   if (in.num_rows == 0)
     return;
@@ -124,8 +125,8 @@ void per_window_operator::context::clear_state() {
   op_.trigger_state_.clear();
 }
 
-void per_window_operator::context::merge_state(std::int64_t (*combine)(std::int64_t,
-                                                                        std::int64_t)) {
+void per_window_operator::context::merge_state(
+    std::int64_t (*combine)(std::int64_t, std::int64_t)) {
   std::optional<std::int64_t> acc;
   auto fold = [&](std::optional<std::int64_t> v) {
     if (v)
@@ -176,9 +177,9 @@ void per_window_operator::delete_cleanup_timer(const time_window& w) {
 
 // -- elements -----------------------------------------------------------------------
 
-bool per_window_operator::process_row(const record_batch& in, const std::vector<column>& args,
-                                      std::uint32_t row, std::uint64_t seq, event_time at,
-                                      event_time ts) {
+bool per_window_operator::process_row(const record_batch& in,
+                                      const std::vector<column>& args, std::uint32_t row,
+                                      std::uint64_t seq, event_time at, event_time ts) {
   const auto& p = *plan_;
   assigned_.clear();
   p.assigner->assign(at, assigned_);
@@ -196,9 +197,10 @@ bool per_window_operator::process_row(const record_batch& in, const std::vector<
   return !p.assigner->is_event_time();
 }
 
-void per_window_operator::add_to_window(const record_batch& in, const std::vector<column>& args,
-                                        std::uint32_t row, std::uint64_t seq, event_time ts,
-                                        const time_window& state_window,
+void per_window_operator::add_to_window(const record_batch& in,
+                                        const std::vector<column>& args,
+                                        std::uint32_t row, std::uint64_t seq,
+                                        event_time ts, const time_window& state_window,
                                         const time_window& actual) {
   const auto& p = *plan_;
   set_namespace(state_window);
@@ -217,7 +219,8 @@ void per_window_operator::add_to_window(const record_batch& in, const std::vecto
   // (nothing deletes them while the contents exist); a trigger that does
   // nothing else on an element needs no call while the window is not yet
   // due. This skips two timer registrations per record and window.
-  if (!created && may_skip_trigger_ && actual.max_timestamp() > backend_->current_watermark())
+  if (!created && may_skip_trigger_
+      && actual.max_timestamp() > backend_->current_watermark())
     return;
   trigger_result r;
   {
@@ -229,7 +232,7 @@ void per_window_operator::add_to_window(const record_batch& in, const std::vecto
 }
 
 inline void per_window_operator::apply(trigger_result r, const time_window& actual,
-                                const time_window& state_window) {
+                                       const time_window& state_window) {
   if (is_fire(r))
     emit(actual, state_window);
   if (is_purge(r)) {
@@ -248,7 +251,8 @@ void per_window_operator::on_timer(event_time t, bool event_time_timer) {
   fire_timer(t, event_time_timer, w, w);
 }
 
-bool per_window_operator::fire_timer(event_time t, bool event_time_timer, const time_window& w,
+bool per_window_operator::fire_timer(event_time t, bool event_time_timer,
+                                     const time_window& w,
                                      const time_window& state_window) {
   const auto& p = *plan_;
   trigger_result r;
@@ -266,8 +270,8 @@ bool per_window_operator::fire_timer(event_time t, bool event_time_timer, const 
   return false;
 }
 
-inline void per_window_operator::clear_all_state(const time_window& w,
-                                          const time_window& state_window) {
+inline void per_window_operator::clear_all_state(
+    const time_window& w, const time_window& state_window) {
   const auto& p = *plan_;
   set_namespace(state_window);
   if (p.buffered)
@@ -286,7 +290,8 @@ inline void per_window_operator::clear_all_state(const time_window& w,
 
 // -- output ---------------------------------------------------------------------------
 
-inline void per_window_operator::emit(const time_window& actual, const time_window& state_window) {
+inline void per_window_operator::emit(const time_window& actual,
+                                      const time_window& state_window) {
   const auto& p = *plan_;
   set_namespace(state_window);
   if (p.buffered ? !fold_buffered(actual) : contents_.accumulator() == nullptr)

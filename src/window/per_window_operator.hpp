@@ -49,7 +49,8 @@ protected:
   /// `may_skip_trigger`: a record added to a window that already has
   /// contents, and is not yet due, need not call a trigger that only
   /// registers the end-of-window timer (see `add_to_window`).
-  per_window_operator(std::shared_ptr<const window_plan::impl> plan, bool may_skip_trigger);
+  per_window_operator(std::shared_ptr<const window_plan::impl> plan,
+                      bool may_skip_trigger);
 
   void register_states() override;
 
@@ -77,7 +78,8 @@ protected:
                      const time_window& state_window, const time_window& actual);
 
   void set_namespace(const time_window& w) {
-    internal::encode_window_into(ns_scratch_, w); // reuses the buffer: no allocation per call
+    // Reuses the buffer: no allocation per call.
+    internal::encode_window_into(ns_scratch_, w);
     backend_->set_current_namespace(ns_scratch_);
   }
 
@@ -90,7 +92,8 @@ protected:
   }
 
   bool is_window_late(const time_window& w) const noexcept {
-    return plan_->assigner->is_event_time() && cleanup_time(w) <= backend_->current_watermark();
+    return plan_->assigner->is_event_time()
+           && cleanup_time(w) <= backend_->current_watermark();
   }
   void delete_cleanup_timer(const time_window& w);
 
@@ -126,7 +129,8 @@ protected:
 
 private:
   void register_cleanup_timer(const time_window& w);
-  void apply(trigger_result r, const time_window& actual, const time_window& state_window);
+  void apply(trigger_result r, const time_window& actual,
+             const time_window& state_window);
   void clear_all_state(const time_window& w, const time_window& state_window);
   void emit(const time_window& actual, const time_window& state_window);
   bool fold_buffered(const time_window& w);

@@ -16,15 +16,16 @@ using internal::must;
 using internal::row_input;
 using internal::saturating_add;
 
-sliced_window_operator::sliced_window_operator(std::shared_ptr<const window_plan::impl> plan)
+sliced_window_operator::sliced_window_operator(
+    std::shared_ptr<const window_plan::impl> plan)
   : window_operator_base(std::move(plan)) {
   init_backend(state::key_group_range{0, 127}, 128);
 }
 
 void sliced_window_operator::register_states() {
-  contents_ = must(backend_->get_aggregating_state<row_input, internal::accumulators,
-                                                   std::monostate>(internal::contents_state,
-                                                                   contents_fn_));
+  contents_ = must(
+    backend_->get_aggregating_state<row_input, internal::accumulators, std::monostate>(
+      internal::contents_state, contents_fn_));
   if (plan_->slicing->slide < plan_->slicing->size)
     slices_watermark_ =
       must(backend_->get_value_state<std::int64_t>(internal::slices_watermark_state));
@@ -149,7 +150,8 @@ inline void sliced_window_operator::drop_slices(Done done) {
 // The sliced path of process_batch: each row's accumulator in its slice,
 // the state of the rows ahead prefetched (a large keyed state otherwise
 // costs two cache misses per row).
-inline void sliced_window_operator::add_batch_to_slices(const record_batch& in, const std::vector<column>& args) {
+inline void sliced_window_operator::add_batch_to_slices(
+    const record_batch& in, const std::vector<column>& args) {
   const auto& p = *plan_;
   const auto& s = *p.slicing;
   batch_keys_.clear();
@@ -202,8 +204,9 @@ inline std::string_view sliced_window_operator::slice_namespace(event_time a) {
 
 // Adds a row (current key set) to its slice; false when every window
 // holding it has fired (a late record).
-inline bool sliced_window_operator::add_to_slice(const record_batch& in, const std::vector<column>& args,
-                  std::uint32_t row, std::uint64_t seq, event_time ts) {
+inline bool sliced_window_operator::add_to_slice(
+    const record_batch& in, const std::vector<column>& args, std::uint32_t row,
+    std::uint64_t seq, event_time ts) {
   const auto& s = *plan_->slicing;
   const event_time a = window_start(ts, s.offset, s.slice);
   if (last_end(a) - 1 <= backend_->current_watermark())
@@ -346,7 +349,8 @@ inline void sliced_window_operator::fire_last_windows() {
 
 // fire_keys_ = the keys with contents in slices [lo, hi), in byte order,
 // each once.
-inline void sliced_window_operator::collect_fire_keys(slice_iterator lo, slice_iterator hi) {
+inline void sliced_window_operator::collect_fire_keys(
+    slice_iterator lo, slice_iterator hi) {
   fire_keys_.clear();
   for (auto it = lo; it != hi; ++it)
     for (const auto& k : it->second.keys)
@@ -361,7 +365,8 @@ inline void sliced_window_operator::collect_fire_keys(slice_iterator lo, slice_i
 // added since, then merged in), and each window merges its slices' sorted
 // runs, adjacent pairs a round, O(entries x log slices), instead of
 // sorting them all again.
-inline void sliced_window_operator::collect_fire_entries(slice_iterator lo, slice_iterator hi) {
+inline void sliced_window_operator::collect_fire_entries(
+    slice_iterator lo, slice_iterator hi) {
   const auto key_less = [](std::string_view a, std::string_view b) {
     return compare_key_bytes(a, b) < 0;
   };
@@ -414,7 +419,8 @@ inline void sliced_window_operator::merge_fire_runs() {
 // The current key's accumulators over slices [lo, hi): the one slice's own
 // when the range holds one, else merged into fold_; nullptr when the key
 // has no contents there.
-inline const internal::accumulator* sliced_window_operator::fold_slices(slice_iterator lo, slice_iterator hi) {
+inline const internal::accumulator* sliced_window_operator::fold_slices(
+    slice_iterator lo, slice_iterator hi) {
   const internal::accumulator* only = nullptr;
   bool folded = false;
   for (auto it = lo; it != hi; ++it) {

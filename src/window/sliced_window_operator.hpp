@@ -64,8 +64,8 @@ protected:
   // Makes slice `a` the current namespace.
   void set_slice_namespace(event_time a) {
     if (scratch_slice_ != a) { // consecutive rows mostly share a slice
-      internal::encode_window_into(ns_scratch_,
-                                   time_window{a, internal::saturating_add(a, plan_->slicing->slice)});
+      const time_window slice{a, internal::saturating_add(a, plan_->slicing->slice)};
+      internal::encode_window_into(ns_scratch_, slice);
       scratch_slice_ = a;
     }
     backend_->set_current_namespace(ns_scratch_);
