@@ -171,7 +171,10 @@ public:
   const std::vector<std::size_t>& key_fields() const noexcept;
 
   /// A fresh operator for one subtask; it is a `window_operator` (see there
-  /// for its counters).
+  /// for its counters). Its class is chosen by the spec when the plan is
+  /// made, not per record (src/window/README.md): sliced aggregation for the
+  /// event-time windows it can take (see `allow_slicing`), merging windows
+  /// for session assigners, else per-window aggregation.
   stream_operator_ptr make_operator() const;
 
   /// Whether the aggregation can run in two phases (Flink SQL's local/global
