@@ -106,4 +106,37 @@ execution_plan build_execution_plan(const job_graph& g) {
   return plan;
 }
 
+subtask_outputs plan_subtask_outputs(const job_graph& g, const execution_plan& plan,
+                                     std::size_t vertex, std::size_t subtask) {
+  subtask_outputs out;
+  const auto& v = plan.vertices[vertex];
+  for (std::size_t k = 0; k < v.nodes.size(); ++k) {
+    for (std::size_t e = 0; e < g.edges.size(); ++e) {
+      const auto& edge = g.edges[e];
+      if (edge.source != v.nodes[k] || plan.edge_is_chained[e])
+        continue;
+      auto tv = plan.vertex_of_node[edge.target];
+      const auto targets = plan.vertices[tv].parallelism;
+      writer_spec w;
+      w.chain_index = k;
+      w.port = edge.port;
+      w.mode = edge.mode;
+      w.key_fields = edge.key_fields;
+      w.target_parallelism = targets;
+      auto add = [&](std::size_t d) {
+        w.channels.push_back(static_cast<std::uint32_t>(out.channels.size()));
+        out.channels.push_back(output_channel_target{
+          tv, d, static_cast<std::uint32_t>(plan.channel_of(g, e, subtask))});
+      };
+      if (edge.mode == partitioning::forward)
+        add(subtask);
+      else
+        for (std::size_t d = 0; d < targets; ++d)
+          add(d);
+      out.writers.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
 } // namespace weir::runtime
