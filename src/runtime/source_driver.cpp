@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/runtime/source_driver.hpp"
 
+#include <charconv>
+#include <stdexcept>
 #include <string_view>
 
 namespace weir::runtime {
@@ -72,34 +74,91 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
   return true;
 }
 
+std::string source_driver::encode_state(const std::vector<source_position>& positions,
+                                        event_time clock, const std::string& watermarks) {
+  std::string out = std::string{state_magic} + " " + std::to_string(state_version) + "\n";
+  for (const auto& p : positions)
+    out += "position " + std::string{to_string(p.unit)} + " " + std::to_string(p.value) + " "
+           + p.split + "\n";
+  out += "clock " + std::to_string(clock) + "\n";
+  return out + watermarks;
+}
+
+source_driver::decoded_state source_driver::decode_state(std::string_view state) {
+  decoded_state d;
+  auto line_of = [&](std::string_view& rest) {
+    auto nl = rest.find('\n');
+    auto line = rest.substr(0, nl);
+    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+    return line;
+  };
+  auto number = [](std::string_view s, auto& v) {
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc{} && ptr == s.data() + s.size();
+  };
+  std::string_view rest = state;
+  if (rest.substr(0, state_magic.size() + 1) != std::string{state_magic} + " ") {
+    // Version 1 (unversioned): "<position>\nclock <ms>\n" then the watermark
+    // generator's lines; a bare position is accepted too.
+    d.version = 1;
+    auto first = line_of(rest);
+    std::uint64_t v = 0;
+    if (!number(first, v))
+      throw std::runtime_error("cannot read the source state (format version 1): '"
+                               + std::string{first.substr(0, 40)} + "' is not a position");
+    d.positions.push_back(source_position{"", position_unit::byte_offset, v});
+  } else {
+    auto header = line_of(rest);
+    header.remove_prefix(state_magic.size() + 1);
+    if (!number(header, d.version) || d.version != state_version)
+      throw std::runtime_error("cannot restore source state of format version "
+                               + std::string{header} + ": this weir reads versions 1 and "
+                               + std::to_string(state_version));
+    while (rest.substr(0, 9) == "position ") {
+      auto line = line_of(rest);
+      line.remove_prefix(9);
+      auto sp1 = line.find(' ');
+      auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+      source_position p;
+      auto unit = parse_position_unit(line.substr(0, sp1));
+      if (!unit || sp2 == std::string_view::npos
+          || !number(line.substr(sp1 + 1, sp2 - sp1 - 1), p.value))
+        throw std::runtime_error("cannot read the source state (format version "
+                                 + std::to_string(state_version) + "): bad position line '"
+                                 + std::string{line} + "'");
+      p.unit = *unit;
+      p.split = std::string{line.substr(sp2 + 1)};
+      d.positions.push_back(std::move(p));
+    }
+  }
+  if (rest.substr(0, 6) == "clock ") {
+    auto line = line_of(rest);
+    if (!number(line.substr(6), d.clock))
+      throw std::runtime_error("cannot read the source state (format version "
+                               + std::to_string(d.version) + "): bad clock line");
+  }
+  d.watermarks = std::string{rest};
+  return d;
+}
+
 void source_driver::snapshot(const subtask_clock& clock, operator_snapshot_entry& e) const {
-  // Position, replay clock and watermark generator: a resumed source
-  // re-reads from the position and emits what an uninterrupted one would.
-  auto pos = reader_->position();
-  e.snapshot.operator_state = std::to_string(pos) + "\nclock "
-                              + std::to_string(clock.is_replay() ? clock.now() : 0) + "\n"
-                              + watermarks_.snapshot();
-  // Files resume at a byte offset, generated sources at an event number.
-  e.source_position = (node_->kind == "file_source" ? "byte " : "event ") + std::to_string(pos);
+  // Positions, replay clock and watermark generator: a resumed source
+  // re-reads from the positions and emits what an uninterrupted one would.
+  auto positions = reader_->positions();
+  e.snapshot.operator_state = encode_state(positions, clock.is_replay() ? clock.now() : 0,
+                                           watermarks_.snapshot());
+  // One line per split: "byte 1234 of a.log", "event 5000".
+  e.source_position.clear();
+  for (const auto& p : positions)
+    e.source_position += (e.source_position.empty() ? "" : "\n") + describe(p);
 }
 
 void source_driver::restore(const std::string& state, subtask_clock& clock) {
-  // "<position>\nclock <ms>\n" then the watermark generator's lines (a bare
-  // position is accepted too).
-  std::string_view rest = state;
-  auto nl = rest.find('\n');
-  reader_->seek(std::stoull(std::string{rest.substr(0, nl)}));
-  if (nl == std::string_view::npos)
-    return;
-  rest.remove_prefix(nl + 1);
-  if (rest.substr(0, 6) == "clock ") {
-    auto end = rest.find('\n');
-    auto t = std::stoll(std::string{rest.substr(6, end - 6)});
-    if (clock.is_replay())
-      clock.advance(t);
-    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
-  }
-  watermarks_.restore(rest);
+  auto d = decode_state(state);
+  reader_->seek(d.positions);
+  if (clock.is_replay())
+    clock.advance(d.clock);
+  watermarks_.restore(d.watermarks);
 }
 
 } // namespace weir::runtime

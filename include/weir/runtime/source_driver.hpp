@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace weir::runtime {
 
@@ -38,15 +40,40 @@ public:
   /// How long to wait before the next poll (a rate-limited source).
   std::chrono::nanoseconds next_poll_delay() const { return reader_->next_poll_delay(); }
 
-  /// Fills `e.snapshot.operator_state` and `e.source_position`.
+  /// Fills `e.snapshot.operator_state` (format version 2, see
+  /// `encode_state`) and `e.source_position` (one line per split).
   void snapshot(const subtask_clock& clock, operator_snapshot_entry& e) const;
 
-  /// Resumes from what `snapshot` wrote (after `open`, before the first
-  /// poll). Throws std::runtime_error naming the problem when `state` cannot
-  /// be read or the reader cannot resume.
+  /// Resumes from what `snapshot` wrote, in format version 2 or 1 (after
+  /// `open`, before the first poll). Throws std::runtime_error naming the
+  /// format version when `state` cannot be read, or the reader's reason
+  /// when it cannot resume.
   void restore(const std::string& state, subtask_clock& clock);
 
   source_reader& reader() noexcept { return *reader_; }
+
+  /// The operator state of a source, format version 2:
+  ///
+  ///     weir-source-state 2
+  ///     position <byte|event|offset> <value> <split>     (one per split)
+  ///     clock <replay clock, ms; 0 under the wall clock>
+  ///     <the watermark generator's lines>
+  ///
+  /// Version 1 (unversioned, before split positions) was
+  /// "<value>\nclock <ms>\n<watermark lines>": it restores as one position
+  /// with an empty split.
+  static constexpr std::string_view state_magic = "weir-source-state";
+  static constexpr std::uint32_t state_version = 2;
+  static std::string encode_state(const std::vector<source_position>& positions,
+                                  event_time clock, const std::string& watermarks);
+  struct decoded_state {
+    std::uint32_t version = 0;
+    std::vector<source_position> positions;
+    event_time clock = 0;
+    std::string watermarks;
+  };
+  /// Reads either version; throws std::runtime_error naming the version.
+  static decoded_state decode_state(std::string_view state);
 
 private:
   const stream_node* node_;

@@ -58,8 +58,12 @@ public:
     ++polls;
     return rows(xs);
   }
-  std::uint64_t position() const override { return static_cast<std::uint64_t>(next_); }
-  void seek(std::uint64_t p) override { next_ = static_cast<std::int64_t>(p); }
+  std::vector<source_position> positions() const override {
+    return {{"rows", position_unit::event_number, static_cast<std::uint64_t>(next_)}};
+  }
+  void seek(const std::vector<source_position>& to) override {
+    next_ = static_cast<std::int64_t>(select_position(to, "rows", position_unit::event_number));
+  }
   std::size_t polls = 0;
 
 private:
@@ -352,6 +356,9 @@ TEST_CASE("source positions through snapshot and restore") {
   CHECK(snap.checkpoint_id == 7);
   REQUIRE(snap.operators.size() == 2);
   CHECK(snap.operators[0].operator_uid == "src");
+  CHECK(snap.operators[0].source_position == "event 6 of rows");
+  CHECK(snap.operators[0].snapshot.operator_state
+        == "weir-source-state 2\nposition event 6 rows\nclock 0\nwm 2\np 5 1 \n");
   CHECK(snap.operators[1].snapshot.operator_state == "6");
   CHECK(first.trace(0) == "b3 w-1 b3 w2 |7");
 
@@ -370,6 +377,66 @@ TEST_CASE("source positions through snapshot and restore") {
   third.trigger(8);
   REQUIRE(third.snapshots.size() == 1);
   CHECK(third.snapshots[0].operators[1].snapshot.operator_state == "9");
+}
+
+TEST_CASE("source state: version 2 keeps one position per split; version 1 still restores") {
+  std::vector<source_position> ps{{"a.log", position_unit::byte_offset, 4096},
+                                  {"orders/3", position_unit::partition_offset, 17},
+                                  {"with space.log", position_unit::byte_offset, 0}};
+  auto text = source_driver::encode_state(ps, 1234, "wm 5\n");
+  auto d = source_driver::decode_state(text);
+  CHECK(d.version == 2);
+  CHECK(d.positions == ps);
+  CHECK(d.clock == 1234);
+  CHECK(d.watermarks == "wm 5\n");
+  CHECK(describe(ps[1]) == "offset 17 of orders/3");
+
+  // Version 1 (unversioned): one bare value, then the clock and watermarks.
+  auto v1 = source_driver::decode_state("6\nclock 0\nwm 2\np 5 1 \n");
+  CHECK(v1.version == 1);
+  REQUIRE(v1.positions.size() == 1);
+  CHECK(v1.positions[0].value == 6);
+  CHECK(v1.positions[0].split.empty());
+  CHECK(v1.watermarks == "wm 2\np 5 1 \n");
+  CHECK(source_driver::decode_state("42").positions[0].value == 42);
+
+  CHECK_THROWS_WITH(source_driver::decode_state("weir-source-state 3\nclock 0\n"),
+                    "cannot restore source state of format version 3: this weir reads "
+                    "versions 1 and 2");
+  CHECK_THROWS_WITH(source_driver::decode_state("x\n"),
+                    "cannot read the source state (format version 1): 'x' is not a position");
+  CHECK_THROWS_WITH(
+    source_driver::decode_state("weir-source-state 2\nposition page 3 a\n"),
+    "cannot read the source state (format version 2): bad position line 'page 3 a'");
+
+  // A reader picks its split; a sole entry of another name is taken (a file
+  // moved); another unit is refused.
+  CHECK(select_position(ps, "orders/3", position_unit::partition_offset) == 17);
+  CHECK(select_position({ps[0]}, "b.log", position_unit::byte_offset) == 4096);
+  CHECK_THROWS_WITH(select_position(ps, "b.log", position_unit::byte_offset),
+                    "the checkpoint has no position for split 'b.log'");
+  CHECK_THROWS_WITH(select_position({ps[0]}, "a.log", position_unit::event_number),
+                    "the checkpoint's position of split 'a.log' counts bytes, this source "
+                    "counts events");
+}
+
+TEST_CASE("a source restores from a checkpoint of the unversioned format (version 1)") {
+  auto g = graph({source(0, "src", 10), node(1, "count", 1), sink(2, "out", 1)},
+                 {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::rebalance)}, 3);
+  g->nodes[0].watermark.max_out_of_orderness = std::chrono::milliseconds{2};
+  auto r = std::make_shared<operator_restore>();
+  r->operator_states.push_back("6\nclock 0\nwm 2\np 5 1 \n");
+  chain_harness h{g, {.credits = 100, .restores = {r, nullptr}}};
+  h.open();
+  h.run_source();
+  CHECK(values_of(h.batches(0)) == std::vector<std::int64_t>{6, 7, 8, 9});
+  CHECK(h.trace(0) == "b3 w5 b1 w6 w9223372036854775807 e");
+
+  auto bad = std::make_shared<operator_restore>();
+  bad->operator_states.push_back("weir-source-state 9\n");
+  chain_harness f{g, {.restores = {bad, nullptr}}};
+  CHECK_THROWS_WITH(f.open(), "cannot restore source state of format version 9: this weir "
+                              "reads versions 1 and 2");
 }
 
 TEST_CASE("a finished source declines a checkpoint; a failure names the chain member") {
