@@ -25,7 +25,7 @@ execution_plan build_execution_plan(const job_graph& g) {
   std::vector<int> chained_pred(n, -1);
   std::vector<bool> has_chained_succ(n, false);
   for (std::size_t v = 0; v < n; ++v) {
-    if (in_edges[v].size() != 1 || g.nodes[v].is_source)
+    if (in_edges[v].size() != 1 || g.nodes[v].is_source || g.nodes[v].num_inputs > 1)
       continue;
     auto e = in_edges[v][0];
     const auto& edge = g.edges[e];
@@ -66,15 +66,17 @@ execution_plan build_execution_plan(const job_graph& g) {
   // Channel numbering at each head.
   plan.channel_base.assign(g.edges.size(), 0);
   plan.input_channels.assign(plan.vertices.size(), 0);
+  plan.channel_input.assign(plan.vertices.size(), {});
   for (std::size_t e = 0; e < g.edges.size(); ++e) {
     if (plan.edge_is_chained[e])
       continue;
     const auto& edge = g.edges[e];
     auto tv = plan.vertex_of_node[edge.target];
     plan.channel_base[e] = plan.input_channels[tv];
-    plan.input_channels[tv] += edge.mode == partitioning::forward
-                                 ? 1
-                                 : g.nodes[edge.source].parallelism;
+    const auto n_channels =
+      edge.mode == partitioning::forward ? 1 : g.nodes[edge.source].parallelism;
+    plan.input_channels[tv] += n_channels;
+    plan.channel_input[tv].insert(plan.channel_input[tv].end(), n_channels, edge.target_input);
   }
 
   // Topological order of vertices (Kahn).

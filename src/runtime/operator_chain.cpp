@@ -51,6 +51,11 @@ void operator_chain::open(bool transactional, std::size_t attempt) {
                       ? node.make_transactional_operator
                       : node.make_operator;
     ops_.push_back(factory());
+    if (k == 0 && node.num_inputs == 2) {
+      head2_ = dynamic_cast<two_input_stream_operator*>(ops_.back().get());
+      if (!head2_)
+        throw std::logic_error("a node with two inputs needs a two_input_stream_operator");
+    }
     ops_.back()->open(context(k));
   }
   if (const auto& inj = graph_->options.inject_failure; inj && attempt == 0 && subtask_ == 0)

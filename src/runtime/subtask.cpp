@@ -22,7 +22,9 @@ subtask::subtask(subtask_config config, subtask_environment& env)
     out_(env, config_.out_channels, config_.credits_per_channel),
     chain_(*config_.graph, vertex_, config_.subtask, *config_.metrics,
            std::move(config_.writers), out_, clock_),
-    gate_(config_.plan->input_channels[config_.vertex], exactly_once(*config_.graph)) {
+    gate_(config_.plan->channel_input[config_.vertex],
+          config_.graph->nodes[vertex_.nodes[0]].num_inputs, exactly_once(*config_.graph)),
+    input_idle_(gate_.inputs(), false) {
 }
 
 void subtask::open() {
@@ -205,21 +207,30 @@ void subtask::process(input_element& e) {
       act_on(gate_.on_barrier(e.channel, e.checkpoint_id), e.ts);
       break;
     case element_kind::batch:
-      chain_.process_batch(e.data);
+      if (gate_.input_of(e.channel) == 0)
+        chain_.process_batch(e.data);
+      else
+        chain_.process_batch2(e.data);
       // Processed: return the credit to the sender.
       env_->return_credit(e.channel);
       break;
-    case element_kind::watermark:
-      if (auto wm = gate_.on_watermark(e.channel, e.ts))
-        advance_watermark(*wm);
+    case element_kind::watermark: {
+      auto wm = gate_.on_watermark(e.channel, e.ts);
+      sync_input_idle(gate_.input_of(e.channel));
+      if (wm)
+        advance_watermark(gate_.input_of(e.channel), *wm);
       chain_.set_output_idle(gate_.all_idle());
       break;
+    }
     case element_kind::idle:
-    case element_kind::active:
-      if (auto wm = gate_.on_idle(e.channel, e.kind == element_kind::idle))
-        advance_watermark(*wm);
+    case element_kind::active: {
+      auto wm = gate_.on_idle(e.channel, e.kind == element_kind::idle);
+      sync_input_idle(gate_.input_of(e.channel));
+      if (wm)
+        advance_watermark(gate_.input_of(e.channel), *wm);
       chain_.set_output_idle(gate_.all_idle());
       break;
+    }
     case element_kind::processing_time:
       if (clock_.advance(e.ts))
         chain_.fire_processing_time(clock_.now());
@@ -227,7 +238,7 @@ void subtask::process(input_element& e) {
     case element_kind::end_of_input: {
       auto r = gate_.on_end_of_input(e.channel);
       if (r.watermark)
-        advance_watermark(*r.watermark);
+        advance_watermark(gate_.input_of(e.channel), *r.watermark);
       act_on(r.decision, 0);
       if (gate_.all_ended())
         end_of_chain();
@@ -237,8 +248,21 @@ void subtask::process(input_element& e) {
   note_blocked();
 }
 
-void subtask::advance_watermark(event_time wm) {
-  chain_.process_watermark(wm);
+void subtask::advance_watermark(std::size_t input, event_time wm) {
+  if (chain_.head_has_two_inputs())
+    chain_.process_input_watermark(input, wm);
+  else
+    chain_.process_watermark(wm);
+}
+
+void subtask::sync_input_idle(std::size_t input) {
+  if (!chain_.head_has_two_inputs())
+    return;
+  bool idle = gate_.input_idle(input);
+  if (idle == input_idle_[input])
+    return;
+  input_idle_[input] = idle;
+  chain_.process_input_status(input, idle);
 }
 
 // -- wall-clock processing-time timers -------------------------------------------

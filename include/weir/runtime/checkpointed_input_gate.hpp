@@ -92,6 +92,9 @@ public:
   };
   end_of_input_result on_end_of_input(std::size_t channel);
 
+  /// True when every live channel of input `input` is idle (false when all
+  /// its channels ended: an ended input holds nothing back anyway).
+  bool input_idle(std::size_t input) const noexcept { return valves_[input].all_idle(); }
   /// True when every channel that has not ended is idle.
   bool all_idle() const noexcept;
   /// True when every channel of every input has ended.

@@ -31,6 +31,9 @@ struct execution_plan {
   std::vector<std::size_t> channel_base;
   /// Input channels per subtask of each vertex (same for all its subtasks).
   std::vector<std::size_t> input_channels;
+  /// Per vertex, the logical input (0, or 1 for a two-input head) of each of
+  /// its input channels.
+  std::vector<std::vector<std::size_t>> channel_input;
   /// Vertices in topological order (sources first).
   std::vector<std::size_t> topo_order;
 
@@ -39,7 +42,9 @@ struct execution_plan {
 };
 
 /// Chains forward edges (Flink's operator chaining: single input, forward
-/// partitioning, equal parallelism) and numbers the input channels.
+/// partitioning, equal parallelism; a two-input node is never chained) and
+/// numbers the input channels: edge by edge in graph order, each channel
+/// tagged with the logical input its edge feeds.
 /// Precondition: the graph is acyclic (the API cannot build a cycle).
 execution_plan build_execution_plan(const job_graph& g);
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "weir/operators/stream_operator.hpp"
+#include "weir/operators/two_input_stream_operator.hpp"
 #include "weir/runtime/execution_plan.hpp"
 #include "weir/runtime/job_metrics.hpp"
 #include "weir/runtime/output_channels.hpp"
@@ -73,6 +74,35 @@ public:
     current_ = 0;
     metrics_[0]->watermark.store(wm, std::memory_order_relaxed);
     ops_[0]->process_watermark(wm, collectors_[0]);
+  }
+
+  /// True when the head is a `two_input_stream_operator` (its node has
+  /// `num_inputs == 2`).
+  bool head_has_two_inputs() const noexcept { return head2_ != nullptr; }
+
+  /// A batch of the head's input 2 (two-input head only).
+  void process_batch2(const record_batch_ptr& batch) {
+    metrics_[0]->records_in.fetch_add(batch->num_rows, std::memory_order_relaxed);
+    current_ = 0;
+    maybe_inject(0);
+    head2_->process_batch2(batch, collectors_[0]);
+  }
+
+  /// Two-input head: the watermark of input `input` (0 or 1) advanced.
+  void process_input_watermark(std::size_t input, event_time wm) {
+    current_ = 0;
+    if (input == 0)
+      head2_->process_watermark1(wm, collectors_[0]);
+    else
+      head2_->process_watermark2(wm, collectors_[0]);
+    metrics_[0]->watermark.store(head2_->combined_watermark(), std::memory_order_relaxed);
+  }
+
+  /// Two-input head: input `input` went idle or active.
+  void process_input_status(std::size_t input, bool idle) {
+    current_ = 0;
+    head2_->process_watermark_status(input, idle, collectors_[0]);
+    metrics_[0]->watermark.store(head2_->combined_watermark(), std::memory_order_relaxed);
   }
 
   // -- output of member k --------------------------------------------------------
@@ -150,6 +180,7 @@ private:
   std::vector<const stream_node*> nodes_;
   std::vector<subtask_metrics*> metrics_;
   std::vector<stream_operator_ptr> ops_; ///< null for a source head
+  two_input_stream_operator* head2_ = nullptr; ///< ops_[0] if it has two inputs
   std::vector<collector> collectors_;
   std::vector<writer_spec> writer_specs_;
   std::vector<record_writer> writers_;

@@ -104,7 +104,10 @@ private:
   void act_on(const checkpoint::barrier_decision& d, event_time ts);
   void release_held();
   void take_snapshot(std::uint64_t n, event_time trigger_ts, std::chrono::milliseconds align);
-  void advance_watermark(event_time wm);
+  /// The watermark of logical input `input` advanced to `wm`.
+  void advance_watermark(std::size_t input, event_time wm);
+  /// Two-input head: tells it when input `input` went idle or active.
+  void sync_input_idle(std::size_t input);
   void schedule_poll();
   void resume();
   void end_of_chain();
@@ -119,6 +122,7 @@ private:
   operator_chain chain_;
   checkpointed_input_gate gate_;
   std::optional<source_driver> source_;
+  std::vector<bool> input_idle_; ///< per logical input, as last told the head
   std::deque<input_element> inbox_;
   bool poll_scheduled_ = false;
   bool finishing_ = false;

@@ -5,6 +5,7 @@
 #include "../../support/chain_harness.hpp"
 
 #include "weir/core/key_group.hpp"
+#include "weir/operators/two_input_stream_operator.hpp"
 
 #include <doctest/doctest.h>
 
@@ -43,12 +44,32 @@ std::vector<std::int64_t> values_of(const std::vector<record_batch_ptr>& bs) {
   return out;
 }
 
+const schema_ptr& swapped_schema() {
+  static const auto s = make_schema({{"v", type_id::int64}, {"key", type_id::string}});
+  return s;
+}
+
+/// Rows (value, key) with event time = value: the second input's shape.
+record_batch_ptr swapped_rows(const std::vector<std::pair<std::string, std::int64_t>>& xs) {
+  batch_builder b{swapped_schema()};
+  for (const auto& [k, v] : xs) {
+    b.col(0).append_int(v);
+    b.col(1).append_string(k);
+    b.timestamps().push_back(v);
+    b.commit_row();
+  }
+  return b.finish();
+}
+
 /// Reads (k<i % keys>, i) for i in 0..count-1; its position is the number
 /// of rows returned so far.
 class counting_reader final : public source_reader {
 public:
-  counting_reader(std::int64_t count, std::size_t keys) : count_(count), keys_(keys) {}
-  const schema_ptr& output_schema() const override { return test_schema(); }
+  counting_reader(std::int64_t count, std::size_t keys, bool swapped = false)
+    : count_(count), keys_(keys), swapped_(swapped) {}
+  const schema_ptr& output_schema() const override {
+    return swapped_ ? swapped_schema() : test_schema();
+  }
   record_batch_ptr poll_next(std::size_t max_rows) override {
     if (next_ >= count_)
       return nullptr;
@@ -56,7 +77,7 @@ public:
     for (; next_ < count_ && xs.size() < max_rows; ++next_)
       xs.emplace_back("k" + std::to_string(next_ % static_cast<std::int64_t>(keys_)), next_);
     ++polls;
-    return rows(xs);
+    return swapped_ ? swapped_rows(xs) : rows(xs);
   }
   std::vector<source_position> positions() const override {
     return {{"rows", position_unit::event_number, static_cast<std::uint64_t>(next_)}};
@@ -69,6 +90,7 @@ public:
 private:
   std::int64_t count_;
   std::size_t keys_;
+  bool swapped_;
   std::int64_t next_ = 0;
 };
 
@@ -164,6 +186,60 @@ std::shared_ptr<job_graph> union_graph(checkpointing_mode mode) {
 /// The chain (plan vertex) whose head is node `n`.
 std::size_t vertex_of(const job_graph& g, std::size_t n) {
   return build_execution_plan(g).vertex_of_node[n];
+}
+
+/// Merges both inputs into (k, v) rows; checks that every key it sees, from
+/// either input, belongs to its subtask's key groups.
+class tag_and_merge final : public two_input_stream_operator {
+public:
+  void open(const operator_context& ctx) override { ctx_ = ctx; }
+  void process_batch1(const record_batch_ptr& batch, output_collector& out) override {
+    check_keys(*batch, 0);
+    out.collect(batch);
+  }
+  void process_batch2(const record_batch_ptr& batch, output_collector& out) override {
+    check_keys(*batch, 1);
+    std::vector<std::pair<std::string, std::int64_t>> xs;
+    for (std::size_t r = 0; r < batch->num_rows; ++r)
+      xs.emplace_back(std::string{batch->columns[1].str(r)}, batch->columns[0].ints[r]);
+    out.collect(rows(xs));
+  }
+  void snapshot_state(std::uint64_t, operator_snapshot& out) override {
+    out.operator_state = std::to_string(rows_[0]) + "/" + std::to_string(rows_[1]);
+  }
+  std::size_t rows_[2] = {0, 0};
+
+private:
+  void check_keys(const record_batch& b, std::size_t input) {
+    rows_[input] += b.num_rows;
+    const std::size_t fields[] = {input == 0 ? 0u : 1u};
+    for (std::size_t r = 0; r < b.num_rows; ++r) {
+      std::string key;
+      encode_key(b, fields, r, key);
+      auto g = assign_key_group(key, ctx_.max_parallelism);
+      if (operator_index_for_key_group(g, ctx_.max_parallelism, ctx_.parallelism)
+          != ctx_.subtask_index)
+        throw std::runtime_error("key of input " + std::to_string(input + 1)
+                                 + " on the wrong subtask");
+    }
+  }
+  operator_context ctx_;
+};
+
+/// a (k, v) and b (v, key) -> co, keyed by k and by key, parallelism 2 -> out.
+std::shared_ptr<job_graph> two_input_graph(std::int64_t rows_a = 0, std::int64_t rows_b = 0) {
+  auto b = source(1, "b", rows_b);
+  b.outputs[0].schema = swapped_schema();
+  b.make_source = [rows_b](std::size_t, std::size_t, bad_record_handler) {
+    return std::make_unique<counting_reader>(rows_b, 5, true);
+  };
+  auto co = node(2, "co", 2);
+  co.num_inputs = 2;
+  co.make_operator = [] { return std::make_unique<tag_and_merge>(); };
+  auto in2 = edge(1, 2, partitioning::hash, {1});
+  in2.target_input = 1;
+  return graph({source(0, "a", rows_a, 5), std::move(b), std::move(co), sink(3, "out", 2)},
+               {edge(0, 2, partitioning::hash, {0}), in2, edge(2, 3, partitioning::forward)});
 }
 
 } // namespace
@@ -464,6 +540,98 @@ TEST_CASE("a finished source declines a checkpoint; a failure names the chain me
   } catch (const std::exception& e) {
     CHECK(f.task().failure_message(e.what()) == "operator 'boom' (test) subtask 1/1 failed: no");
   }
+}
+
+TEST_CASE("two inputs: a two-input node is not chained; its channels know their input") {
+  auto g = two_input_graph();
+  auto plan = build_execution_plan(*g);
+  auto v = plan.vertex_of_node[2];
+  CHECK(plan.vertices[v].name == "co -> out"); // its forward output chains
+  CHECK(plan.channel_input[v] == std::vector<std::size_t>{0, 1});
+  CHECK_FALSE(plan.edge_is_chained[0]);
+  CHECK_FALSE(plan.edge_is_chained[1]);
+}
+
+TEST_CASE("two inputs: each keyed by its own field into the same key groups") {
+  auto g = two_input_graph(200, 200);
+  std::map<std::string, std::size_t> owner_a, owner_b;
+  for (std::size_t n : {0u, 1u}) {
+    chain_harness h{g, {.vertex = vertex_of(*g, n), .credits = 1000}};
+    h.open();
+    h.run_source();
+    REQUIRE(h.sent.size() == 2);
+    for (std::size_t d = 0; d < 2; ++d)
+      for (const auto& b : h.batches(d))
+        for (std::size_t r = 0; r < b->num_rows; ++r)
+          (n == 0 ? owner_a : owner_b)[std::string{b->columns[n == 0 ? 0 : 1].str(r)}] = d;
+  }
+  CHECK(owner_a.size() == 5);
+  CHECK(owner_a == owner_b); // a key goes to one subtask from either input
+}
+
+TEST_CASE("two inputs: the operator's watermark is the minimum of its inputs', an idle one aside") {
+  auto g = two_input_graph();
+  chain_harness h{g, {.vertex = vertex_of(*g, 2)}};
+  h.open();
+  REQUIRE(h.sent.size() == 0); // co -> out is one chain: out is a sink
+  auto& m = h.metrics().at(2, 0);
+  h.watermark(0, 100);
+  CHECK(m.watermark == min_watermark); // input 2 has none yet
+  h.watermark(1, 50);
+  CHECK(m.watermark == 50);
+  h.watermark(1, 200);
+  CHECK(m.watermark == 100);
+  CHECK(h.metrics().at(3, 0).watermark == 100); // forwarded to the chained sink
+  h.idle(0);
+  CHECK(m.watermark == 200); // an idle input does not hold back the minimum
+  h.watermark(0, 150); // active again, behind the combined watermark
+  CHECK(m.watermark == 200);
+  h.watermark(1, 300);
+  CHECK(m.watermark == 200);
+  h.watermark(0, 400);
+  CHECK(m.watermark == 300);
+  h.end_of_input(1); // input 2 ends: only input 1 counts
+  CHECK(m.watermark == 400);
+}
+
+TEST_CASE("two inputs: barriers align across both inputs, one ending early") {
+  auto g = two_input_graph();
+  chain_harness h{g, {.vertex = vertex_of(*g, 2)}};
+  h.open();
+  // Keys k0..k4 of subtask 0 only (the operator checks ownership).
+  std::vector<std::string> mine;
+  for (int i = 0; i < 40 && mine.size() < 2; ++i) {
+    auto k = "k" + std::to_string(i);
+    std::string enc = "s";
+    auto len = static_cast<std::uint32_t>(k.size());
+    enc.append(reinterpret_cast<const char*>(&len), 4);
+    enc += k;
+    if (operator_index_for_key_group(assign_key_group(enc, 128), 128, 2) == 0)
+      mine.push_back(k);
+  }
+  REQUIRE(mine.size() == 2);
+  h.batch(0, rows({{mine[0], 1}}));
+  h.barrier(1, 4);
+  h.batch(1, swapped_rows({{mine[1], 2}})); // after barrier 4 on input 2: held
+  h.batch(0, rows({{mine[1], 3}, {mine[0], 4}}));
+  CHECK(h.snapshots.empty());
+  CHECK(h.credits_returned == std::vector<std::size_t>{2, 0});
+  h.barrier(0, 4);
+  REQUIRE(h.snapshots.size() == 1);
+  CHECK(h.snapshots[0].operators[0].snapshot.operator_state == "3/0");
+  CHECK(h.credits_returned == std::vector<std::size_t>{2, 1}); // released after the snapshot
+  // Checkpoint 5: input 1 ends before its barrier; that counts as aligned.
+  h.barrier(1, 5);
+  h.batch(1, swapped_rows({{mine[0], 5}}));
+  CHECK(h.snapshots.size() == 1);
+  h.end_of_input(0);
+  REQUIRE(h.snapshots.size() == 2);
+  CHECK(h.snapshots[1].operators[0].snapshot.operator_state == "3/1");
+  CHECK(h.credits_returned == std::vector<std::size_t>{2, 2});
+  h.end_of_input(1);
+  h.complete_writes();
+  CHECK(h.is_finished);
+  CHECK(h.metrics().at(3, 0).records_in == 5);
 }
 
 } // TEST_SUITE
