@@ -240,32 +240,10 @@ void deploy(jm_actor* self) {
       spec.attempt = st.attempt;
       if (!restores[v].empty())
         spec.restores = restores[v][s];
-      for (std::size_t k = 0; k < vertex.nodes.size(); ++k) {
-        for (std::size_t e = 0; e < g.edges.size(); ++e) {
-          const auto& edge = g.edges[e];
-          if (edge.source != vertex.nodes[k] || plan.edge_is_chained[e])
-            continue;
-          auto tv = plan.vertex_of_node[edge.target];
-          const auto& targets = actors[tv];
-          writer_spec w;
-          w.chain_index = k;
-          w.port = edge.port;
-          w.mode = edge.mode;
-          w.key_fields = edge.key_fields;
-          w.target_parallelism = targets.size();
-          auto add = [&](std::size_t d) {
-            w.channels.push_back(static_cast<std::uint32_t>(spec.out_channels.size()));
-            spec.out_channels.push_back(out_channel_spec{
-              targets[d], static_cast<std::uint32_t>(plan.channel_of(g, e, s))});
-          };
-          if (edge.mode == partitioning::forward)
-            add(s);
-          else
-            for (std::size_t d = 0; d < targets.size(); ++d)
-              add(d);
-          spec.writers.push_back(std::move(w));
-        }
-      }
+      auto outputs = plan_subtask_outputs(g, plan, v, s);
+      spec.writers = std::move(outputs.writers);
+      for (const auto& t : outputs.channels)
+        spec.out_channels.push_back(out_channel_spec{actors[t.vertex][t.subtask], t.channel});
       log::runtime().debug("job '{}': operator '{}' subtask {}/{}: deploying (attempt {})",
                            g.options.name, vertex.name, s + 1, vertex.parallelism,
                            st.attempt + 1);

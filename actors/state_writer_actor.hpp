@@ -22,6 +22,7 @@
 #include "weir/checkpoint/lmdb_checkpoint_store.hpp"
 #include "weir/checkpoint/snapshot_manifest.hpp"
 #include "weir/operators/stream_operator.hpp"
+#include "weir/runtime/subtask_snapshot.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -49,28 +50,6 @@ using restore_op_atom = caf::atom_constant<caf::atom("restore_op")>;
 /// Reply once every request the sender sent before is done (the mailbox is
 /// in order): a restart or the job's end waits for in-flight commits.
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
-
-/// What one operator of a chain froze at checkpoint n.
-struct operator_snapshot_entry {
-  std::string operator_uid; ///< stable across runs (the operator's name)
-  std::uint32_t subtask = 0;
-  std::uint32_t parallelism = 1;
-  /// From `stream_operator::snapshot_state`: the frozen keyed state (may be
-  /// null) and the operator state bytes (empty = none).
-  operator_snapshot snapshot;
-  /// A source's position, readable ("byte 1234 of a.log"); else empty.
-  std::string source_position;
-};
-
-/// Write the snapshot of task `task` (the job manager's numbering) for
-/// checkpoint `checkpoint_id`: all its operators in one LMDB transaction.
-struct write_snapshot_request {
-  std::uint64_t checkpoint_id = 0;
-  std::uint32_t task = 0;
-  /// Alignment time measured by the task, echoed into the ack.
-  std::chrono::milliseconds alignment{0};
-  std::vector<operator_snapshot_entry> operators;
-};
 
 /// The reply to a write: on success `ack` is what the task sends to the job
 /// manager (`checkpoint_coordinator::acknowledge`); on failure the task

@@ -19,17 +19,6 @@ struct out_channel_spec {
   std::uint32_t target_channel = 0;
 };
 
-/// One network edge leaving a chain member: how rows are distributed over
-/// the downstream subtasks (`channels[d]` = out channel of subtask d).
-struct writer_spec {
-  std::size_t chain_index = 0; ///< position of the producing node in the chain
-  std::size_t port = 0;
-  partitioning mode = partitioning::forward;
-  std::vector<std::size_t> key_fields;
-  std::size_t target_parallelism = 1;
-  std::vector<std::uint32_t> channels;
-};
-
 /// Everything one subtask needs to run.
 struct subtask_spec {
   std::shared_ptr<job_context> ctx;

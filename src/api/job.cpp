@@ -401,6 +401,69 @@ data_stream data_stream::transform(std::string kind, schema_ptr schema,
   return data_stream{graph_, *id, 0};
 }
 
+connected_streams data_stream::connect(const data_stream& other) const {
+  return connected_streams{*this, other};
+}
+
+expected<connected_streams>
+connected_streams::key_by(std::vector<std::string> first_fields,
+                          std::vector<std::string> second_fields) const {
+  if (first_fields.empty() || first_fields.size() != second_fields.size())
+    return invalid("connect: key_by needs as many key fields for each input (" + std::to_string(first_fields.size()) + " and "
+                   + std::to_string(second_fields.size()) + ")");
+  connected_streams out = *this;
+  out.first_keys_.clear();
+  out.second_keys_.clear();
+  for (std::size_t i = 0; i < first_fields.size(); ++i) {
+    auto a = first_.output_schema()->index_of(first_fields[i]);
+    auto b = second_.output_schema()->index_of(second_fields[i]);
+    if (!a || !b) {
+      const auto& s = a ? second_ : first_;
+      const auto& f = a ? second_fields[i] : first_fields[i];
+      return make_error(errc::type_error, "key_by: unknown field '" + f + "' (fields: "
+                                            + s.output_schema()->to_string() + ")");
+    }
+    auto ta = first_.output_schema()->at(*a).type;
+    auto tb = second_.output_schema()->at(*b).type;
+    if (ta != tb)
+      return make_error(errc::type_error, "key_by: key field '" + first_fields[i] + "' is "
+                                            + std::string{to_string(ta)} + ", but '"
+                                            + second_fields[i] + "' is "
+                                            + std::string{to_string(tb)});
+    out.first_keys_.push_back(*a);
+    out.second_keys_.push_back(*b);
+  }
+  return out;
+}
+
+expected<data_stream>
+connected_streams::transform(std::string kind, schema_ptr schema,
+                             std::function<std::unique_ptr<two_input_stream_operator>()> factory,
+                             operator_options opts) const {
+  if (first_.graph_ != second_.graph_)
+    return invalid("connect: streams belong to different jobs");
+  if (!schema || !factory)
+    return invalid("transform: a two-input operator needs an output schema and a factory");
+  auto& g = *first_.graph_;
+  auto id = add_operator(g, opts,
+                         {kind, std::move(schema),
+                          [factory] { return stream_operator_ptr{factory()}; }},
+                         {{first_.node_, first_.port_}, {second_.node_, second_.port_}});
+  if (!id)
+    return id.error();
+  g.nodes[*id].num_inputs = 2;
+  auto& in1 = g.edges[g.edges.size() - 2];
+  auto& in2 = g.edges.back();
+  in2.target_input = 1;
+  if (is_keyed()) {
+    in1.mode = partitioning::hash;
+    in1.key_fields = first_keys_;
+    in2.mode = partitioning::hash;
+    in2.key_fields = second_keys_;
+  }
+  return data_stream{first_.graph_, *id, 0};
+}
+
 expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
                                                    operator_options opts) const {
   if (spec.path.empty())

@@ -12,6 +12,26 @@ namespace weir::checkpoint {
 
 namespace {
 
+/// A source position's lines (one per split; DESIGN.md §7).
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    auto nl = text.find('\n', at);
+    out.push_back(text.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+    at = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  return out;
+}
+
+/// A source position's splits on one line, for the list view.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const auto& l : lines_of(text))
+    out += (out.empty() ? "" : ", ") + l;
+  return out;
+}
+
 std::string status_of(const checkpoint_listing& l) {
   if (l.restorable)
     return "complete";
@@ -149,7 +169,7 @@ std::string format_checkpoint_list(const std::vector<checkpoint_listing>& all) {
       for (const auto* h : ordered_handles(m))
         if (!h->source_position.empty())
           positions += (positions.empty() ? "" : "; ") + subtask_label(*h) + ": "
-                       + h->source_position;
+                       + one_line(h->source_position);
       r.push_back(positions.empty() ? "-" : positions);
     } else {
       r.insert(r.end(), {"-", "-", "-", "-", "-", "-"});
@@ -188,11 +208,15 @@ std::string format_checkpoint_details(const checkpoint_listing& l) {
   for (const auto* hp : ordered_handles(m)) {
     const auto& h = *hp;
     std::uint64_t keyed = h.size_bytes() - h.operator_state_bytes;
+    // One line per split of a source; the first beside its subtask.
+    auto splits = lines_of(h.source_position);
     rows.push_back({h.operator_uid,
                     std::to_string(h.subtask + 1) + "/" + std::to_string(h.parallelism),
                     std::to_string(h.key_groups.size()), format_bytes(keyed),
                     h.has_operator_state ? format_bytes(h.operator_state_bytes) : "-",
-                    h.source_position.empty() ? "-" : h.source_position});
+                    splits.empty() ? "-" : splits.front()});
+    for (std::size_t i = 1; i < splits.size(); ++i)
+      rows.push_back({"", "", "", "", "", splits[i]});
   }
   out += render_table(rows, {false, true, true, true, true, false});
   return out;

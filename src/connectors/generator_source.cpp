@@ -108,11 +108,15 @@ column generation_times(const internal::emission_pacer& pacer, std::uint64_t fir
 /// events s, s + p, s + 2p, ...; `next_` counts this subtask's events.
 class interleaved_reader : public source_reader {
 public:
-  std::uint64_t position() const override { return subtask_ + next_ * parallelism_; }
+  /// One split, unnamed: the next event number this subtask generates.
+  std::vector<source_position> positions() const override {
+    return {{"", position_unit::event_number, subtask_ + next_ * parallelism_}};
+  }
 
-  /// Resumes at the event number `position()` returned (same parallelism:
+  /// Resumes at the event number `positions()` returned (same parallelism:
   /// each subtask generates every parallelism-th event).
-  void seek(std::uint64_t position) override {
+  void seek(const std::vector<source_position>& to) override {
+    const auto position = select_position(to, "", position_unit::event_number);
     if (position < subtask_ || (position - subtask_) % parallelism_ != 0)
       throw std::runtime_error("cannot resume a generated source at event "
                                + std::to_string(position) + " with parallelism "

@@ -114,13 +114,14 @@ public:
   /// While a resumed reader is still splitting the records before its start
   /// offset, it has consumed nothing yet: the position stays the start
   /// offset, so a checkpoint taken then resumes where this run did.
-  std::uint64_t position() const override {
-    return std::max<std::uint64_t>(buf_offset_ + start_, opts_.start_offset);
+  std::vector<source_position> positions() const override {
+    return {{opts_.path, position_unit::byte_offset,
+             std::max<std::uint64_t>(buf_offset_ + start_, opts_.start_offset)}};
   }
 
-  void seek(std::uint64_t position) override {
+  void seek(const std::vector<source_position>& to) override {
     // Records before the position are split (for line numbers) but not decoded.
-    opts_.start_offset = position;
+    opts_.start_offset = select_position(to, opts_.path, position_unit::byte_offset);
   }
 
   std::optional<event_time> take_processing_time_advance() override {

@@ -25,7 +25,7 @@ execution_plan build_execution_plan(const job_graph& g) {
   std::vector<int> chained_pred(n, -1);
   std::vector<bool> has_chained_succ(n, false);
   for (std::size_t v = 0; v < n; ++v) {
-    if (in_edges[v].size() != 1 || g.nodes[v].is_source)
+    if (in_edges[v].size() != 1 || g.nodes[v].is_source || g.nodes[v].num_inputs > 1)
       continue;
     auto e = in_edges[v][0];
     const auto& edge = g.edges[e];
@@ -66,15 +66,17 @@ execution_plan build_execution_plan(const job_graph& g) {
   // Channel numbering at each head.
   plan.channel_base.assign(g.edges.size(), 0);
   plan.input_channels.assign(plan.vertices.size(), 0);
+  plan.channel_input.assign(plan.vertices.size(), {});
   for (std::size_t e = 0; e < g.edges.size(); ++e) {
     if (plan.edge_is_chained[e])
       continue;
     const auto& edge = g.edges[e];
     auto tv = plan.vertex_of_node[edge.target];
     plan.channel_base[e] = plan.input_channels[tv];
-    plan.input_channels[tv] += edge.mode == partitioning::forward
-                                 ? 1
-                                 : g.nodes[edge.source].parallelism;
+    const auto n_channels =
+      edge.mode == partitioning::forward ? 1 : g.nodes[edge.source].parallelism;
+    plan.input_channels[tv] += n_channels;
+    plan.channel_input[tv].insert(plan.channel_input[tv].end(), n_channels, edge.target_input);
   }
 
   // Topological order of vertices (Kahn).
@@ -104,6 +106,39 @@ execution_plan build_execution_plan(const job_graph& g) {
   if (plan.topo_order.size() != vn)
     throw std::logic_error("job graph has a cycle");
   return plan;
+}
+
+subtask_outputs plan_subtask_outputs(const job_graph& g, const execution_plan& plan,
+                                     std::size_t vertex, std::size_t subtask) {
+  subtask_outputs out;
+  const auto& v = plan.vertices[vertex];
+  for (std::size_t k = 0; k < v.nodes.size(); ++k) {
+    for (std::size_t e = 0; e < g.edges.size(); ++e) {
+      const auto& edge = g.edges[e];
+      if (edge.source != v.nodes[k] || plan.edge_is_chained[e])
+        continue;
+      auto tv = plan.vertex_of_node[edge.target];
+      const auto targets = plan.vertices[tv].parallelism;
+      writer_spec w;
+      w.chain_index = k;
+      w.port = edge.port;
+      w.mode = edge.mode;
+      w.key_fields = edge.key_fields;
+      w.target_parallelism = targets;
+      auto add = [&](std::size_t d) {
+        w.channels.push_back(static_cast<std::uint32_t>(out.channels.size()));
+        out.channels.push_back(output_channel_target{
+          tv, d, static_cast<std::uint32_t>(plan.channel_of(g, e, subtask))});
+      };
+      if (edge.mode == partitioning::forward)
+        add(subtask);
+      else
+        for (std::size_t d = 0; d < targets; ++d)
+          add(d);
+      out.writers.push_back(std::move(w));
+    }
+  }
+  return out;
 }
 
 } // namespace weir::runtime

@@ -7,6 +7,7 @@
 #include "weir/connectors/nexmark.hpp"
 #include "weir/format/format.hpp"
 #include "weir/operators/stream_operator.hpp"
+#include "weir/operators/two_input_stream_operator.hpp"
 #include "weir/window/window_operator.hpp"
 
 #include <chrono>
@@ -213,6 +214,7 @@ private:
 
 class job;
 class keyed_stream;
+class connected_streams;
 
 /// A stream produced by a source or an operator (Flink's `DataStream`).
 /// Cheap to copy; it refers to a node of its job's graph.
@@ -262,6 +264,11 @@ public:
   [[nodiscard]] expected<data_stream> union_with(const std::vector<data_stream>& others,
                                                  operator_options opts = {}) const;
 
+  /// Connects this stream (input 1) with `other` (input 2) for a
+  /// two-input operator (Flink's `DataStream.connect`); the schemas may
+  /// differ.
+  connected_streams connect(const data_stream& other) const;
+
   /// Adds a custom operator; `factory` makes one instance per subtask.
   data_stream transform(std::string kind, schema_ptr output_schema,
                         std::function<stream_operator_ptr()> factory,
@@ -286,6 +293,7 @@ public:
 private:
   friend class job;
   friend class keyed_stream;
+  friend class connected_streams;
   data_stream(std::shared_ptr<runtime::job_graph> g, std::size_t node, std::size_t port)
     : graph_(std::move(g)), node_(node), port_(port) {}
 
@@ -349,6 +357,42 @@ private:
   data_stream input_;
   std::vector<std::string> keys_;
   std::vector<std::size_t> key_idx_;
+};
+
+/// Two streams feeding one two-input operator (Flink's `ConnectedStreams`):
+/// input 1 and input 2 keep their own watermarks (the operator's is their
+/// minimum) and checkpoint barriers align across both.
+class connected_streams {
+public:
+  const data_stream& first() const noexcept { return first_; }
+  const data_stream& second() const noexcept { return second_; }
+  bool is_keyed() const noexcept { return !first_keys_.empty(); }
+
+  /// Keys input 1 by `first_fields` and input 2 by `second_fields` (same
+  /// count, same types, pairwise): both are hashed into the same key groups,
+  /// so rows with equal keys from either input reach the same subtask.
+  /// Errors: `errc::type_error` for an unknown field or a type mismatch,
+  /// `errc::invalid_argument` for lists of different length or none.
+  [[nodiscard]] expected<connected_streams> key_by(std::vector<std::string> first_fields,
+                                                   std::vector<std::string> second_fields) const;
+
+  /// Adds a two-input operator of kind `kind` fed by both inputs (keyed if
+  /// `key_by` was called, else forwarded or rebalanced as for one input);
+  /// `factory` makes one instance per subtask. Errors:
+  /// `errc::invalid_argument` for a null schema or factory, streams of
+  /// different jobs, or a duplicate name.
+  [[nodiscard]] expected<data_stream>
+  transform(std::string kind, schema_ptr output_schema,
+            std::function<std::unique_ptr<two_input_stream_operator>()> factory,
+            operator_options opts = {}) const;
+
+private:
+  friend class data_stream;
+  connected_streams(data_stream a, data_stream b) : first_(std::move(a)), second_(std::move(b)) {}
+  data_stream first_;
+  data_stream second_;
+  std::vector<std::size_t> first_keys_;  ///< empty = not keyed
+  std::vector<std::size_t> second_keys_;
 };
 
 /// Counters of a finished (or failed) job.

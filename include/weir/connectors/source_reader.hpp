@@ -10,6 +10,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace weir {
 
@@ -25,6 +27,77 @@ struct bad_record {
 /// Called by a reader for every bad record. It may throw to fail the job
 /// (`on_bad_record = "fail"`), or count and dead-letter and return.
 using bad_record_handler = std::function<void(const bad_record&)>;
+
+/// What a source position counts.
+enum class position_unit : std::uint8_t {
+  byte_offset,      ///< a file's byte offset ("byte")
+  event_number,     ///< a generated source's next event number ("event")
+  partition_offset, ///< a partitioned log's next offset, e.g. Kafka ("offset")
+};
+
+/// "byte", "event" or "offset".
+inline std::string_view to_string(position_unit u) noexcept {
+  switch (u) {
+    case position_unit::byte_offset: return "byte";
+    case position_unit::event_number: return "event";
+    case position_unit::partition_offset: return "offset";
+  }
+  return "?";
+}
+
+/// The inverse of `to_string`; nullopt for any other word.
+inline std::optional<position_unit> parse_position_unit(std::string_view s) noexcept {
+  for (auto u : {position_unit::byte_offset, position_unit::event_number,
+                 position_unit::partition_offset})
+    if (to_string(u) == s)
+      return u;
+  return std::nullopt;
+}
+
+/// Where a source resumes in one of its splits (Flink's `SourceSplit` with
+/// its position): a file's byte offset, a generator's next event number, a
+/// Kafka partition's next offset. A reader reports one per split it reads.
+struct source_position {
+  /// The split: a file's path, "topic/partition"; empty for a reader's only
+  /// sequence (a generator subtask's events). No newline.
+  std::string split;
+  position_unit unit = position_unit::byte_offset;
+  std::uint64_t value = 0;
+
+  friend bool operator==(const source_position&, const source_position&) = default;
+};
+
+/// "byte 1234 of a.log", "event 5000" (for `weir checkpoints show`).
+inline std::string describe(const source_position& p) {
+  auto out = std::string{to_string(p.unit)} + " " + std::to_string(p.value);
+  if (!p.split.empty())
+    out += " of " + p.split;
+  return out;
+}
+
+/// The value to resume split `split` from, out of `to`: the entry of that
+/// split; else, for a reader of one split, the sole entry (a file moved
+/// between runs; an entry with an empty split and no unit check comes from a
+/// checkpoint of source-state format version 1, which kept one bare value).
+/// Throws std::runtime_error naming the split when there is none, or when
+/// the entry counts another unit.
+inline std::uint64_t select_position(const std::vector<source_position>& to,
+                                     std::string_view split, position_unit unit) {
+  const source_position* found = nullptr;
+  for (const auto& p : to)
+    if (p.split == split)
+      found = &p;
+  if (!found && to.size() == 1)
+    found = &to.front();
+  if (!found)
+    throw std::runtime_error("the checkpoint has no position for split '" + std::string{split}
+                             + "'");
+  if (found->unit != unit && !(found->split.empty() && to.size() == 1))
+    throw std::runtime_error("the checkpoint's position of split '" + std::string{split}
+                             + "' counts " + std::string{to_string(found->unit)}
+                             + "s, this source counts " + std::string{to_string(unit)} + "s");
+  return found->value;
+}
 
 /// Reads one split of a source (a file, a Kafka partition) into batches; the
 /// source subtask polls it and generates watermarks from the timestamps.
@@ -44,15 +117,23 @@ public:
   /// Throws std::runtime_error on I/O errors (the job fails naming the source).
   virtual record_batch_ptr poll_next(std::size_t max_rows) = 0;
 
-  /// Position to resume from after the records returned so far (byte offset
-  /// for files); recorded in checkpoints.
-  virtual std::uint64_t position() const = 0;
+  /// Where to resume after the records returned so far: one entry per split
+  /// the reader reads (a file's byte offset, a generator's next event
+  /// number); recorded in checkpoints.
+  virtual std::vector<source_position> positions() const = 0;
 
-  /// Resumes from a `position()` recorded in a checkpoint; called after
-  /// `open` and before the first `poll_next`. Throws std::runtime_error when
-  /// the reader cannot resume.
-  virtual void seek(std::uint64_t position) {
-    (void) position;
+  /// The value of the first split's position (0 when none): a shorthand for
+  /// readers of one split.
+  std::uint64_t position() const {
+    auto all = positions();
+    return all.empty() ? 0 : all.front().value;
+  }
+
+  /// Resumes from `positions()` recorded in a checkpoint (see
+  /// `select_position`); called after `open` and before the first
+  /// `poll_next`. Throws std::runtime_error when the reader cannot resume.
+  virtual void seek(const std::vector<source_position>& to) {
+    (void) to;
     throw std::runtime_error("this source cannot resume from a position");
   }
 

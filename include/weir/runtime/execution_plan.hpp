@@ -4,6 +4,7 @@
 #include "weir/runtime/job_graph.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct execution_plan {
   std::vector<std::size_t> channel_base;
   /// Input channels per subtask of each vertex (same for all its subtasks).
   std::vector<std::size_t> input_channels;
+  /// Per vertex, the logical input (0, or 1 for a two-input head) of each of
+  /// its input channels.
+  std::vector<std::vector<std::size_t>> channel_input;
   /// Vertices in topological order (sources first).
   std::vector<std::size_t> topo_order;
 
@@ -38,8 +42,44 @@ struct execution_plan {
 };
 
 /// Chains forward edges (Flink's operator chaining: single input, forward
-/// partitioning, equal parallelism) and numbers the input channels.
+/// partitioning, equal parallelism; a two-input node is never chained) and
+/// numbers the input channels: edge by edge in graph order, each channel
+/// tagged with the logical input its edge feeds.
 /// Precondition: the graph is acyclic (the API cannot build a cycle).
 execution_plan build_execution_plan(const job_graph& g);
+
+/// One network edge leaving a chain member: how rows are distributed over
+/// the downstream subtasks (`channels[d]` = the producing subtask's output
+/// channel to downstream subtask d; one channel for a forward edge).
+struct writer_spec {
+  std::size_t chain_index = 0; ///< position of the producing node in the chain
+  std::size_t port = 0;
+  partitioning mode = partitioning::forward;
+  std::vector<std::size_t> key_fields; ///< hash only: indices in the port's schema
+  std::size_t target_parallelism = 1;
+  std::vector<std::uint32_t> channels;
+};
+
+/// Where one output channel of a subtask leads: a downstream subtask and
+/// the input channel index this subtask has there.
+struct output_channel_target {
+  std::size_t vertex = 0;
+  std::size_t subtask = 0;
+  std::uint32_t channel = 0;
+};
+
+/// The network outputs of one subtask: its record writers (in the order of
+/// the graph's edges, chain member by chain member) and its output channels.
+struct subtask_outputs {
+  std::vector<writer_spec> writers;
+  std::vector<output_channel_target> channels;
+};
+
+/// Wires the outputs of subtask `subtask` of vertex `vertex`: one writer per
+/// network edge leaving a chain member; a forward edge gets one channel (to
+/// the same subtask index), rebalance and hash edges one per downstream
+/// subtask.
+subtask_outputs plan_subtask_outputs(const job_graph& g, const execution_plan& plan,
+                                     std::size_t vertex, std::size_t subtask);
 
 } // namespace weir::runtime

@@ -56,6 +56,10 @@ struct stream_node {
   watermark_options watermark;      ///< sources only
   std::optional<std::size_t> partition_field;       ///< sources: partition_by column
   std::vector<std::string> partitions;              ///< sources: declared partitions
+  /// Logical inputs: 1, or 2 for a `two_input_stream_operator` (its edges
+  /// say which input they feed by `stream_edge::target_input`). A node with
+  /// two inputs is never chained to either.
+  std::size_t num_inputs = 1;
   std::optional<std::size_t> processing_time_field; ///< sources: replay clock column
   /// Columns of its (main) input the node reads, as indices into that
   /// schema; nullopt = unknown, taken as all of them. With
@@ -79,6 +83,9 @@ struct stream_edge {
   std::size_t target = 0;
   partitioning mode = partitioning::forward;
   std::vector<std::size_t> key_fields; ///< hash only: indices in the port's schema
+  /// The target's logical input this edge feeds: 0, or 1 for the second
+  /// input of a two-input node.
+  std::size_t target_input = 0;
 };
 
 struct job_graph;

@@ -10,11 +10,12 @@ using weir::checkpoint::test::temp_dir;
 
 namespace {
 
-void write_checkpoint(lmdb_checkpoint_store& s, std::uint64_t id) {
+void write_checkpoint(lmdb_checkpoint_store& s, std::uint64_t id,
+                      std::string position = "byte 4096 of a.log") {
   operator_state_write src;
   src.operator_uid = "logs";
   src.operator_state = "12345678";
-  src.source_position = "byte 4096 of a.log";
+  src.source_position = std::move(position);
   operator_state_write views;
   views.operator_uid = "views";
   views.first_key_group = 0;
@@ -79,6 +80,31 @@ TEST_CASE("checkpoints list prints one row per checkpoint with its figures") {
   out.clear();
   REQUIRE(run_checkpoints_command("show", dir.str(), 1, out, err) == 0);
   CHECK(out.rfind("checkpoint 1  complete\n", 0) == 0);
+}
+
+TEST_CASE("a source with several splits shows one position line per split") {
+  temp_dir dir{"cli-splits"};
+  {
+    store_options o;
+    o.dir = dir.str();
+    auto s = lmdb_checkpoint_store::open(o);
+    REQUIRE(s);
+    write_checkpoint(**s, 1, "offset 17 of orders/0\noffset 4 of orders/1");
+  }
+  std::string out, err;
+  REQUIRE(run_checkpoints_command("list", dir.str(), std::nullopt, out, err) == 0);
+  CHECK(out.find("logs: offset 17 of orders/0, offset 4 of orders/1\n") != std::string::npos);
+  out.clear();
+  REQUIRE(run_checkpoints_command("show", dir.str(), 1, out, err) == 0);
+  auto first = out.find("offset 17 of orders/0\n");
+  auto second = out.find("offset 4 of orders/1\n");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(second != std::string::npos);
+  CHECK(first < second);
+  // The second split's line is a row of its own, under the first.
+  auto line_start = out.rfind('\n', second);
+  CHECK(out.substr(line_start + 1, second - line_start - 1).find_first_not_of(' ')
+        == std::string::npos);
 }
 
 TEST_CASE("checkpoints show fails with a message for a missing checkpoint or directory") {

@@ -1,0 +1,637 @@
+// SPDX-License-Identifier: Apache-2.0
+// The subtask runtime (operator chain, record writers, output channels with
+// credits, checkpointed input gate, source driver) driven by the chain
+// harness, without CAF.
+#include "../../support/chain_harness.hpp"
+
+#include "weir/core/key_group.hpp"
+#include "weir/operators/two_input_stream_operator.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+using namespace weir;
+using namespace weir::runtime;
+using weir::testing::chain_harness;
+
+namespace {
+
+const schema_ptr& test_schema() {
+  static const auto s = make_schema({{"k", type_id::string}, {"v", type_id::int64}});
+  return s;
+}
+
+/// Rows (key, value) with event time = value.
+record_batch_ptr rows(const std::vector<std::pair<std::string, std::int64_t>>& xs) {
+  batch_builder b{test_schema()};
+  for (const auto& [k, v] : xs) {
+    b.col(0).append_string(k);
+    b.col(1).append_int(v);
+    b.timestamps().push_back(v);
+    b.commit_row();
+  }
+  return b.finish();
+}
+
+std::vector<std::int64_t> values_of(const std::vector<record_batch_ptr>& bs) {
+  std::vector<std::int64_t> out;
+  for (const auto& b : bs)
+    for (std::size_t r = 0; r < b->num_rows; ++r)
+      out.push_back(b->columns[1].ints[r]);
+  return out;
+}
+
+const schema_ptr& swapped_schema() {
+  static const auto s = make_schema({{"v", type_id::int64}, {"key", type_id::string}});
+  return s;
+}
+
+/// Rows (value, key) with event time = value: the second input's shape.
+record_batch_ptr swapped_rows(const std::vector<std::pair<std::string, std::int64_t>>& xs) {
+  batch_builder b{swapped_schema()};
+  for (const auto& [k, v] : xs) {
+    b.col(0).append_int(v);
+    b.col(1).append_string(k);
+    b.timestamps().push_back(v);
+    b.commit_row();
+  }
+  return b.finish();
+}
+
+/// Reads (k<i % keys>, i) for i in 0..count-1; its position is the number
+/// of rows returned so far.
+class counting_reader final : public source_reader {
+public:
+  counting_reader(std::int64_t count, std::size_t keys, bool swapped = false)
+    : count_(count), keys_(keys), swapped_(swapped) {}
+  const schema_ptr& output_schema() const override {
+    return swapped_ ? swapped_schema() : test_schema();
+  }
+  record_batch_ptr poll_next(std::size_t max_rows) override {
+    if (next_ >= count_)
+      return nullptr;
+    std::vector<std::pair<std::string, std::int64_t>> xs;
+    for (; next_ < count_ && xs.size() < max_rows; ++next_)
+      xs.emplace_back("k" + std::to_string(next_ % static_cast<std::int64_t>(keys_)), next_);
+    ++polls;
+    return swapped_ ? swapped_rows(xs) : rows(xs);
+  }
+  std::vector<source_position> positions() const override {
+    return {{"rows", position_unit::event_number, static_cast<std::uint64_t>(next_)}};
+  }
+  void seek(const std::vector<source_position>& to) override {
+    next_ = static_cast<std::int64_t>(select_position(to, "rows", position_unit::event_number));
+  }
+  std::size_t polls = 0;
+
+private:
+  std::int64_t count_;
+  std::size_t keys_;
+  bool swapped_;
+  std::int64_t next_ = 0;
+};
+
+/// Adds `delta` to column v of every row.
+class add_operator final : public stream_operator {
+public:
+  explicit add_operator(std::int64_t delta) : delta_(delta) {}
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override {
+    auto copy = std::make_shared<record_batch>(*batch);
+    for (auto& x : copy->columns[1].ints)
+      x += delta_;
+    out.collect(std::move(copy));
+  }
+
+private:
+  std::int64_t delta_;
+};
+
+/// Forwards batches and counts rows; the count is its operator state.
+class counting_operator final : public stream_operator {
+public:
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override {
+    count_ += batch->num_rows;
+    out.collect(batch);
+  }
+  void snapshot_state(std::uint64_t, operator_snapshot& out) override {
+    out.operator_state = std::to_string(count_);
+  }
+  void restore_state(const operator_restore& in) override {
+    if (!in.operator_states.empty() && !in.operator_states[0].empty())
+      count_ = std::stoull(in.operator_states[0]);
+  }
+  std::size_t count_ = 0;
+};
+
+stream_node node(std::size_t id, std::string name, std::size_t parallelism) {
+  stream_node n;
+  n.id = id;
+  n.name = name;
+  n.kind = "test";
+  n.parallelism = parallelism;
+  n.outputs.push_back({name, test_schema(), false});
+  n.make_operator = [] { return std::make_unique<counting_operator>(); };
+  return n;
+}
+
+stream_node source(std::size_t id, std::string name, std::int64_t count, std::size_t keys = 4) {
+  auto n = node(id, std::move(name), 1);
+  n.is_source = true;
+  n.kind = "test_source";
+  n.make_operator = nullptr;
+  n.make_source = [count, keys](std::size_t, std::size_t, bad_record_handler) {
+    return std::make_unique<counting_reader>(count, keys);
+  };
+  return n;
+}
+
+stream_node sink(std::size_t id, std::string name, std::size_t parallelism) {
+  auto n = node(id, std::move(name), parallelism);
+  n.is_sink = true;
+  n.outputs.clear();
+  return n;
+}
+
+stream_edge edge(std::size_t a, std::size_t b, partitioning m,
+                 std::vector<std::size_t> keys = {}) {
+  stream_edge e;
+  e.source = a;
+  e.target = b;
+  e.mode = m;
+  e.key_fields = std::move(keys);
+  return e;
+}
+
+std::shared_ptr<job_graph> graph(std::vector<stream_node> nodes, std::vector<stream_edge> edges,
+                                 std::size_t batch_size = 4) {
+  auto g = std::make_shared<job_graph>();
+  g->options.batch_size = batch_size;
+  g->nodes = std::move(nodes);
+  g->edges = std::move(edges);
+  return g;
+}
+
+/// src -> (a, b) union -> u -> sink: u has two input channels.
+std::shared_ptr<job_graph> union_graph(checkpointing_mode mode) {
+  auto g = graph({source(0, "a", 0), source(1, "b", 0), node(2, "u", 1), sink(3, "out", 1)},
+                 {edge(0, 2, partitioning::rebalance), edge(1, 2, partitioning::rebalance),
+                  edge(2, 3, partitioning::rebalance)});
+  g->options.checkpoint.mode = mode;
+  return g;
+}
+
+/// The chain (plan vertex) whose head is node `n`.
+std::size_t vertex_of(const job_graph& g, std::size_t n) {
+  return build_execution_plan(g).vertex_of_node[n];
+}
+
+/// Merges both inputs into (k, v) rows; checks that every key it sees, from
+/// either input, belongs to its subtask's key groups.
+class tag_and_merge final : public two_input_stream_operator {
+public:
+  void open(const operator_context& ctx) override { ctx_ = ctx; }
+  void process_batch1(const record_batch_ptr& batch, output_collector& out) override {
+    check_keys(*batch, 0);
+    out.collect(batch);
+  }
+  void process_batch2(const record_batch_ptr& batch, output_collector& out) override {
+    check_keys(*batch, 1);
+    std::vector<std::pair<std::string, std::int64_t>> xs;
+    for (std::size_t r = 0; r < batch->num_rows; ++r)
+      xs.emplace_back(std::string{batch->columns[1].str(r)}, batch->columns[0].ints[r]);
+    out.collect(rows(xs));
+  }
+  void snapshot_state(std::uint64_t, operator_snapshot& out) override {
+    out.operator_state = std::to_string(rows_[0]) + "/" + std::to_string(rows_[1]);
+  }
+  std::size_t rows_[2] = {0, 0};
+
+private:
+  void check_keys(const record_batch& b, std::size_t input) {
+    rows_[input] += b.num_rows;
+    const std::size_t fields[] = {input == 0 ? 0u : 1u};
+    for (std::size_t r = 0; r < b.num_rows; ++r) {
+      std::string key;
+      encode_key(b, fields, r, key);
+      auto g = assign_key_group(key, ctx_.max_parallelism);
+      if (operator_index_for_key_group(g, ctx_.max_parallelism, ctx_.parallelism)
+          != ctx_.subtask_index)
+        throw std::runtime_error("key of input " + std::to_string(input + 1)
+                                 + " on the wrong subtask");
+    }
+  }
+  operator_context ctx_;
+};
+
+/// a (k, v) and b (v, key) -> co, keyed by k and by key, parallelism 2 -> out.
+std::shared_ptr<job_graph> two_input_graph(std::int64_t rows_a = 0, std::int64_t rows_b = 0) {
+  auto b = source(1, "b", rows_b);
+  b.outputs[0].schema = swapped_schema();
+  b.make_source = [rows_b](std::size_t, std::size_t, bad_record_handler) {
+    return std::make_unique<counting_reader>(rows_b, 5, true);
+  };
+  auto co = node(2, "co", 2);
+  co.num_inputs = 2;
+  co.make_operator = [] { return std::make_unique<tag_and_merge>(); };
+  auto in2 = edge(1, 2, partitioning::hash, {1});
+  in2.target_input = 1;
+  return graph({source(0, "a", rows_a, 5), std::move(b), std::move(co), sink(3, "out", 2)},
+               {edge(0, 2, partitioning::hash, {0}), in2, edge(2, 3, partitioning::forward)});
+}
+
+} // namespace
+
+TEST_SUITE("runtime") {
+
+TEST_CASE("chaining: a source chain feeds its members by direct calls, in order") {
+  auto g = graph({source(0, "src", 10), node(1, "plus1", 1), node(2, "times", 1),
+                  sink(3, "out", 2)},
+                 {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::forward),
+                  edge(2, 3, partitioning::rebalance)});
+  g->nodes[1].make_operator = [] { return std::make_unique<add_operator>(1); };
+  g->nodes[2].make_operator = [] { return std::make_unique<add_operator>(100); };
+  chain_harness h{g};
+  REQUIRE(h.plan().vertices.size() == 2);
+  CHECK(h.plan().vertices[0].name == "src -> plus1 -> times");
+  h.open();
+  CHECK(h.poll_requested);
+  h.run_source();
+  CHECK(h.is_finished);
+  REQUIRE(h.sent.size() == 2); // rebalance over the sink's two subtasks
+  // Batches of 4, 4, 2 rows go round-robin, starting at this subtask (0).
+  // Watermarks (event time = the source's value, bound 0) go to both.
+  CHECK(h.trace(0) == "b4 w2 w6 b2 w8 w9223372036854775807 e");
+  CHECK(h.trace(1) == "w2 b4 w6 w8 w9223372036854775807 e");
+  auto all = values_of(h.batches(0));
+  auto second = values_of(h.batches(1));
+  all.insert(all.end(), second.begin(), second.end());
+  std::sort(all.begin(), all.end());
+  std::vector<std::int64_t> want;
+  for (std::int64_t i = 0; i < 10; ++i)
+    want.push_back(i + 101);
+  CHECK(all == want);
+  CHECK(h.metrics().at(0, 0).records_out == 10);
+  CHECK(h.metrics().at(1, 0).records_in == 10);
+  CHECK(h.metrics().at(2, 0).records_out == 10);
+}
+
+TEST_CASE("key-group hash partitioning: each row lands on the subtask owning its key group") {
+  const std::size_t p = 4;
+  auto g = graph({source(0, "src", 500, 37), sink(1, "out", p)},
+                 {edge(0, 1, partitioning::hash, {0})}, 64);
+  g->options.max_parallelism = 128;
+  chain_harness h{g, {.credits = 1000}};
+  h.open();
+  h.run_source();
+  REQUIRE(h.sent.size() == p);
+  std::map<std::string, std::size_t> owner;
+  std::size_t total = 0;
+  for (std::size_t d = 0; d < p; ++d) {
+    CHECK(h.targets[d].subtask == d);
+    for (const auto& b : h.batches(d)) {
+      for (std::size_t r = 0; r < b->num_rows; ++r) {
+        std::string key;
+        const std::size_t fields[] = {0};
+        encode_key(*b, fields, r, key);
+        auto group = assign_key_group(key, 128);
+        CHECK(group * p / 128 == d);
+        auto [it, fresh] = owner.emplace(std::string{b->columns[0].str(r)}, d);
+        CHECK(it->second == d);
+        ++total;
+      }
+    }
+  }
+  CHECK(total == 500);
+  CHECK(owner.size() == 37);
+  std::set<std::size_t> used;
+  for (const auto& [k, d] : owner)
+    used.insert(d);
+  CHECK(used.size() == p); // 37 keys spread over all four subtasks
+}
+
+TEST_CASE("credits and backlog: no credit queues in order, credit releases, a blocked source stops") {
+  auto g = graph({source(0, "src", 12), sink(1, "out", 1)},
+                 {edge(0, 1, partitioning::rebalance)});
+  chain_harness h{g, {.credits = 1}};
+  h.open();
+  h.run_source();
+  // One batch out on the one credit; the second batch and its watermark wait
+  // in the backlog, and the source stopped asking to be polled.
+  CHECK(h.trace(0) == "b4 w2");
+  CHECK(h.task().outputs().blocked());
+  CHECK(h.task().outputs().backlog_size(0) == 2);
+  CHECK_FALSE(h.poll_requested);
+  h.grant(0);
+  CHECK(h.trace(0) == "b4 w2 b4 w6");
+  CHECK(h.poll_requested); // unblocked: polling resumes
+  h.run_source();
+  CHECK(h.trace(0) == "b4 w2 b4 w6");
+  CHECK(h.task().outputs().backlog_size(0) == 2); // b4 w10
+  CHECK_FALSE(h.poll_requested);
+  h.grant(0);
+  CHECK(h.trace(0) == "b4 w2 b4 w6 b4 w10");
+  h.run_source(); // exhausted: the final watermark and the end need no credit
+  CHECK(h.trace(0) == "b4 w2 b4 w6 b4 w10 w9223372036854775807 e");
+  CHECK(h.is_finished);
+  CHECK(values_of(h.batches(0)).size() == 12);
+}
+
+TEST_CASE("credits and backlog: a blocked task keeps its input in an inbox") {
+  auto g = graph({source(0, "src", 0), node(1, "n", 1), sink(2, "out", 1)},
+                 {edge(0, 1, partitioning::rebalance), edge(1, 2, partitioning::rebalance)});
+  chain_harness h{g, {.vertex = vertex_of(*g, 1), .credits = 1}};
+  h.open();
+  h.batch(0, rows({{"a", 1}}));
+  h.batch(0, rows({{"a", 2}, {"b", 3}}));
+  h.watermark(0, 5);
+  h.batch(0, rows({{"c", 4}}));
+  CHECK(h.trace(0) == "b1");
+  CHECK(h.credits_returned[0] == 2); // the third batch waits unprocessed
+  h.grant(0); // b2 goes out; then the inbox: w5, and the last batch waits
+  CHECK(h.trace(0) == "b1 b2 w5");
+  CHECK(h.credits_returned[0] == 3);
+  CHECK(h.task().outputs().backlog_size(0) == 1);
+  h.grant(0);
+  CHECK(h.trace(0) == "b1 b2 w5 b1");
+}
+
+TEST_CASE("barrier alignment on two inputs with one input ending early") {
+  auto g = union_graph(checkpointing_mode::exactly_once);
+  chain_harness h{g, {.vertex = vertex_of(*g, 2)}};
+  REQUIRE(h.plan().input_channels[vertex_of(*g, 2)] == 2);
+  h.open();
+  h.batch(0, rows({{"a", 1}}));
+  h.barrier(0, 1);
+  h.batch(0, rows({{"a", 2}, {"a", 3}})); // after barrier 1: held back
+  CHECK(h.trace(0) == "b1");
+  CHECK(h.credits_returned[0] == 1);
+  h.batch(1, rows({{"b", 1}, {"b", 2}, {"b", 3}})); // before barrier 1: processed
+  CHECK(h.trace(0) == "b1 b3");
+  CHECK(h.snapshots.empty());
+  h.end_of_input(1); // input 1 ends without its barrier: counts as aligned
+  REQUIRE(h.snapshots.size() == 1);
+  CHECK(h.snapshots[0].checkpoint_id == 1);
+  REQUIRE(h.snapshots[0].operators.size() == 1);
+  CHECK(h.snapshots[0].operators[0].snapshot.operator_state == "4");
+  CHECK(h.trace(0) == "b1 b3 |1 b2"); // the held batch follows the barrier
+  CHECK(h.credits_returned[0] == 2);
+  h.end_of_input(0);
+  CHECK(h.trace(0) == "b1 b3 |1 b2 w9223372036854775807 e");
+  CHECK_FALSE(h.is_finished); // the snapshot is still being written
+  h.complete_writes();
+  CHECK(h.is_finished);
+  CHECK(h.declines.empty());
+}
+
+TEST_CASE("at least once, barriers are tracked, not aligned: nothing is held") {
+  auto g = union_graph(checkpointing_mode::at_least_once);
+  chain_harness h{g, {.vertex = vertex_of(*g, 2)}};
+  h.open();
+  h.barrier(0, 1);
+  h.batch(0, rows({{"a", 2}}));
+  CHECK(h.trace(0) == "b1");
+  h.barrier(1, 1);
+  CHECK(h.trace(0) == "b1 |1");
+  REQUIRE(h.snapshots.size() == 1);
+}
+
+TEST_CASE("the minimum watermark of two inputs with one idle") {
+  auto g = union_graph(checkpointing_mode::exactly_once);
+  chain_harness h{g, {.vertex = vertex_of(*g, 2)}};
+  h.open();
+  h.watermark(0, 100);
+  CHECK(h.watermarks(0).empty()); // input 1 has no watermark yet
+  h.watermark(1, 50);
+  CHECK(h.watermarks(0) == std::vector<event_time>{50});
+  h.idle(1);
+  CHECK(h.watermarks(0) == std::vector<event_time>{50, 100}); // input 1 no longer holds back
+  h.watermark(0, 120);
+  CHECK(h.watermarks(0) == std::vector<event_time>{50, 100, 120});
+  h.idle(0);
+  CHECK(h.trace(0) == "w50 w100 w120 i"); // every input idle: the output is idle
+  h.watermark(1, 110); // active again, behind the current watermark
+  CHECK(h.trace(0) == "w50 w100 w120 i a");
+  h.watermark(1, 130);
+  CHECK(h.watermarks(0) == std::vector<event_time>{50, 100, 120, 130});
+  CHECK(h.metrics().at(2, 0).watermark == 130);
+}
+
+TEST_CASE("source positions through snapshot and restore") {
+  auto g = graph({source(0, "src", 10), node(1, "count", 1), sink(2, "out", 1)},
+                 {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::rebalance)}, 3);
+  g->nodes[0].watermark.max_out_of_orderness = std::chrono::milliseconds{2};
+  chain_harness first{g, {.credits = 100}};
+  first.open();
+  first.run_source(2); // 6 rows
+  first.trigger(7, 1234);
+  REQUIRE(first.snapshots.size() == 1);
+  const auto& snap = first.snapshots[0];
+  CHECK(snap.checkpoint_id == 7);
+  REQUIRE(snap.operators.size() == 2);
+  CHECK(snap.operators[0].operator_uid == "src");
+  CHECK(snap.operators[0].source_position == "event 6 of rows");
+  CHECK(snap.operators[0].snapshot.operator_state
+        == "weir-source-state 2\nposition event 6 rows\nclock 0\nwm 2\np 5 1 \n");
+  CHECK(snap.operators[1].snapshot.operator_state == "6");
+  CHECK(first.trace(0) == "b3 w-1 b3 w2 |7");
+
+  chain_harness second{g, {.credits = 100, .restores = chain_harness::restores_of(snap)}};
+  second.open();
+  second.run_source();
+  CHECK(values_of(second.batches(0)) == std::vector<std::int64_t>{6, 7, 8, 9});
+  // The watermark generator resumed too: no watermark below the last one.
+  CHECK(second.trace(0) == "b3 w5 b1 w6 w9223372036854775807 e");
+  CHECK(second.metrics().at(1, 0).records_in == 4);
+
+  // The counting operator restored its count: the next snapshot adds to it.
+  chain_harness third{g, {.credits = 100, .restores = chain_harness::restores_of(snap)}};
+  third.open();
+  third.run_source(1);
+  third.trigger(8);
+  REQUIRE(third.snapshots.size() == 1);
+  CHECK(third.snapshots[0].operators[1].snapshot.operator_state == "9");
+}
+
+TEST_CASE("source state: version 2 keeps one position per split; version 1 still restores") {
+  std::vector<source_position> ps{{"a.log", position_unit::byte_offset, 4096},
+                                  {"orders/3", position_unit::partition_offset, 17},
+                                  {"with space.log", position_unit::byte_offset, 0}};
+  auto text = source_driver::encode_state(ps, 1234, "wm 5\n");
+  auto d = source_driver::decode_state(text);
+  CHECK(d.version == 2);
+  CHECK(d.positions == ps);
+  CHECK(d.clock == 1234);
+  CHECK(d.watermarks == "wm 5\n");
+  CHECK(describe(ps[1]) == "offset 17 of orders/3");
+
+  // Version 1 (unversioned): one bare value, then the clock and watermarks.
+  auto v1 = source_driver::decode_state("6\nclock 0\nwm 2\np 5 1 \n");
+  CHECK(v1.version == 1);
+  REQUIRE(v1.positions.size() == 1);
+  CHECK(v1.positions[0].value == 6);
+  CHECK(v1.positions[0].split.empty());
+  CHECK(v1.watermarks == "wm 2\np 5 1 \n");
+  CHECK(source_driver::decode_state("42").positions[0].value == 42);
+
+  CHECK_THROWS_WITH(source_driver::decode_state("weir-source-state 3\nclock 0\n"),
+                    "cannot restore source state of format version 3: this weir reads "
+                    "versions 1 and 2");
+  CHECK_THROWS_WITH(source_driver::decode_state("x\n"),
+                    "cannot read the source state (format version 1): 'x' is not a position");
+  CHECK_THROWS_WITH(
+    source_driver::decode_state("weir-source-state 2\nposition page 3 a\n"),
+    "cannot read the source state (format version 2): bad position line 'page 3 a'");
+
+  // A reader picks its split; a sole entry of another name is taken (a file
+  // moved); another unit is refused.
+  CHECK(select_position(ps, "orders/3", position_unit::partition_offset) == 17);
+  CHECK(select_position({ps[0]}, "b.log", position_unit::byte_offset) == 4096);
+  CHECK_THROWS_WITH(select_position(ps, "b.log", position_unit::byte_offset),
+                    "the checkpoint has no position for split 'b.log'");
+  CHECK_THROWS_WITH(select_position({ps[0]}, "a.log", position_unit::event_number),
+                    "the checkpoint's position of split 'a.log' counts bytes, this source "
+                    "counts events");
+}
+
+TEST_CASE("a source restores from a checkpoint of the unversioned format (version 1)") {
+  auto g = graph({source(0, "src", 10), node(1, "count", 1), sink(2, "out", 1)},
+                 {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::rebalance)}, 3);
+  g->nodes[0].watermark.max_out_of_orderness = std::chrono::milliseconds{2};
+  auto r = std::make_shared<operator_restore>();
+  r->operator_states.push_back("6\nclock 0\nwm 2\np 5 1 \n");
+  chain_harness h{g, {.credits = 100, .restores = {r, nullptr}}};
+  h.open();
+  h.run_source();
+  CHECK(values_of(h.batches(0)) == std::vector<std::int64_t>{6, 7, 8, 9});
+  CHECK(h.trace(0) == "b3 w5 b1 w6 w9223372036854775807 e");
+
+  auto bad = std::make_shared<operator_restore>();
+  bad->operator_states.push_back("weir-source-state 9\n");
+  chain_harness f{g, {.restores = {bad, nullptr}}};
+  CHECK_THROWS_WITH(f.open(), "cannot restore source state of format version 9: this weir "
+                              "reads versions 1 and 2");
+}
+
+TEST_CASE("a finished source declines a checkpoint; a failure names the chain member") {
+  auto g = graph({source(0, "src", 2), node(1, "boom", 1), sink(2, "out", 1)},
+                 {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::rebalance)});
+  chain_harness h{g};
+  h.open();
+  h.run_source();
+  CHECK(h.is_finished);
+  h.trigger(3);
+  REQUIRE(h.declines.size() == 1);
+  CHECK(h.declines[0].second == "source finished");
+
+  struct failing final : stream_operator {
+    void process_batch(const record_batch_ptr&, output_collector&) override {
+      throw std::runtime_error("no");
+    }
+  };
+  g->nodes[1].make_operator = [] { return std::make_unique<failing>(); };
+  chain_harness f{g};
+  f.open();
+  try {
+    f.run_source();
+    FAIL("no exception");
+  } catch (const std::exception& e) {
+    CHECK(f.task().failure_message(e.what()) == "operator 'boom' (test) subtask 1/1 failed: no");
+  }
+}
+
+TEST_CASE("two inputs: a two-input node is not chained; its channels know their input") {
+  auto g = two_input_graph();
+  auto plan = build_execution_plan(*g);
+  auto v = plan.vertex_of_node[2];
+  CHECK(plan.vertices[v].name == "co -> out"); // its forward output chains
+  CHECK(plan.channel_input[v] == std::vector<std::size_t>{0, 1});
+  CHECK_FALSE(plan.edge_is_chained[0]);
+  CHECK_FALSE(plan.edge_is_chained[1]);
+}
+
+TEST_CASE("two inputs: each keyed by its own field into the same key groups") {
+  auto g = two_input_graph(200, 200);
+  std::map<std::string, std::size_t> owner_a, owner_b;
+  for (std::size_t n : {0u, 1u}) {
+    chain_harness h{g, {.vertex = vertex_of(*g, n), .credits = 1000}};
+    h.open();
+    h.run_source();
+    REQUIRE(h.sent.size() == 2);
+    for (std::size_t d = 0; d < 2; ++d)
+      for (const auto& b : h.batches(d))
+        for (std::size_t r = 0; r < b->num_rows; ++r)
+          (n == 0 ? owner_a : owner_b)[std::string{b->columns[n == 0 ? 0 : 1].str(r)}] = d;
+  }
+  CHECK(owner_a.size() == 5);
+  CHECK(owner_a == owner_b); // a key goes to one subtask from either input
+}
+
+TEST_CASE("two inputs: the operator's watermark is the minimum of its inputs', an idle one aside") {
+  auto g = two_input_graph();
+  chain_harness h{g, {.vertex = vertex_of(*g, 2)}};
+  h.open();
+  REQUIRE(h.sent.size() == 0); // co -> out is one chain: out is a sink
+  auto& m = h.metrics().at(2, 0);
+  h.watermark(0, 100);
+  CHECK(m.watermark == min_watermark); // input 2 has none yet
+  h.watermark(1, 50);
+  CHECK(m.watermark == 50);
+  h.watermark(1, 200);
+  CHECK(m.watermark == 100);
+  CHECK(h.metrics().at(3, 0).watermark == 100); // forwarded to the chained sink
+  h.idle(0);
+  CHECK(m.watermark == 200); // an idle input does not hold back the minimum
+  h.watermark(0, 150); // active again, behind the combined watermark
+  CHECK(m.watermark == 200);
+  h.watermark(1, 300);
+  CHECK(m.watermark == 200);
+  h.watermark(0, 400);
+  CHECK(m.watermark == 300);
+  h.end_of_input(1); // input 2 ends: only input 1 counts
+  CHECK(m.watermark == 400);
+}
+
+TEST_CASE("two inputs: barriers align across both inputs, one ending early") {
+  auto g = two_input_graph();
+  chain_harness h{g, {.vertex = vertex_of(*g, 2)}};
+  h.open();
+  // Keys k0..k4 of subtask 0 only (the operator checks ownership).
+  std::vector<std::string> mine;
+  for (int i = 0; i < 40 && mine.size() < 2; ++i) {
+    auto k = "k" + std::to_string(i);
+    std::string enc = "s";
+    auto len = static_cast<std::uint32_t>(k.size());
+    enc.append(reinterpret_cast<const char*>(&len), 4);
+    enc += k;
+    if (operator_index_for_key_group(assign_key_group(enc, 128), 128, 2) == 0)
+      mine.push_back(k);
+  }
+  REQUIRE(mine.size() == 2);
+  h.batch(0, rows({{mine[0], 1}}));
+  h.barrier(1, 4);
+  h.batch(1, swapped_rows({{mine[1], 2}})); // after barrier 4 on input 2: held
+  h.batch(0, rows({{mine[1], 3}, {mine[0], 4}}));
+  CHECK(h.snapshots.empty());
+  CHECK(h.credits_returned == std::vector<std::size_t>{2, 0});
+  h.barrier(0, 4);
+  REQUIRE(h.snapshots.size() == 1);
+  CHECK(h.snapshots[0].operators[0].snapshot.operator_state == "3/0");
+  CHECK(h.credits_returned == std::vector<std::size_t>{2, 1}); // released after the snapshot
+  // Checkpoint 5: input 1 ends before its barrier; that counts as aligned.
+  h.barrier(1, 5);
+  h.batch(1, swapped_rows({{mine[0], 5}}));
+  CHECK(h.snapshots.size() == 1);
+  h.end_of_input(0);
+  REQUIRE(h.snapshots.size() == 2);
+  CHECK(h.snapshots[1].operators[0].snapshot.operator_state == "3/1");
+  CHECK(h.credits_returned == std::vector<std::size_t>{2, 2});
+  h.end_of_input(1);
+  h.complete_writes();
+  CHECK(h.is_finished);
+  CHECK(h.metrics().at(3, 0).records_in == 5);
+}
+
+} // TEST_SUITE
