@@ -21,8 +21,7 @@ time::source_watermarks::options watermark_options_of(const stream_node& node) {
 
 source_driver::source_driver(const stream_node& node, source_reader_ptr reader,
                              std::size_t batch_size)
-  : node_(&node),
-    reader_(std::move(reader)),
+  : reader_(std::move(reader)),
     batch_size_(batch_size),
     watermarks_(watermark_options_of(node)),
     partition_field_(node.partition_field),

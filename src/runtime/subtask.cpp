@@ -237,6 +237,7 @@ void subtask::process(input_element& e) {
       break;
     case element_kind::end_of_input: {
       auto r = gate_.on_end_of_input(e.channel);
+      sync_input_idle(gate_.input_of(e.channel)); // its other channels may all be idle
       if (r.watermark)
         advance_watermark(gate_.input_of(e.channel), *r.watermark);
       act_on(r.decision, 0);

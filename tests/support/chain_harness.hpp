@@ -30,7 +30,7 @@ struct chain_harness_options {
   std::uint32_t credits = 8;
   std::size_t attempt = 1; ///< 1: no failure injection
   /// Restoring: one entry per chain member; empty = fresh.
-  std::vector<std::shared_ptr<const operator_restore>> restores;
+  std::vector<std::shared_ptr<const operator_restore>> restores = {};
 };
 
 class chain_harness final : public runtime::subtask_environment {

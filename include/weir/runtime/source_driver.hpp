@@ -26,7 +26,8 @@ namespace weir::runtime {
 /// generator, so a restored source emits what an uninterrupted one would.
 class source_driver {
 public:
-  /// `node` (the source's logical node) must outlive the driver.
+  /// `node` is the source's logical node (its watermark options, partition
+  /// and processing-time fields are copied).
   source_driver(const stream_node& node, source_reader_ptr reader, std::size_t batch_size);
 
   /// Opens the reader.
@@ -76,7 +77,6 @@ public:
   static decoded_state decode_state(std::string_view state);
 
 private:
-  const stream_node* node_;
   source_reader_ptr reader_;
   std::size_t batch_size_;
   time::source_watermarks watermarks_;
