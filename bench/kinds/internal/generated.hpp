@@ -4,7 +4,7 @@
 // rate, generation-time field, parallelism and watermark keys.
 #include "config/kind.hpp"
 
-#include "weir/api/job.hpp"
+#include "weir/api/source_options.hpp"
 
 #include <cstdint>
 #include <optional>

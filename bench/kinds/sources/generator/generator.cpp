@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // `type = "generator"` source: rows computed from expressions over their
 // sequence number with seeded random functions (YSB's fields, tests;
-// weir/connectors/generator_source.hpp). A benchmark kind: it lives outside
+// generator_source.hpp in this folder). A benchmark kind: it lives outside
 // the core library, in weir_bench_kinds, which the weir executable links.
 #include "../../internal/generated.hpp"
+#include "api/internal/graph.hpp"
 
-#include "weir/connectors/generator_source.hpp"
+#include "generator_source.hpp"
+#include "weir/runtime/job_graph.hpp"
+
+#include <stdexcept>
 #include "weir/expr/expression.hpp"
 
 namespace weir::kinds {
@@ -115,3 +119,33 @@ kind_descriptor describe_sources_generator() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the same source the kind plans.
+expected<data_stream> job::from_generator(generator_source_spec spec,
+                                          operator_options opts) {
+  auto schema = generator_output_schema(spec);
+  if (!schema)
+    return schema.error();
+  // The options are read when the job runs: they may change until then.
+  const job_options* options = &graph_->options;
+  // Filled by runtime::prune_generated_fields before the job runs.
+  auto needed = std::make_shared<std::vector<bool>>();
+  auto node = internal::add_source_node(
+    *graph_, opts, "generator_source", *schema,
+    internal::default_parallelism(*graph_, opts.parallelism), spec.watermark,
+    [spec, options, needed](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
+      auto reader = make_generator_reader(spec, subtask, parallelism, options->buffer_timeout,
+                                          *needed);
+      if (!reader)
+        throw std::runtime_error(reader.error().message);
+      return std::move(*reader);
+    });
+  if (!node)
+    return node.error();
+  (*node)->needed_columns = std::move(needed);
+  return data_stream{graph_, (*node)->id, 0};
+}
+
+} // namespace weir

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // `type = "nexmark"` source: the Nexmark benchmark's persons, auctions and
-// bids (weir/connectors/nexmark.hpp). A benchmark kind: it lives outside the
+// bids (nexmark_generator.hpp in this folder). A benchmark kind: it lives outside the
 // core library, in weir_bench_kinds, which the weir executable links.
 #include "../../internal/generated.hpp"
+#include "api/internal/graph.hpp"
 
+#include "../generator/generator_source.hpp"
 #include "weir/core/timestamp.hpp"
+#include "weir/runtime/job_graph.hpp"
+
+#include <stdexcept>
 
 #include <limits>
 
@@ -86,3 +91,40 @@ kind_descriptor describe_sources_nexmark() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the same source the kind plans.
+expected<data_stream> job::from_nexmark(nexmark_source_spec spec, operator_options opts) {
+  const auto& g = spec.generator;
+  if (spec.rate < 0)
+    return make_error(errc::invalid_argument, "a nexmark source's rate must not be negative");
+  if (g.event_rate <= 0 || g.person_proportion <= 0 || g.auction_proportion <= 0
+      || g.bid_proportion <= 0 || g.hot_auction_ratio <= 0 || g.hot_bidder_ratio <= 0
+      || g.hot_seller_ratio <= 0 || g.avg_person_bytes <= 0 || g.avg_auction_bytes <= 0
+      || g.avg_bid_bytes <= 0)
+    return make_error(errc::invalid_argument, "a nexmark source needs a positive event_rate, proportions, hot ratios "
+                   "and average sizes");
+  auto schema = nexmark_output_schema(spec);
+  if (!schema)
+    return schema.error();
+  const job_options* options = &graph_->options;
+  // Filled by runtime::prune_generated_fields before the job runs.
+  auto needed = std::make_shared<std::vector<bool>>();
+  auto node = internal::add_source_node(
+    *graph_, opts, "nexmark_source", *schema,
+    internal::default_parallelism(*graph_, opts.parallelism), spec.watermark,
+    [spec, options, needed](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
+      auto reader =
+        make_nexmark_reader(spec, subtask, parallelism, options->buffer_timeout, *needed);
+      if (!reader)
+        throw std::runtime_error(reader.error().message);
+      return std::move(*reader);
+    });
+  if (!node)
+    return node.error();
+  (*node)->needed_columns = std::move(needed);
+  return data_stream{graph_, (*node)->id, 0};
+}
+
+} // namespace weir
