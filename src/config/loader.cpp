@@ -751,8 +751,10 @@ load_pipeline_file(const std::string& path, const load_options& opts) {
 const std::vector<std::string>& known_keys() {
   // Derived from the key tables each time: a kind may have been registered
   // since the last call.
+  // The reference stays valid (and unchanged) while no kind is added.
   static thread_local std::vector<std::string> keys;
-  keys = catalogue();
+  if (auto fresh = catalogue(); fresh != keys)
+    keys = std::move(fresh);
   return keys;
 }
 
