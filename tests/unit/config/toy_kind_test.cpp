@@ -154,3 +154,31 @@ field = "name"
 }
 
 } // TEST_SUITE
+
+TEST_SUITE("config") {
+
+TEST_CASE("every kind's key table gives each key a type and a one-line doc, parents first") {
+  const auto& reg = kind_registry::instance();
+  for (auto c : {kind_category::source, kind_category::operator_, kind_category::sink}) {
+    for (const auto* k : reg.kinds(c)) {
+      std::vector<std::string> seen;
+      for (const auto& key : k->keys) {
+        INFO(std::string(category_name(c)) << " " << k->type << ": " << key.name);
+        CHECK_FALSE(key.type.empty());
+        CHECK_FALSE(key.doc.empty());
+        CHECK(key.doc.find('\n') == std::string::npos);
+        CHECK_FALSE((key.required && !key.default_value.empty()));
+        if (auto dot = key.name.rfind('.'); dot != std::string::npos)
+          CHECK(std::find(seen.begin(), seen.end(), key.name.substr(0, dot)) != seen.end());
+        CHECK(std::find(seen.begin(), seen.end(), key.name) == seen.end());
+        seen.push_back(key.name);
+      }
+      if (k->available) {
+        CHECK(static_cast<bool>(k->parse));
+        CHECK(static_cast<bool>(k->plan));
+      }
+    }
+  }
+}
+
+} // TEST_SUITE
