@@ -6,7 +6,7 @@
 #pragma once
 
 #include "weir/connectors/blackhole_sink.hpp"
-#include "weir/connectors/nexmark.hpp"
+#include "kinds/sources/nexmark/nexmark_generator.hpp"
 #include "weir/expr/random.hpp"
 
 #include <array>

@@ -4,7 +4,6 @@
 #include "internal/operators.hpp"
 #include "weir/connectors/blackhole_sink.hpp"
 #include "weir/connectors/file_sink.hpp"
-#include "weir/connectors/generator_source.hpp"
 #include "weir/connectors/summary_sink.hpp"
 #include "weir/connectors/transactional_file_sink.hpp"
 #include "weir/runtime/job_graph.hpp"
@@ -130,6 +129,23 @@ expected<stream_node*> add_source(job_graph& g, const operator_options& opts,
 }
 
 } // namespace
+
+namespace internal {
+
+expected<runtime::stream_node*> add_source_node(job_graph& g, const operator_options& opts,
+                                                std::string_view kind, schema_ptr output,
+                                                std::size_t parallelism,
+                                                watermark_options watermark,
+                                                runtime::source_factory factory) {
+  return add_source(g, opts, kind, std::move(output), parallelism, watermark,
+                    std::move(factory));
+}
+
+std::size_t default_parallelism(const job_graph& g, std::size_t requested) {
+  return resolve_parallelism(g, requested);
+}
+
+} // namespace internal
 
 // -- row_view -----------------------------------------------------------------
 
@@ -714,63 +730,6 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
   (*node)->partition_field = partition_field;
   (*node)->partitions = spec.partitions;
   (*node)->processing_time_field = proc_field;
-  return data_stream{graph_, (*node)->id, 0};
-}
-
-expected<data_stream> job::from_generator(generator_source_spec spec,
-                                          operator_options opts) {
-  auto schema = generator_output_schema(spec);
-  if (!schema)
-    return schema.error();
-  // The options are read when the job runs: they may change until then.
-  const job_options* options = &graph_->options;
-  // Filled by runtime::prune_generated_fields before the job runs.
-  auto needed = std::make_shared<std::vector<bool>>();
-  auto node = add_source(
-    *graph_, opts, "generator_source", *schema,
-    resolve_parallelism(*graph_, opts.parallelism), spec.watermark,
-    [spec, options, needed](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
-      auto reader = make_generator_reader(spec, subtask, parallelism, options->buffer_timeout,
-                                          *needed);
-      if (!reader)
-        throw std::runtime_error(reader.error().message);
-      return std::move(*reader);
-    });
-  if (!node)
-    return node.error();
-  (*node)->needed_columns = std::move(needed);
-  return data_stream{graph_, (*node)->id, 0};
-}
-
-expected<data_stream> job::from_nexmark(nexmark_source_spec spec, operator_options opts) {
-  const auto& g = spec.generator;
-  if (spec.rate < 0)
-    return invalid("a nexmark source's rate must not be negative");
-  if (g.event_rate <= 0 || g.person_proportion <= 0 || g.auction_proportion <= 0
-      || g.bid_proportion <= 0 || g.hot_auction_ratio <= 0 || g.hot_bidder_ratio <= 0
-      || g.hot_seller_ratio <= 0 || g.avg_person_bytes <= 0 || g.avg_auction_bytes <= 0
-      || g.avg_bid_bytes <= 0)
-    return invalid("a nexmark source needs a positive event_rate, proportions, hot ratios "
-                   "and average sizes");
-  auto schema = nexmark_output_schema(spec);
-  if (!schema)
-    return schema.error();
-  const job_options* options = &graph_->options;
-  // Filled by runtime::prune_generated_fields before the job runs.
-  auto needed = std::make_shared<std::vector<bool>>();
-  auto node = add_source(
-    *graph_, opts, "nexmark_source", *schema,
-    resolve_parallelism(*graph_, opts.parallelism), spec.watermark,
-    [spec, options, needed](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
-      auto reader =
-        make_nexmark_reader(spec, subtask, parallelism, options->buffer_timeout, *needed);
-      if (!reader)
-        throw std::runtime_error(reader.error().message);
-      return std::move(*reader);
-    });
-  if (!node)
-    return node.error();
-  (*node)->needed_columns = std::move(needed);
   return data_stream{graph_, (*node)->id, 0};
 }
 

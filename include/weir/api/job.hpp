@@ -4,7 +4,7 @@
 #include "weir/core/expected.hpp"
 #include "weir/core/log_level.hpp"
 #include "weir/core/record_batch.hpp"
-#include "weir/connectors/nexmark.hpp"
+#include "weir/api/source_options.hpp"
 #include "weir/format/format.hpp"
 #include "weir/operators/stream_operator.hpp"
 #include "weir/operators/two_input_stream_operator.hpp"
@@ -98,13 +98,6 @@ struct operator_options {
   std::size_t parallelism = 0; ///< 0 = the job's default
 };
 
-/// Event-time settings of a source (DESIGN.md §6).
-struct watermark_options {
-  /// Flink's `BoundedOutOfOrdernessWatermarks`: after each batch the
-  /// watermark becomes `max_ts_seen - bound - 1` ms, never decreasing.
-  std::chrono::milliseconds max_out_of_orderness{0};
-  std::chrono::milliseconds idle_timeout{0}; ///< 0 = never idle
-};
 
 /// A file source: one split per file, read in chunks.
 struct file_source_spec {
@@ -130,42 +123,8 @@ struct file_sink_spec {
   format::format_kind format = format::format_kind::jsonl;
 };
 
-/// A generator source (`type = "generator"`): row `seq` = 0, 1, 2, ... gets
-/// one value per field, each an expression (DESIGN.md §3) over the int64
-/// field `seq` with the seeded rand_int / rand_float / rand_string functions
-/// (weir/expr/expression.hpp), so a row is a pure function of (seed, seq).
-/// With parallelism p, subtask i generates the seqs congruent to i mod p.
-struct generator_source_spec {
-  std::optional<std::uint64_t> count; ///< rows over all subtasks; none = unbounded
-  double rate = 0;  ///< rows/s over all subtasks; 0 = as fast as possible
-  /// (name, expression) in output order; the schema takes their types.
-  std::vector<std::pair<std::string, std::string>> fields;
-  std::uint64_t seed = 0;
-  std::string event_time_field; ///< a timestamp or int64 field; empty: none
-  /// Adds an int64 field of this name: the row's generation time in ns of
-  /// the steady clock (its scheduled time when rate-limited), for the
-  /// blackhole sink's latency measurement. Empty: none.
-  std::string generation_time_field;
-  watermark_options watermark;
-};
 
-/// Which Nexmark stream a `nexmark` source emits.
-enum class nexmark_stream { person, auction, bid };
 
-/// A Nexmark source (`type = "nexmark"`): events 0 .. events-1 of
-/// `nexmark::generator` (persons, auctions and bids in proportion 1:3:46 by
-/// default), of which it emits those of `stream`, with event time
-/// `date_time`. With parallelism p, subtask i generates the events
-/// congruent to i mod p. `rate` and `generation_time_field` as for
-/// `generator_source_spec`, counted in events.
-struct nexmark_source_spec {
-  nexmark::generator_config generator;
-  std::optional<std::uint64_t> events; ///< none = unbounded
-  nexmark_stream stream = nexmark_stream::bid;
-  double rate = 0; ///< events/s over all subtasks; 0 = as fast as possible
-  std::string generation_time_field;
-  watermark_options watermark;
-};
 
 /// A sink that drops every row (`type = "blackhole"`), optionally slowly
 /// and optionally reporting what it saw, one JSON line per subtask on
@@ -215,6 +174,11 @@ private:
 class job;
 class keyed_stream;
 class connected_streams;
+// The benchmark generators' specs (bench/kinds/sources/{generator,nexmark}/):
+// `job::from_generator` and `job::from_nexmark` are defined there, in
+// weir_bench_kinds, outside the core.
+struct generator_source_spec;
+struct nexmark_source_spec;
 
 /// A stream produced by a source or an operator (Flink's `DataStream`).
 /// Cheap to copy; it refers to a node of its job's graph.

@@ -2,6 +2,8 @@
 // job::from_generator, job::from_nexmark and data_stream::sink_to_blackhole,
 // built and run through the public API.
 #include "api/internal/operators.hpp"
+#include "kinds/sources/generator/generator.hpp"
+#include "kinds/sources/nexmark/nexmark.hpp"
 #include "weir/api/job.hpp"
 #include "weir/expr/random.hpp"
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "weir/api/job.hpp"
+#include "kinds/sources/generator/generator.hpp"
+#include "kinds/sources/nexmark/nexmark.hpp"
 #include "weir/connectors/source_reader.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/schema.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/nexmark.hpp"
+#include "kinds/sources/nexmark/nexmark_generator.hpp"
 
-#include "weir/connectors/generator_source.hpp"
+#include "kinds/sources/generator/generator_source.hpp"
 
 #include <doctest/doctest.h>
 

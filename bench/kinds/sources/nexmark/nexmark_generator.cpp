@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/nexmark.hpp"
+#include "kinds/sources/nexmark/nexmark_generator.hpp"
 
 #include "weir/expr/random.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/generator_source.hpp"
+#include "kinds/sources/generator/generator_source.hpp"
 
 #include "connectors/internal/pacer.hpp"
 #include "weir/expr/random.hpp"

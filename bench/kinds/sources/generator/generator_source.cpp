@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/generator_source.hpp"
+#include "kinds/sources/generator/generator_source.hpp"
 
-#include "internal/pacer.hpp"
+#include "connectors/internal/pacer.hpp"
 #include "weir/expr/expression.hpp"
 
 #include <array>

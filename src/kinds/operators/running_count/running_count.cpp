@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// `type = "running_count"`: keyed state; emits {keys..., count} per input row.
+#include "config/kind.hpp"
+
+#include "weir/api/job.hpp"
+
+namespace weir::kinds {
+
+namespace {
+using namespace weir::config;
+
+struct running_count_spec : kind_spec {
+  std::vector<located> key_by;
+  const toml::node* key_by_node = nullptr;
+  located output;
+};
+} // namespace
+
+kind_descriptor describe_operators_running_count() {
+  kind_descriptor d;
+  d.category = kind_category::operator_;
+  d.type = "running_count";
+  d.keys = {
+    {"key_by", "array of strings", true, "", "the key fields"},
+    {"output", "string", false, "\"count\"", "the name of the count field"},
+  };
+  d.parse = [](parse_context& c) {
+    auto s = std::make_unique<running_count_spec>();
+    s->key_by_node = c.hard.get("key_by");
+    if (auto kb = c.hard.string_array("key_by", true, 1))
+      s->key_by = std::move(*kb);
+    if (auto o = c.hard.string("output", false, true))
+      s->output = *o;
+    return s;
+  };
+  d.plan = [](plan_context& c, const kind_spec& ks) {
+    const auto& s = spec_cast<running_count_spec>(ks);
+    const auto& in = c.inputs.front();
+    if (!c.check_fields_exist(*in.output_schema(), s.key_by, "key_by"))
+      return;
+    std::vector<std::string> keys;
+    for (const auto& k : s.key_by)
+      keys.push_back(k.value);
+    auto keyed = in.key_by(keys);
+    if (!keyed) {
+      c.report_api(s.key_by_node, "key_by",
+                   error{keyed.error().code, keyed.error().message, error::npos});
+      return;
+    }
+    auto field_name = s.output.value.empty() ? std::string{"count"} : s.output.value;
+    auto r = keyed->count(field_name, c.options);
+    if (!r)
+      c.report_api(s.output.node, "output",
+                   error{r.error().code, r.error().message, error::npos});
+  };
+  return d;
+}
+
+} // namespace weir::kinds

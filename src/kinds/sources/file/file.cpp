@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+// `type = "file"` source: jsonl, csv or apache_combined, one split per file,
+// read in chunks (weir/format/format.hpp: the decoders and the reader).
+#include "config/kind.hpp"
+
+#include "weir/api/job.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace weir::kinds {
+
+namespace {
+using namespace weir::config;
+
+const key_list source_formats = {"jsonl", "csv", "apache_combined"};
+
+struct file_source_def : kind_spec {
+  located path;
+  bool file_error = false;
+  format::decoder_options decoder;
+  located event_time_field;
+  watermark_options watermark;
+  located partition_by;
+  std::vector<std::string> partitions;
+  located processing_time_field;
+};
+
+std::unique_ptr<kind_spec> parse(parse_context& c) {
+  auto spec = std::make_unique<file_source_def>();
+  auto& d = *spec;
+  auto& r = c.hard;
+  auto& soft = c.soft;
+  if (auto p = r.string("path", c.keys_required, true)) {
+    d.path = *p;
+    // Checked now, not when the job starts: users prefer to hear it early.
+    std::string reason;
+    std::error_code ec;
+    if (std::filesystem::is_directory(p->value, ec)) {
+      reason = "it is a directory";
+    } else if (std::FILE* f = std::fopen(p->value.c_str(), "rb"); f == nullptr) {
+      reason = std::strerror(errno);
+    } else {
+      std::fclose(f);
+    }
+    if (!reason.empty()) {
+      r.diags().report(pos_of(*p->node),
+                       "cannot read source file " + quote(p->value) + ": " + reason, r.notes());
+      d.file_error = true;
+    }
+  }
+  auto fmt = r.choice("format", source_formats, c.keys_required);
+  if (fmt) {
+    if (fmt->value == "jsonl")
+      d.decoder.kind = format::format_kind::jsonl;
+    else if (fmt->value == "csv")
+      d.decoder.kind = format::format_kind::csv;
+    else
+      d.decoder.kind = format::format_kind::apache_combined;
+  }
+  const auto* schema_node = r.get("schema");
+  if (fmt && fmt->value == "apache_combined") {
+    d.decoder.schema = format::apache_combined_schema();
+    if (schema_node)
+      r.fail(pos_of(*schema_node),
+             "schema must not be set for format \"apache_combined\" (its schema is fixed)",
+             {"hint: its fields are " + d.decoder.schema->to_string()});
+  } else if (!schema_node) {
+    if (fmt)
+      r.missing("schema", {"hint: format " + quote(fmt->value) +
+                           " needs the fields and their types: schema = { ts = "
+                           "\"timestamp\", key = \"string\" }"});
+  } else if (auto entries = r.string_table("schema", false, "a type name")) {
+    std::vector<field> fields;
+    bool good = true;
+    for (const auto& e : *entries) {
+      auto ty = parse_type_id(e.text);
+      if (!ty || *ty == type_id::null_type) {
+        r.fail(pos_of(*e.node), "schema." + e.name + " has unknown type " + quote(e.text),
+               {"hint: types are bool, int64, float64, string, timestamp"});
+        good = false;
+        continue;
+      }
+      fields.push_back(field{e.name, *ty});
+    }
+    if (good)
+      d.decoder.schema = make_schema(std::move(fields));
+  }
+  if (auto* et = r.subtable("event_time")) {
+    auto er = r.sub(*et, "event_time");
+    er.check_keys(c.children("event_time"));
+    if (auto f = er.string("field", true, true)) {
+      d.event_time_field = *f;
+      if (const auto& s = d.decoder.schema) {
+        if (auto idx = s->index_of(f->value); !idx) {
+          key_list names;
+          for (const auto& fl : s->fields())
+            names.push_back(fl.name);
+          std::vector<std::string> extra;
+          if (auto cand = closest(f->value, names))
+            extra.push_back("hint: did you mean " + quote(*cand) + "?");
+          extra.push_back("hint: the fields are " + s->to_string());
+          er.fail(pos_of(*f->node),
+                  "event_time.field " + quote(f->value) + " is not a field of the schema",
+                  std::move(extra));
+        } else if (auto ty = s->at(*idx).type;
+                   ty != type_id::timestamp && ty != type_id::int64) {
+          er.fail(pos_of(*f->node), "event_time.field " + quote(f->value) +
+                                      " must name a timestamp or int64 field, got " +
+                                      std::string(to_string(ty)));
+        }
+      }
+    }
+  }
+  if (auto* wm = soft.subtable("watermark")) {
+    auto wr = soft.sub(*wm, "watermark");
+    wr.check_keys(c.children("watermark"));
+    if (auto v = wr.duration("max_out_of_orderness"))
+      d.watermark.max_out_of_orderness = *v;
+    if (auto v = wr.duration("idle_timeout"))
+      d.watermark.idle_timeout = *v;
+  }
+  // Checks that `f` names a field of the schema (with a did-you-mean hint).
+  auto field_of_schema = [&](reader& rr, const located& f, const std::string& what)
+    -> std::optional<type_id> {
+    const auto& s = d.decoder.schema;
+    if (!s)
+      return std::nullopt;
+    auto idx = s->index_of(f.value);
+    if (idx)
+      return s->at(*idx).type;
+    key_list names;
+    for (const auto& fl : s->fields())
+      names.push_back(fl.name);
+    std::vector<std::string> extra;
+    if (auto cand = closest(f.value, names))
+      extra.push_back("hint: did you mean " + quote(*cand) + "?");
+    extra.push_back("hint: the fields are " + s->to_string());
+    rr.fail(pos_of(*f.node), what + " " + quote(f.value) + " is not a field of the schema",
+            std::move(extra));
+    return std::nullopt;
+  };
+  if (auto v = r.string("partition_by", false, true)) {
+    d.partition_by = *v;
+    field_of_schema(r, *v, "partition_by");
+  }
+  if (auto ps = r.string_array("partitions", false, 1)) {
+    for (const auto& p : *ps)
+      d.partitions.push_back(p.value);
+    if (d.partition_by.value.empty())
+      r.fail(pos_of(*r.get("partitions")), "partitions needs partition_by",
+                {"hint: partition_by names the field whose values are the partitions"});
+  }
+  if (auto* pt = r.subtable("processing_time")) {
+    auto pr = r.sub(*pt, "processing_time");
+    pr.check_keys(c.children("processing_time"));
+    if (auto f = pr.string("field", true, true)) {
+      d.processing_time_field = *f;
+      if (auto ty = field_of_schema(pr, *f, "processing_time.field");
+          ty && *ty != type_id::timestamp && *ty != type_id::int64)
+        pr.fail(pos_of(*f->node), "processing_time.field " + quote(f->value) +
+                                    " must name a timestamp or int64 field, got " +
+                                    std::string(to_string(*ty)));
+    }
+  }
+  if (auto* csv = soft.subtable("csv")) {
+    auto cr = soft.sub(*csv, "csv");
+    cr.check_keys(c.children("csv"));
+    if (fmt && fmt->value != "csv")
+      soft.fail(pos_of(*soft.get("csv")),
+             "csv options apply only to format = \"csv\", not " + quote(fmt->value));
+    if (auto v = cr.boolean("header"))
+      d.decoder.csv_header = *v;
+    if (auto v = cr.string("delimiter")) {
+      if (v->value.size() != 1)
+        cr.fail(pos_of(*v->node),
+                "csv.delimiter must be a single character, got " + quote(v->value));
+      else
+        d.decoder.csv_delimiter = v->value[0];
+    }
+  }
+  if (auto v = soft.integer("parallelism", 1, max_key_groups); v && *v != 1)
+    soft.fail(pos_of(*soft.get("parallelism")),
+           "parallelism must be 1 for a file source (one split per file), got " +
+             std::to_string(*v));
+  return spec;
+}
+
+void plan(plan_context& c, const kind_spec& ks) {
+  const auto& s = spec_cast<file_source_def>(ks);
+  file_source_spec spec;
+  spec.path = s.path.value;
+  spec.decoder = s.decoder;
+  spec.event_time_field = s.event_time_field.value;
+  spec.watermark = s.watermark;
+  spec.partition_by = s.partition_by.value;
+  spec.partitions = s.partitions;
+  spec.processing_time_field = s.processing_time_field.value;
+  auto res = c.target.from_file(std::move(spec), operator_options{c.options.name, 1});
+  if (!res && !s.file_error)
+    c.report_api(nullptr, "", res.error());
+}
+
+} // namespace
+
+kind_descriptor describe_sources_file() {
+  kind_descriptor d;
+  d.category = kind_category::source;
+  d.type = "file";
+  d.min_inputs = d.max_inputs = 0;
+  d.keys = {
+    {"path", "string", true, "", "the file to read"},
+    {"format", "string", true, "", "jsonl | csv | apache_combined"},
+    {"schema", "table of type names", true, "", "name = \"int64\" (not for apache_combined)"},
+    {"event_time", "table", false, "", "event time of the records; none: no event time"},
+    {"event_time.field", "string", true, "", "a timestamp or int64 field"},
+    {"watermark", "table", false, "", "the watermark generator"},
+    {"watermark.max_out_of_orderness", "duration", false, "\"0s\"", "bounded out-of-orderness"},
+    {"watermark.idle_timeout", "duration", false, "\"0s\"", "a partition is idle after this; 0: never"},
+    {"csv", "table", false, "", "csv options"},
+    {"csv.header", "boolean", false, "false", "the first line names the fields"},
+    {"csv.delimiter", "string", false, "\",\"", "one character"},
+    {"partition_by", "string", false, "", "a field whose values are partitions with own watermarks"},
+    {"partitions", "array of strings", false, "[]", "the partitions known up front"},
+    {"processing_time", "table", false, "", "a replay clock"},
+    {"processing_time.field", "string", true, "", "a timestamp or int64 field giving processing time"},
+  };
+  d.parse = parse;
+  d.plan = plan;
+  d.misplaced = [](std::string_view key) -> std::optional<misplaced_note> {
+    // A key of another source type (the file source also stands in for a
+    // source of unknown type).
+    const auto& reg = kind_registry::instance();
+    if (reg.kinds_with_key(kind_category::source, key).empty())
+      return std::nullopt;
+    key_list others;
+    for (const auto& t : reg.types(kind_category::source))
+      if (t != "file")
+        others.push_back(t);
+    return misplaced_note{"'" + std::string(key) + "' does not apply to a file source",
+                          {"hint: '" + std::string(key) + "' is a key of " + and_list(others) +
+                           " sources"}};
+  };
+  return d;
+}
+
+} // namespace weir::kinds
