@@ -43,6 +43,7 @@ const std::vector<std::string> job_keys = {
   "job.dead_letter",
   "job.dead_letter.path",
   "job.status_interval",
+  "job.log_level",
   "job.worker_threads",
   "job.restart",
   "job.restart.attempts",
@@ -365,6 +366,8 @@ void loader::parse_job(const toml::table& root) {
         job_opts_.status_interval = *v;
       if (auto v = r.integer("worker_threads", 0, unbounded))
         job_opts_.worker_threads = static_cast<std::size_t>(*v);
+      if (auto v = r.choice("log_level", {"trace", "debug", "info", "warn", "error", "off"}))
+        job_opts_.log_level = *parse_log_level(v->value);
       if (auto* rs = r.subtable("restart")) {
         auto rr = r.sub(*rs, "restart");
         rr.check_keys(children("job.restart."));
@@ -511,8 +514,15 @@ void loader::parse_element(kind_category category, const toml::table& t,
         e.inputs.push_back(*in);
     }
     if (!e.kind || many) {
-      if (auto ins = r.string_array("inputs", e.kind != nullptr, e.kind ? e.kind->min_inputs : 0))
-        e.inputs.insert(e.inputs.end(), ins->begin(), ins->end());
+      if (auto ins = r.string_array("inputs", e.kind != nullptr, e.kind ? e.kind->min_inputs : 0)) {
+        if (e.kind && ins->size() > e.kind->max_inputs)
+          // A two-input kind (a join) reads exactly two: input 1 and input 2.
+          r.fail(pos_of(*r.get("inputs")),
+                 "inputs must list at most " + std::to_string(e.kind->max_inputs) +
+                   " names, got " + std::to_string(ins->size()));
+        else
+          e.inputs.insert(e.inputs.end(), ins->begin(), ins->end());
+      }
     }
     if (auto v = soft.integer("parallelism", 1, max_key_groups)) {
       if (static_cast<std::size_t>(*v) > job_opts_.max_parallelism)

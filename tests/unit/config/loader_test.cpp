@@ -153,6 +153,40 @@ type = "stdout"
   CHECK((*r2)->options().parallelism == 4);
 }
 
+TEST_CASE("job.log_level sets the job's log level; another value lists the allowed ones") {
+  auto r = load(source_block + R"~(
+[job]
+log_level = "debug"
+
+[[sink]]
+name = "out"
+input = "readings"
+type = "stdout"
+)~");
+  REQUIRE(r);
+  CHECK((*r)->options().log_level == weir::log_level::debug);
+
+  auto d = load(source_block + R"~(
+[[sink]]
+name = "out"
+input = "readings"
+type = "stdout"
+)~");
+  REQUIRE(d);
+  CHECK((*d)->options().log_level == weir::log_level::info);
+
+  CHECK(errors(source_block + R"~(
+[job]
+log_level = "verbose"
+
+[[sink]]
+name = "out"
+input = "readings"
+type = "stdout"
+)~") == R"~(p.toml:10:13: error: job.log_level must be one of "trace", "debug", "info", "warn", "error", "off", got "verbose"
+)~");
+}
+
 TEST_CASE("defaults apply when [job] is absent") {
   auto r = load(source_block + R"~(
 [[sink]]

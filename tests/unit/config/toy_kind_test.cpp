@@ -7,6 +7,7 @@
 
 #include "weir/api/job.hpp"
 #include "weir/config/loader.hpp"
+#include "weir/operators/two_input_stream_operator.hpp"
 #include "weir/runtime/job_graph.hpp"
 
 #include <doctest/doctest.h>
@@ -80,6 +81,79 @@ const std::string tail = R"~(
 name = "out"
 input = "scaled"
 type = "stdout"
+)~";
+
+/// `type = "toy_pair"`: a two-input kind (as a join is), keyed on each
+/// input by its own field, that passes input 1's rows on and counts input
+/// 2's. It reads `inputs = ["first", "second"]` through the loader's generic
+/// input handling, and plans through `data_stream::connect`.
+struct toy_pair_spec : kind_spec {
+  located first_key;
+  located second_key;
+};
+
+class toy_pair_operator final : public weir::two_input_stream_operator {
+public:
+  void process_batch1(const weir::record_batch_ptr& batch, weir::output_collector& out) override {
+    out.collect(batch);
+  }
+  void process_batch2(const weir::record_batch_ptr& batch, weir::output_collector&) override {
+    seen_ += batch->num_rows;
+  }
+
+private:
+  std::size_t seen_ = 0;
+};
+
+kind_descriptor toy_pair_kind() {
+  kind_descriptor d;
+  d.category = kind_category::operator_;
+  d.type = "toy_pair";
+  d.min_inputs = 2;
+  d.max_inputs = 2;
+  d.keys = {
+    {"first_key", "string", true, "", "the key field of input 1"},
+    {"second_key", "string", true, "", "the key field of input 2"},
+  };
+  d.parse = [](parse_context& c) {
+    auto s = std::make_unique<toy_pair_spec>();
+    if (auto f = c.hard.string("first_key", true, true))
+      s->first_key = *f;
+    if (auto f = c.hard.string("second_key", true, true))
+      s->second_key = *f;
+    return s;
+  };
+  d.plan = [](plan_context& c, const kind_spec& ks) {
+    const auto& s = spec_cast<toy_pair_spec>(ks);
+    auto keyed = c.inputs[0].connect(c.inputs[1]).key_by({s.first_key.value},
+                                                           {s.second_key.value});
+    if (!keyed) {
+      c.report_api(s.first_key.node, "first_key", keyed.error());
+      return;
+    }
+    auto r = keyed->transform(
+      "toy_pair", c.inputs[0].output_schema(),
+      [] { return std::make_unique<toy_pair_operator>(); }, c.options);
+    if (!r)
+      c.report_api(nullptr, "", r.error());
+  };
+  return d;
+}
+
+struct scoped_toy_pair_kind {
+  scoped_toy_pair_kind() { kind_registry::instance().add(toy_pair_kind()); }
+  ~scoped_toy_pair_kind() {
+    kind_registry::instance().remove(kind_category::operator_, "toy_pair");
+  }
+};
+
+const std::string two_sources = head + R"~([[source]]
+name = "other"
+type = "file"
+path = ")~" + input_file() + R"~("
+format = "jsonl"
+schema = { id = "int64", name = "string" }
+
 )~";
 
 } // namespace
@@ -179,6 +253,77 @@ TEST_CASE("every kind's key table gives each key a type and a one-line doc, pare
       }
     }
   }
+}
+
+TEST_CASE("a registered two-input kind reads inputs = [first, second], each keyed by its own field") {
+  scoped_toy_pair_kind toy;
+  auto r = load_pipeline(two_sources + R"~([[operator]]
+name = "scaled"
+type = "toy_pair"
+inputs = ["in", "other"]
+first_key = "id"
+second_key = "id"
+parallelism = 2
+)~" + tail, "toy.toml");
+  REQUIRE_MESSAGE(r, (r ? "" : to_string(r.error())));
+  const auto& g = *(*r)->graph();
+  auto it = std::find_if(g.nodes.begin(), g.nodes.end(),
+                         [](const auto& n) { return n.name == "scaled"; });
+  REQUIRE(it != g.nodes.end());
+  CHECK(it->num_inputs == 2);
+  std::vector<std::size_t> inputs_seen;
+  for (const auto& e : g.edges) {
+    if (e.target != it->id)
+      continue;
+    inputs_seen.push_back(e.target_input);
+    CHECK(e.mode == weir::runtime::partitioning::hash);
+    CHECK(e.key_fields == std::vector<std::size_t>{0});
+    // Input 1 comes from "in", input 2 from "other", in the order listed.
+    CHECK(g.nodes[e.source].name == (e.target_input == 0 ? "in" : "other"));
+  }
+  std::sort(inputs_seen.begin(), inputs_seen.end());
+  CHECK(inputs_seen == std::vector<std::size_t>{0, 1});
+}
+
+TEST_CASE("a two-input kind given one or three inputs is refused at the inputs key") {
+  scoped_toy_pair_kind toy;
+  auto one = load_pipeline(two_sources + R"~([[operator]]
+name = "scaled"
+type = "toy_pair"
+inputs = ["in"]
+first_key = "id"
+second_key = "id"
+)~" + tail, "toy.toml");
+  REQUIRE_FALSE(one);
+  CHECK(to_string(one.error()) ==
+        "toy.toml:18:10: error: inputs must list at least 2 names, got 1\n"
+        "  in [[operator]] #1 (name = \"scaled\")\n");
+  auto three = load_pipeline(two_sources + R"~([[operator]]
+name = "scaled"
+type = "toy_pair"
+inputs = ["in", "other", "in"]
+first_key = "id"
+second_key = "id"
+)~" + tail, "toy.toml");
+  REQUIRE_FALSE(three);
+  CHECK(to_string(three.error()) ==
+        "toy.toml:18:10: error: inputs must list at most 2 names, got 3\n"
+        "  in [[operator]] #1 (name = \"scaled\")\n");
+}
+
+TEST_CASE("a two-input kind's key mismatch is reported at its key") {
+  scoped_toy_pair_kind toy;
+  auto r = load_pipeline(two_sources + R"~([[operator]]
+name = "scaled"
+type = "toy_pair"
+inputs = ["in", "other"]
+first_key = "id"
+second_key = "name"
+)~" + tail, "toy.toml");
+  REQUIRE_FALSE(r);
+  const auto text = to_string(r.error());
+  INFO(text);
+  CHECK(text.rfind("toy.toml:19:13: error: first_key: ", 0) == 0);
 }
 
 } // TEST_SUITE
