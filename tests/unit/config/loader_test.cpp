@@ -153,7 +153,7 @@ type = "stdout"
   CHECK((*r2)->options().parallelism == 4);
 }
 
-TEST_CASE("job.log_level sets the job's log level; another value lists the allowed ones") {
+TEST_CASE("job.log_level sets the job's log level, and another value lists the allowed ones") {
   auto r = load(source_block + R"~(
 [job]
 log_level = "debug"
