@@ -305,7 +305,8 @@ random_ints_avx512(std::uint64_t key, const std::int64_t* seq, std::int64_t lo,
 
 // rand_int / rand_float / rand_string: a stateless hash of (seed, seq,
 // salt) per row (weir/expr/random.hpp); null if any argument is null, and
-// rand_int is null when lo > hi.
+// rand_int is null when lo > hi, rand_string when the length is above
+// max_random_string_length (a length column of 2^62 asked for exabytes).
 column random_values(const node& n, const std::vector<operand>& args,
                      std::size_t rows) {
   column out{n.type};
@@ -365,6 +366,8 @@ column random_values(const node& n, const std::vector<operand>& args,
       const std::size_t sl = args[2].stride();
       out.offsets.reserve(rows + 1);
       for (std::size_t i = 0; i < rows; ++i) {
+        if (len[i * sl] > max_random_string_length)
+          out.validity[i] = 0;
         if (out.validity[i])
           append_random_letters(out.chars, random_word(seed, seq[i * sq], salt[i * ss]),
                                 len[i * sl]);

@@ -26,7 +26,8 @@ struct node; // the typed syntax tree; defined in src/expr
 /// length, substr(s, start1[, len]), concat(...), abs, floor, coalesce(...),
 /// to_timestamp(x), and the seeded random functions rand_int(seq, salt, lo,
 /// hi) (int64 in [lo, hi], null if lo > hi), rand_float(seq, salt) (float64
-/// in [0, 1)) and rand_string(seq, salt, length) (lowercase letters), each a
+/// in [0, 1)) and rand_string(seq, salt, length) (lowercase letters, null
+/// for a length above 65,536), each a
 /// stateless hash of (compile_options::random_seed, seq, salt) as
 /// weir/expr/random.hpp defines it. SQL null semantics: arithmetic and comparisons with null
 /// give null, `and`/`or` use three-valued logic, a filter keeps a row only

@@ -60,6 +60,10 @@ constexpr double random_unit(std::uint64_t word) noexcept {
   return static_cast<double>(word >> 11) * 0x1.0p-53;
 }
 
+/// The longest string `rand_string` gives: a longer `length` makes it null
+/// (so that no row can ask for more memory than a batch can hold).
+inline constexpr std::int64_t max_random_string_length = 65'536;
+
 /// `rand_string(seq, salt, length)`: `length` lowercase ASCII letters;
 /// letter i is byte `i % 8` of `mix64(word + (i / 8) * seq_multiplier)`,
 /// modulo 26, added to 'a'. Appends to `out`; nothing for `length <= 0`.

@@ -179,6 +179,19 @@ TEST_CASE("rand_string gives the requested number of lowercase letters") {
   CHECK(longer.str(3).substr(0, 11) == shorter.str(3));
 }
 
+TEST_CASE("rand_string is null above its length limit instead of asking for unbounded memory") {
+  // Found by fuzz_expression (tests/fuzz/regressions/fuzz_expression/).
+  auto batch = seq_batch(0, 3);
+  auto at_limit = eval("rand_string(seq, 4, 65536)", batch);
+  CHECK(at_limit.str(2).size() == weir::expr::max_random_string_length);
+  auto above = eval("rand_string(seq, 4, 65537)", batch);
+  auto huge = eval("rand_string(seq, 4, 9223372036854775807)", batch);
+  for (std::size_t i = 0; i < batch.num_rows; ++i) {
+    CHECK(above.is_null(i));
+    CHECK(huge.is_null(i));
+  }
+}
+
 TEST_CASE("rand functions take int64 arguments and a fixed number of them") {
   auto s = weir::make_schema({{"seq", type_id::int64}, {"name", type_id::string}});
   auto e = compile("rand_int(name, 1, 0, 9)", *s);
