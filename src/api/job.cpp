@@ -3,6 +3,7 @@
 
 #include "internal/operators.hpp"
 #include "weir/connectors/blackhole_sink.hpp"
+#include "weir/connectors/file_source.hpp"
 #include "weir/connectors/file_sink.hpp"
 #include "weir/connectors/summary_sink.hpp"
 #include "weir/connectors/transactional_file_sink.hpp"
@@ -538,6 +539,10 @@ expected<std::monostate> data_stream::sink_to_blackhole(blackhole_sink_spec spec
   if (!id)
     return id.error();
   return std::monostate{};
+}
+
+expected<std::monostate> data_stream::sink_to_blackhole() const {
+  return sink_to_blackhole(blackhole_sink_spec{});
 }
 
 // -- keyed_stream -------------------------------------------------------------

@@ -2,7 +2,9 @@
 // A two-input operator built with data_stream::connect and run by
 // job::execute: both inputs keyed by their own fields into the same key
 // groups, the operator's watermark the minimum of its inputs'.
+#include "kinds/sources/generator/generator.hpp"
 #include "weir/api/job.hpp"
+#include "weir/connectors/file_sink.hpp"
 #include "weir/core/key_group.hpp"
 #include "weir/operators/two_input_stream_operator.hpp"
 #include "weir/runtime/job_graph.hpp"

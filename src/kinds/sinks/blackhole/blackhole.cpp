@@ -4,6 +4,7 @@
 #include "config/kind.hpp"
 
 #include "weir/api/job.hpp"
+#include "weir/connectors/blackhole_sink.hpp"
 
 namespace weir::kinds {
 

@@ -5,6 +5,7 @@
 #include "config/kind.hpp"
 
 #include "weir/api/job.hpp"
+#include "weir/connectors/file_sink.hpp"
 
 namespace weir::kinds {
 

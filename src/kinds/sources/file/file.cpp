@@ -4,6 +4,7 @@
 #include "config/kind.hpp"
 
 #include "weir/api/job.hpp"
+#include "weir/connectors/file_source.hpp"
 
 #include <cerrno>
 #include <cstdio>
