@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/api/job.hpp"
 
+#include "internal/graph.hpp"
 #include "internal/operators.hpp"
-#include "weir/connectors/blackhole_sink.hpp"
 #include "weir/connectors/file_source.hpp"
-#include "weir/connectors/file_sink.hpp"
-#include "weir/connectors/summary_sink.hpp"
-#include "weir/connectors/transactional_file_sink.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/state/keyed_process_function.hpp"
 
@@ -78,15 +75,7 @@ std::size_t add_node(job_graph& g, stream_node node,
 }
 
 
-/// An operator node to add: its kind, main output schema (null for a sink)
-/// and the factory of its per-subtask instances.
-struct operator_node {
-  std::string_view kind;
-  schema_ptr output;
-  runtime::operator_factory factory;
-  bool is_sink = false;
-  std::size_t parallelism = 0; ///< 0: from the operator options or the job
-};
+using internal::operator_node;
 
 /// Claims the operator's stream name and adds its node fed by `inputs`;
 /// returns the node's index.
@@ -145,6 +134,14 @@ expected<runtime::stream_node*> add_source_node(job_graph& g, const operator_opt
 std::size_t default_parallelism(const job_graph& g, std::size_t requested) {
   return resolve_parallelism(g, requested);
 }
+
+expected<std::size_t> add_operator_node(job_graph& g, const operator_options& opts,
+                                        operator_node def,
+                                        std::vector<std::pair<std::size_t, std::size_t>> inputs,
+                                        std::optional<std::vector<std::size_t>> hash_keys) {
+  return add_operator(g, opts, std::move(def), std::move(inputs), std::move(hash_keys));
+}
+
 
 } // namespace internal
 
@@ -479,70 +476,6 @@ connected_streams::transform(std::string kind, schema_ptr schema,
     in2.key_fields = second_keys_;
   }
   return data_stream{first_.graph_, *id, 0};
-}
-
-expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
-                                                   operator_options opts) const {
-  if (spec.path.empty())
-    return invalid("a file sink needs a path");
-  if (spec.format == format::format_kind::apache_combined)
-    return invalid("apache_combined is an input format only; write jsonl or csv");
-  auto factory = [spec, schema = output_schema()](bool transactional) {
-    return [spec, schema, transactional] {
-      auto op = transactional ? make_transactional_file_sink(spec.path, spec.format, schema)
-                              : make_file_sink(spec.path, spec.format, schema);
-      if (!op)
-        throw std::runtime_error(op.error().message);
-      return std::move(*op);
-    };
-  };
-  // One output file (or one directory of committed parts): parallelism 1.
-  auto id = add_operator(*graph_, opts, {"file_sink", nullptr, factory(false), true, 1},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  graph_->nodes[*id].make_transactional_operator = factory(true);
-  return std::monostate{};
-}
-
-void data_stream::print(operator_options opts) const {
-  auto id = add_operator(*graph_, opts,
-                         {"stdout_sink", nullptr,
-                          [] { return make_stdout_sink(format::format_kind::jsonl); }, true, 1},
-                         {{node_, port_}});
-  if (!id)
-    throw std::invalid_argument(id.error().message);
-}
-
-expected<std::monostate> data_stream::sink_to_summary(summary_sink_spec spec,
-                                                      operator_options opts) const {
-  auto board = graph_->end_output;
-  const auto slot = board->reserve();
-  auto factory = make_summary_sink_factory(
-    output_schema(), spec, [board, slot](const std::string& text) { board->put(slot, text); });
-  if (!factory)
-    return factory.error();
-  auto id = add_operator(*graph_, opts, {"summary_sink", nullptr, std::move(*factory), true, 1},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  return std::monostate{};
-}
-
-expected<std::monostate> data_stream::sink_to_blackhole(blackhole_sink_spec spec,
-                                                        operator_options opts) const {
-  auto factory = make_blackhole_sink_factory(output_schema(), spec);
-  if (!factory)
-    return factory.error();
-  auto id = add_operator(*graph_, opts, {"blackhole_sink", nullptr, std::move(*factory), true},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  return std::monostate{};
-}
-
-expected<std::monostate> data_stream::sink_to_blackhole() const {
-  return sink_to_blackhole(blackhole_sink_spec{});
 }
 
 // -- keyed_stream -------------------------------------------------------------
