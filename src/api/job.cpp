@@ -184,45 +184,6 @@ const std::string& data_stream::name() const {
   return graph_->nodes[node_].outputs[port_].name;
 }
 
-expected<data_stream> data_stream::filter(std::string_view condition,
-                                          operator_options opts) const {
-  auto compiled = expr::compile(condition, *output_schema());
-  if (!compiled)
-    return compiled.error();
-  if (compiled->result_type() != type_id::boolean
-      && compiled->result_type() != type_id::null_type)
-    return make_error(errc::type_error,
-                      "a filter condition must be a bool, got "
-                        + std::string{to_string(compiled->result_type())},
-                      0);
-  auto reads = compiled->referenced_fields();
-  // Filled by runtime::prune_generated_fields before the job runs.
-  auto needed = std::make_shared<std::vector<bool>>();
-  auto id = add_operator(*graph_, opts,
-                         {"filter", output_schema(), [c = std::move(*compiled), needed] {
-                            return std::make_unique<internal::expression_filter>(c, needed);
-                          }},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  graph_->nodes[*id].reads = std::move(reads);
-  graph_->nodes[*id].forwards_input_columns = true;
-  graph_->nodes[*id].needed_columns = std::move(needed);
-  return data_stream{graph_, *id, 0};
-}
-
-data_stream data_stream::filter(std::function<bool(const row_view&)> predicate,
-                                operator_options opts) const {
-  auto id = add_operator(*graph_, opts,
-                         {"filter", output_schema(), [p = std::move(predicate)] {
-                            return std::make_unique<internal::predicate_filter>(p);
-                          }},
-                         {{node_, port_}});
-  if (!id)
-    throw std::invalid_argument(id.error().message);
-  return data_stream{graph_, *id, 0};
-}
-
 namespace {
 
 expected<std::size_t> make_projection(const data_stream& in, bool keep_input,
