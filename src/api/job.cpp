@@ -500,27 +500,6 @@ keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
   return data_stream{g, id, 0};
 }
 
-expected<data_stream> keyed_stream::count(std::string output_field,
-                                          operator_options opts) const {
-  auto& g = input_.graph_;
-  std::vector<field> fields;
-  for (auto i : key_idx_)
-    fields.push_back(input_.output_schema()->at(i));
-  for (const auto& f : fields)
-    if (f.name == output_field)
-      return invalid("count: output field '" + output_field + "' clashes with a key");
-  fields.push_back(field{output_field, type_id::int64});
-  auto schema = make_schema(std::move(fields));
-  auto id = add_operator(*g, opts,
-                         {"count", schema, [schema, keys = key_idx_] {
-                            return std::make_unique<internal::running_count>(schema, keys);
-                          }},
-                         {{input_.node_, input_.port_}}, key_idx_);
-  if (!id)
-    return id.error();
-  return data_stream{g, *id, 0};
-}
-
 expected<data_stream> keyed_stream::process(
   std::string name, schema_ptr output_schema,
   std::function<std::unique_ptr<state::keyed_process_function>()> factory,
