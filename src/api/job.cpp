@@ -343,28 +343,6 @@ expected<keyed_stream> data_stream::key_by(std::vector<std::string> fields) cons
   return keyed_stream{*this, std::move(fields), std::move(idx)};
 }
 
-expected<data_stream> data_stream::union_with(const std::vector<data_stream>& others,
-                                              operator_options opts) const {
-  std::vector<std::pair<std::size_t, std::size_t>> inputs{{node_, port_}};
-  for (const auto& o : others) {
-    if (o.graph_ != graph_)
-      return invalid("union: streams belong to different jobs");
-    if (!(*o.output_schema() == *output_schema()))
-      return make_error(errc::type_error,
-                        "union: stream '" + o.name() + "' has schema ("
-                          + o.output_schema()->to_string() + "), but '" + name()
-                          + "' has (" + output_schema()->to_string() + ")");
-    inputs.emplace_back(o.node_, o.port_);
-  }
-  auto id = add_operator(
-    *graph_, opts,
-    {"union", output_schema(), [] { return std::make_unique<internal::pass_through>(); }},
-    std::move(inputs));
-  if (!id)
-    return id.error();
-  return data_stream{graph_, *id, 0};
-}
-
 data_stream data_stream::transform(std::string kind, schema_ptr schema,
                                    std::function<stream_operator_ptr()> factory,
                                    operator_options opts) const {
