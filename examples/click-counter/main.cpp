@@ -9,6 +9,8 @@
 //
 // The last row of each client carries its total number of requests.
 #include "weir/api/job.hpp"
+#include "weir/connectors/file_sink.hpp"
+#include "weir/connectors/file_source.hpp"
 #include "weir/state/keyed_process_function.hpp"
 
 #include <cstdio>

@@ -8,6 +8,8 @@
 // Output: one row per crawler request, {"agent", "requests"}, where requests
 // is that crawler's running count; the last row per agent is its total.
 #include "weir/api/job.hpp"
+#include "weir/connectors/file_sink.hpp"
+#include "weir/connectors/file_source.hpp"
 
 #include <algorithm>
 #include <cctype>

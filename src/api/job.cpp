@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/api/job.hpp"
 
+#include "internal/graph.hpp"
 #include "internal/operators.hpp"
-#include "weir/connectors/blackhole_sink.hpp"
-#include "weir/connectors/file_sink.hpp"
-#include "weir/connectors/summary_sink.hpp"
-#include "weir/connectors/transactional_file_sink.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/state/keyed_process_function.hpp"
 
@@ -77,15 +74,7 @@ std::size_t add_node(job_graph& g, stream_node node,
 }
 
 
-/// An operator node to add: its kind, main output schema (null for a sink)
-/// and the factory of its per-subtask instances.
-struct operator_node {
-  std::string_view kind;
-  schema_ptr output;
-  runtime::operator_factory factory;
-  bool is_sink = false;
-  std::size_t parallelism = 0; ///< 0: from the operator options or the job
-};
+using internal::operator_node;
 
 /// Claims the operator's stream name and adds its node fed by `inputs`;
 /// returns the node's index.
@@ -145,6 +134,14 @@ std::size_t default_parallelism(const job_graph& g, std::size_t requested) {
   return resolve_parallelism(g, requested);
 }
 
+expected<std::size_t> add_operator_node(job_graph& g, const operator_options& opts,
+                                        operator_node def,
+                                        std::vector<std::pair<std::size_t, std::size_t>> inputs,
+                                        std::optional<std::vector<std::size_t>> hash_keys) {
+  return add_operator(g, opts, std::move(def), std::move(inputs), std::move(hash_keys));
+}
+
+
 } // namespace internal
 
 // -- row_view -----------------------------------------------------------------
@@ -185,45 +182,6 @@ const schema_ptr& data_stream::output_schema() const {
 
 const std::string& data_stream::name() const {
   return graph_->nodes[node_].outputs[port_].name;
-}
-
-expected<data_stream> data_stream::filter(std::string_view condition,
-                                          operator_options opts) const {
-  auto compiled = expr::compile(condition, *output_schema());
-  if (!compiled)
-    return compiled.error();
-  if (compiled->result_type() != type_id::boolean
-      && compiled->result_type() != type_id::null_type)
-    return make_error(errc::type_error,
-                      "a filter condition must be a bool, got "
-                        + std::string{to_string(compiled->result_type())},
-                      0);
-  auto reads = compiled->referenced_fields();
-  // Filled by runtime::prune_generated_fields before the job runs.
-  auto needed = std::make_shared<std::vector<bool>>();
-  auto id = add_operator(*graph_, opts,
-                         {"filter", output_schema(), [c = std::move(*compiled), needed] {
-                            return std::make_unique<internal::expression_filter>(c, needed);
-                          }},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  graph_->nodes[*id].reads = std::move(reads);
-  graph_->nodes[*id].forwards_input_columns = true;
-  graph_->nodes[*id].needed_columns = std::move(needed);
-  return data_stream{graph_, *id, 0};
-}
-
-data_stream data_stream::filter(std::function<bool(const row_view&)> predicate,
-                                operator_options opts) const {
-  auto id = add_operator(*graph_, opts,
-                         {"filter", output_schema(), [p = std::move(predicate)] {
-                            return std::make_unique<internal::predicate_filter>(p);
-                          }},
-                         {{node_, port_}});
-  if (!id)
-    throw std::invalid_argument(id.error().message);
-  return data_stream{graph_, *id, 0};
 }
 
 namespace {
@@ -385,28 +343,6 @@ expected<keyed_stream> data_stream::key_by(std::vector<std::string> fields) cons
   return keyed_stream{*this, std::move(fields), std::move(idx)};
 }
 
-expected<data_stream> data_stream::union_with(const std::vector<data_stream>& others,
-                                              operator_options opts) const {
-  std::vector<std::pair<std::size_t, std::size_t>> inputs{{node_, port_}};
-  for (const auto& o : others) {
-    if (o.graph_ != graph_)
-      return invalid("union: streams belong to different jobs");
-    if (!(*o.output_schema() == *output_schema()))
-      return make_error(errc::type_error,
-                        "union: stream '" + o.name() + "' has schema ("
-                          + o.output_schema()->to_string() + "), but '" + name()
-                          + "' has (" + output_schema()->to_string() + ")");
-    inputs.emplace_back(o.node_, o.port_);
-  }
-  auto id = add_operator(
-    *graph_, opts,
-    {"union", output_schema(), [] { return std::make_unique<internal::pass_through>(); }},
-    std::move(inputs));
-  if (!id)
-    return id.error();
-  return data_stream{graph_, *id, 0};
-}
-
 data_stream data_stream::transform(std::string kind, schema_ptr schema,
                                    std::function<stream_operator_ptr()> factory,
                                    operator_options opts) const {
@@ -480,66 +416,6 @@ connected_streams::transform(std::string kind, schema_ptr schema,
   return data_stream{first_.graph_, *id, 0};
 }
 
-expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
-                                                   operator_options opts) const {
-  if (spec.path.empty())
-    return invalid("a file sink needs a path");
-  if (spec.format == format::format_kind::apache_combined)
-    return invalid("apache_combined is an input format only; write jsonl or csv");
-  auto factory = [spec, schema = output_schema()](bool transactional) {
-    return [spec, schema, transactional] {
-      auto op = transactional ? make_transactional_file_sink(spec.path, spec.format, schema)
-                              : make_file_sink(spec.path, spec.format, schema);
-      if (!op)
-        throw std::runtime_error(op.error().message);
-      return std::move(*op);
-    };
-  };
-  // One output file (or one directory of committed parts): parallelism 1.
-  auto id = add_operator(*graph_, opts, {"file_sink", nullptr, factory(false), true, 1},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  graph_->nodes[*id].make_transactional_operator = factory(true);
-  return std::monostate{};
-}
-
-void data_stream::print(operator_options opts) const {
-  auto id = add_operator(*graph_, opts,
-                         {"stdout_sink", nullptr,
-                          [] { return make_stdout_sink(format::format_kind::jsonl); }, true, 1},
-                         {{node_, port_}});
-  if (!id)
-    throw std::invalid_argument(id.error().message);
-}
-
-expected<std::monostate> data_stream::sink_to_summary(summary_sink_spec spec,
-                                                      operator_options opts) const {
-  auto board = graph_->end_output;
-  const auto slot = board->reserve();
-  auto factory = make_summary_sink_factory(
-    output_schema(), spec, [board, slot](const std::string& text) { board->put(slot, text); });
-  if (!factory)
-    return factory.error();
-  auto id = add_operator(*graph_, opts, {"summary_sink", nullptr, std::move(*factory), true, 1},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  return std::monostate{};
-}
-
-expected<std::monostate> data_stream::sink_to_blackhole(blackhole_sink_spec spec,
-                                                        operator_options opts) const {
-  auto factory = make_blackhole_sink_factory(output_schema(), spec);
-  if (!factory)
-    return factory.error();
-  auto id = add_operator(*graph_, opts, {"blackhole_sink", nullptr, std::move(*factory), true},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  return std::monostate{};
-}
-
 // -- keyed_stream -------------------------------------------------------------
 
 expected<data_stream>
@@ -602,27 +478,6 @@ keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
   return data_stream{g, id, 0};
 }
 
-expected<data_stream> keyed_stream::count(std::string output_field,
-                                          operator_options opts) const {
-  auto& g = input_.graph_;
-  std::vector<field> fields;
-  for (auto i : key_idx_)
-    fields.push_back(input_.output_schema()->at(i));
-  for (const auto& f : fields)
-    if (f.name == output_field)
-      return invalid("count: output field '" + output_field + "' clashes with a key");
-  fields.push_back(field{output_field, type_id::int64});
-  auto schema = make_schema(std::move(fields));
-  auto id = add_operator(*g, opts,
-                         {"count", schema, [schema, keys = key_idx_] {
-                            return std::make_unique<internal::running_count>(schema, keys);
-                          }},
-                         {{input_.node_, input_.port_}}, key_idx_);
-  if (!id)
-    return id.error();
-  return data_stream{g, *id, 0};
-}
-
 expected<data_stream> keyed_stream::process(
   std::string name, schema_ptr output_schema,
   std::function<std::unique_ptr<state::keyed_process_function>()> factory,
@@ -667,70 +522,6 @@ const job_options& job::options() const {
 
 job_options& job::options() {
   return graph_->options;
-}
-
-expected<data_stream> job::from_file(file_source_spec spec, operator_options opts) {
-  if (spec.path.empty())
-    return invalid("a file source needs a path");
-  if (spec.decoder.kind == format::format_kind::apache_combined)
-    spec.decoder.schema = format::apache_combined_schema();
-  if (!spec.decoder.schema || spec.decoder.schema->size() == 0)
-    return invalid("a " + std::string{format::to_string(spec.decoder.kind)}
-                   + " source needs a schema");
-  if (!spec.event_time_field.empty()) {
-    auto idx = spec.decoder.schema->index_of(spec.event_time_field);
-    if (!idx)
-      return invalid("event_time.field '" + spec.event_time_field
-                     + "' is not in the schema (fields: "
-                     + spec.decoder.schema->to_string() + ")");
-    auto t = spec.decoder.schema->at(*idx).type;
-    if (t != type_id::timestamp && t != type_id::int64)
-      return invalid("event_time.field '" + spec.event_time_field
-                     + "' must be a timestamp or int64, got "
-                     + std::string{to_string(t)});
-  }
-  if (opts.parallelism > 1)
-    return invalid("a file source reads one split per file; its parallelism must be 1");
-  std::optional<std::size_t> partition_field;
-  if (!spec.partition_by.empty()) {
-    partition_field = spec.decoder.schema->index_of(spec.partition_by);
-    if (!partition_field)
-      return invalid("partition_by '" + spec.partition_by + "' is not in the schema (fields: "
-                     + spec.decoder.schema->to_string() + ")");
-  } else if (!spec.partitions.empty()) {
-    return invalid("partitions are declared without partition_by");
-  }
-  std::optional<std::size_t> proc_field;
-  if (!spec.processing_time_field.empty()) {
-    proc_field = spec.decoder.schema->index_of(spec.processing_time_field);
-    if (!proc_field)
-      return invalid("processing_time.field '" + spec.processing_time_field
-                     + "' is not in the schema (fields: " + spec.decoder.schema->to_string()
-                     + ")");
-    auto t = spec.decoder.schema->at(*proc_field).type;
-    if (t != type_id::timestamp && t != type_id::int64)
-      return invalid("processing_time.field '" + spec.processing_time_field
-                     + "' must be a timestamp or int64, got " + std::string{to_string(t)});
-    spec.decoder.control_lines = true;
-  }
-  // One split per file: parallelism 1.
-  auto node = add_source(*graph_, opts, "file_source", spec.decoder.schema, 1, spec.watermark,
-                         [spec](std::size_t, std::size_t, bad_record_handler on_bad) {
-                           format::file_source_options fo;
-                           fo.path = spec.path;
-                           fo.decoder = spec.decoder;
-                           fo.event_time_field = spec.event_time_field;
-                           auto reader = format::make_file_source_reader(fo, std::move(on_bad));
-                           if (!reader)
-                             throw std::runtime_error(reader.error().message);
-                           return std::move(*reader);
-                         });
-  if (!node)
-    return node.error();
-  (*node)->partition_field = partition_field;
-  (*node)->partitions = spec.partitions;
-  (*node)->processing_time_field = proc_field;
-  return data_stream{graph_, (*node)->id, 0};
 }
 
 std::optional<data_stream> job::stream(std::string_view name) const {

@@ -5,7 +5,6 @@
 #include "weir/core/log_level.hpp"
 #include "weir/core/record_batch.hpp"
 #include "weir/api/source_options.hpp"
-#include "weir/format/format.hpp"
 #include "weir/operators/stream_operator.hpp"
 #include "weir/operators/two_input_stream_operator.hpp"
 #include "weir/window/window_operator.hpp"
@@ -99,61 +98,12 @@ struct operator_options {
 };
 
 
-/// A file source: one split per file, read in chunks.
-struct file_source_spec {
-  std::string path;
-  format::decoder_options decoder;
-  std::string event_time_field; ///< empty: records carry no event time
-  watermark_options watermark;
-  /// Splits the file into partitions by this field's value, each with its
-  /// own watermark generator and idleness, as Kafka partitions behave.
-  std::string partition_by;
-  /// The partitions' values when known up front: a declared partition holds
-  /// the watermark back until it produces (or goes idle). Empty: discovered.
-  std::vector<std::string> partitions;
-  /// Replay clock: processing time (ms) is taken from this int64/timestamp
-  /// field of each record (and from `{"control": "advance_processing_time",
-  /// "proc_time": N}` lines in jsonl), carried in-band to every operator.
-  std::string processing_time_field;
-};
-
-/// A file sink; parallelism is always 1 (one output file).
-struct file_sink_spec {
-  std::string path;
-  format::format_kind format = format::format_kind::jsonl;
-};
-
-
-
-
-/// A sink that drops every row (`type = "blackhole"`), optionally slowly
-/// and optionally reporting what it saw, one JSON line per subtask on
-/// stdout at the end (see `make_blackhole_sink`).
-struct blackhole_sink_spec {
-  double rate = 0;     ///< rows/s over all subtasks (it sleeps); 0 = no limit
-  bool report = false; ///< print rows received (implied by the next two)
-  bool digest = false; ///< also an order-independent digest of the rows
-  /// An int64 field holding generation times (ns, steady clock): report
-  /// p50/p99/p99.9 of arrival minus generation time. Empty: no latency.
-  std::string latency_field;
-};
-
-/// A summary table printed on stdout at the end of the job: rows of the
-/// input re-aggregated by `group_by`, sorted by `order_by` (an aggregate
-/// name, descending unless `ascending`), at most `limit` rows, each with its
-/// share of the total of the first aggregate. `highlight_where`, if set,
-/// adds a line with the share of that total over rows matching it (e.g. an
-/// error rate: "status >= 400").
-struct summary_sink_spec {
-  std::string title;
-  std::vector<std::string> group_by;
-  std::vector<window::aggregate_spec> aggregates;
-  std::string order_by;
-  bool ascending = false;
-  std::size_t limit = 10;
-  std::string highlight_label;
-  std::string highlight_where;
-};
+// Each connector's spec is declared in its kind's public header, which the
+// caller of the method taking it includes:
+struct file_source_spec;    // weir/connectors/file_source.hpp
+struct file_sink_spec;      // weir/connectors/file_sink.hpp
+struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
+struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
 
 /// Read-only access to one row, for user functions (lambda filters).
 class row_view {
@@ -251,8 +201,10 @@ public:
   /// Drops the stream (a benchmark sink); parallelism as for operators, so
   /// it chains to its input. Errors: `errc::invalid_argument` for a
   /// negative rate or a latency_field that is not an int64 field.
-  [[nodiscard]] expected<std::monostate> sink_to_blackhole(blackhole_sink_spec spec = {},
+  [[nodiscard]] expected<std::monostate> sink_to_blackhole(blackhole_sink_spec spec,
                                                   operator_options opts = {}) const;
+  /// As above with the default spec (every row dropped, nothing reported).
+  [[nodiscard]] expected<std::monostate> sink_to_blackhole() const;
 
 private:
   friend class job;

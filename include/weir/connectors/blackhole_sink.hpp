@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/record_batch.hpp"
 #include "weir/operators/stream_operator.hpp"
@@ -14,6 +13,18 @@
 #include <string_view>
 
 namespace weir {
+
+/// A sink that drops every row (`type = "blackhole"`), optionally slowly
+/// and optionally reporting what it saw, one JSON line per subtask on
+/// stdout at the end (see `make_blackhole_sink`).
+struct blackhole_sink_spec {
+  double rate = 0;     ///< rows/s over all subtasks (it sleeps); 0 = no limit
+  bool report = false; ///< print rows received (implied by the next two)
+  bool digest = false; ///< also an order-independent digest of the rows
+  /// An int64 field holding generation times (ns, steady clock): report
+  /// p50/p99/p99.9 of arrival minus generation time. Empty: no latency.
+  std::string latency_field;
+};
 
 /// The hash of one row for result digests: values fed in column order,
 /// `finish()` gives the row's hash. The digest of a result is the sum

@@ -10,6 +10,12 @@
 
 namespace weir {
 
+/// A file sink; parallelism is always 1 (one output file).
+struct file_sink_spec {
+  std::string path;
+  format::format_kind format = format::format_kind::jsonl;
+};
+
 /// Makes a sink operator that writes every row it receives to the file
 /// `path`, encoded as `format` (jsonl or csv, see `format::make_encoder`).
 ///

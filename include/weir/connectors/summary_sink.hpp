@@ -1,15 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/schema.hpp"
 #include "weir/operators/stream_operator.hpp"
+#include "weir/window/window_operator.hpp"
 
 #include <functional>
 #include <iosfwd>
+#include <string>
+#include <vector>
 
 namespace weir {
+
+/// A summary table printed on stdout at the end of the job: rows of the
+/// input re-aggregated by `group_by`, sorted by `order_by` (an aggregate
+/// name, descending unless `ascending`), at most `limit` rows, each with its
+/// share of the total of the first aggregate. `highlight_where`, if set,
+/// adds a line with the share of that total over rows matching it (e.g. an
+/// error rate: "status >= 400").
+struct summary_sink_spec {
+  std::string title;
+  std::vector<std::string> group_by;
+  std::vector<window::aggregate_spec> aggregates;
+  std::string order_by;
+  bool ascending = false;
+  std::size_t limit = 10;
+  std::string highlight_label;
+  std::string highlight_where;
+};
 
 /// Makes the factory of a summary sink: an operator that re-aggregates every
 /// row it receives by `spec.group_by` with `spec.aggregates` (same calls and

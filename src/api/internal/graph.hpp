@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// What a kind outside src/api needs to add a node to a job's graph the way
-// the API's own methods do (the benchmark generators in bench/kinds define
-// `job::from_generator` and `job::from_nexmark` with it).
+// What a kind needs to add a node to a job's graph: the kinds' folders
+// (src/kinds/, bench/kinds/) define the API's methods that plan them
+// (`data_stream::sink_to_file`, `job::from_generator`, ...) with it.
 
 #include "weir/api/job.hpp"
 #include "weir/runtime/job_graph.hpp"
 
 #include <cstddef>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <string_view>
 
 namespace weir::internal {
@@ -20,6 +23,25 @@ expected<runtime::stream_node*> add_source_node(runtime::job_graph& g,
                                                 std::size_t parallelism,
                                                 watermark_options watermark,
                                                 runtime::source_factory factory);
+
+/// An operator node to add: its kind, main output schema (null for a sink)
+/// and the factory of its per-subtask instances.
+struct operator_node {
+  std::string_view kind;
+  schema_ptr output;
+  runtime::operator_factory factory;
+  bool is_sink = false;
+  std::size_t parallelism = 0; ///< 0: from the operator options or the job
+};
+
+/// Claims the operator's stream name (generated from its kind when empty;
+/// errors for a duplicate) and adds its node fed by `inputs` ((node, port)
+/// each), hash-partitioned by `hash_keys` if given, else forwarded or
+/// rebalanced; returns the node's index.
+expected<std::size_t> add_operator_node(runtime::job_graph& g, const operator_options& opts,
+                                        operator_node def,
+                                        std::vector<std::pair<std::size_t, std::size_t>> inputs,
+                                        std::optional<std::vector<std::size_t>> hash_keys = {});
 
 /// `requested`, or the job's parallelism when it is 0.
 std::size_t default_parallelism(const runtime::job_graph& g, std::size_t requested);

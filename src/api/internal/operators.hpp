@@ -15,33 +15,6 @@
 
 namespace weir::internal {
 
-/// Keeps the rows where a compiled boolean expression is true. Of a batch
-/// that it cuts, it copies only the columns flagged in `*needed` (filled by
-/// `runtime::prune_generated_fields` with what its consumers read; null or
-/// empty: all); the others come out null without values.
-class expression_filter final : public stream_operator {
-public:
-  explicit expression_filter(expr::compiled_expression condition,
-                             std::shared_ptr<const std::vector<bool>> needed = nullptr)
-    : condition_(std::move(condition)), needed_(std::move(needed)) {}
-  void process_batch(const record_batch_ptr& batch, output_collector& out) override;
-
-private:
-  expr::compiled_expression condition_;
-  std::shared_ptr<const std::vector<bool>> needed_;
-};
-
-/// Keeps the rows for which a user predicate returns true.
-class predicate_filter final : public stream_operator {
-public:
-  explicit predicate_filter(std::function<bool(const row_view&)> predicate)
-    : predicate_(std::move(predicate)) {}
-  void process_batch(const record_batch_ptr& batch, output_collector& out) override;
-
-private:
-  std::function<bool(const row_view&)> predicate_;
-};
-
 /// Builds each output column either by copying an input column (`source`
 /// >= 0) or by evaluating an expression; shared by select and map.
 class projection final : public stream_operator {
@@ -90,27 +63,5 @@ public:
   }
 };
 
-/// Emits {keys..., count} for every input row: the running count of its key,
-/// kept in value state so checkpoints snapshot it (Flink's ClickCounter).
-class running_count final : public stream_operator {
-public:
-  running_count(schema_ptr output, std::vector<std::size_t> key_fields)
-    : output_(std::move(output)), key_fields_(std::move(key_fields)) {}
-  void open(const operator_context& ctx) override;
-  void process_batch(const record_batch_ptr& batch, output_collector& out) override;
-  void snapshot_state(std::uint64_t checkpoint_id, operator_snapshot& out) override;
-  void restore_state(const operator_restore& in) override;
-
-private:
-  schema_ptr output_;
-  std::vector<std::size_t> key_fields_;
-  std::unique_ptr<state::keyed_state_backend> backend_;
-  state::value_state<std::int64_t> counts_;
-  // Per batch: the encoded keys back to back, where each ends, and their
-  // state addresses (for prefetching).
-  std::string keys_;
-  std::vector<std::size_t> key_ends_;
-  std::vector<state::key_address> addresses_;
-};
 
 } // namespace weir::internal

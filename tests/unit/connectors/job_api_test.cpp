@@ -5,6 +5,8 @@
 #include "kinds/sources/generator/generator.hpp"
 #include "kinds/sources/nexmark/nexmark.hpp"
 #include "weir/api/job.hpp"
+#include "weir/connectors/blackhole_sink.hpp"
+#include "weir/connectors/file_sink.hpp"
 #include "weir/expr/random.hpp"
 
 #include "weir/runtime/execution_plan.hpp"

@@ -4,6 +4,7 @@
 // groups, the operator's watermark the minimum of its inputs'.
 #include "kinds/sources/generator/generator.hpp"
 #include "weir/api/job.hpp"
+#include "weir/connectors/file_sink.hpp"
 #include "weir/core/key_group.hpp"
 #include "weir/operators/two_input_stream_operator.hpp"
 #include "weir/runtime/job_graph.hpp"

@@ -2,6 +2,9 @@
 // `type = "running_count"`: keyed state; emits {keys..., count} per input row.
 #include "config/kind.hpp"
 
+#include "api/internal/graph.hpp"
+#include "running_count_operator.hpp"
+
 #include "weir/api/job.hpp"
 
 namespace weir::kinds {
@@ -57,3 +60,31 @@ kind_descriptor describe_operators_running_count() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the operator this kind plans (running_count_operator.cpp).
+expected<data_stream> keyed_stream::count(std::string output_field,
+                                          operator_options opts) const {
+  auto& g = input_.graph_;
+  std::vector<field> fields;
+  for (auto i : key_idx_)
+    fields.push_back(input_.output_schema()->at(i));
+  for (const auto& f : fields)
+    if (f.name == output_field)
+      return make_error(errc::invalid_argument,
+                        "count: output field '" + output_field + "' clashes with a key");
+  fields.push_back(field{output_field, type_id::int64});
+  auto schema = make_schema(std::move(fields));
+  auto id = internal::add_operator_node(*g, opts,
+                                       {"count", schema, [schema, keys = key_idx_] {
+                                          return std::make_unique<internal::running_count>(schema,
+                                                                                           keys);
+                                        }},
+                                       {{input_.node_, input_.port_}}, key_idx_);
+  if (!id)
+    return id.error();
+  return data_stream{g, *id, 0};
+}
+
+} // namespace weir

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// `type = "union"`: merges two or more streams of the same schema.
+// `type = "union"`: merges two or more streams of the same schema: its keys,
+// parsing, planning and `data_stream::union_with`.
 #include "config/kind.hpp"
+
+#include "api/internal/graph.hpp"
+#include "api/internal/operators.hpp"
 
 #include "weir/api/job.hpp"
 
@@ -28,3 +32,31 @@ kind_descriptor describe_operators_union() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the operator this kind plans (a pass-through node fed by
+// every input, src/api/internal/operators.hpp).
+expected<data_stream> data_stream::union_with(const std::vector<data_stream>& others,
+                                              operator_options opts) const {
+  std::vector<std::pair<std::size_t, std::size_t>> inputs{{node_, port_}};
+  for (const auto& o : others) {
+    if (o.graph_ != graph_)
+      return make_error(errc::invalid_argument, "union: streams belong to different jobs");
+    if (!(*o.output_schema() == *output_schema()))
+      return make_error(errc::type_error,
+                        "union: stream '" + o.name() + "' has schema ("
+                          + o.output_schema()->to_string() + "), but '" + name()
+                          + "' has (" + output_schema()->to_string() + ")");
+    inputs.emplace_back(o.node_, o.port_);
+  }
+  auto id = internal::add_operator_node(
+    *graph_, opts,
+    {"union", output_schema(), [] { return std::make_unique<internal::pass_through>(); }},
+    std::move(inputs));
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
+}
+
+} // namespace weir

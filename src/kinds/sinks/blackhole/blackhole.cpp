@@ -3,7 +3,10 @@
 // reporting counts, a digest and latencies (weir/connectors/blackhole_sink.hpp).
 #include "config/kind.hpp"
 
+#include "api/internal/graph.hpp"
+
 #include "weir/api/job.hpp"
+#include "weir/connectors/blackhole_sink.hpp"
 
 namespace weir::kinds {
 
@@ -50,3 +53,24 @@ kind_descriptor describe_sinks_blackhole() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's methods: the sink this kind plans (blackhole_sink.cpp).
+expected<std::monostate> data_stream::sink_to_blackhole(blackhole_sink_spec spec,
+                                                        operator_options opts) const {
+  auto factory = make_blackhole_sink_factory(output_schema(), spec);
+  if (!factory)
+    return factory.error();
+  auto id = internal::add_operator_node(
+    *graph_, opts, {"blackhole_sink", nullptr, std::move(*factory), true}, {{node_, port_}});
+  if (!id)
+    return id.error();
+  return std::monostate{};
+}
+
+expected<std::monostate> data_stream::sink_to_blackhole() const {
+  return sink_to_blackhole(blackhole_sink_spec{});
+}
+
+} // namespace weir

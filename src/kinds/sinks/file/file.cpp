@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // `type = "file"` sink: JSONL or CSV; with checkpoints a directory of
-// committed parts (two-phase commit). The sinks themselves are
-// weir/connectors/file_sink.hpp and transactional_file_sink.hpp.
+// committed parts (two-phase commit): its keys, `data_stream::sink_to_file`,
+// and the sinks themselves (file_sink.cpp, transactional_file_sink.cpp,
+// declared in weir/connectors/file_sink.hpp and transactional_file_sink.hpp).
 #include "config/kind.hpp"
 
+#include "api/internal/graph.hpp"
+
 #include "weir/api/job.hpp"
+#include "weir/connectors/transactional_file_sink.hpp"
+
+#include <stdexcept>
+#include "weir/connectors/file_sink.hpp"
 
 namespace weir::kinds {
 
@@ -44,3 +51,33 @@ kind_descriptor describe_sinks_file() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the sink this kind plans.
+expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
+                                                   operator_options opts) const {
+  if (spec.path.empty())
+    return make_error(errc::invalid_argument, "a file sink needs a path");
+  if (spec.format == format::format_kind::apache_combined)
+    return make_error(errc::invalid_argument,
+                      "apache_combined is an input format only; write jsonl or csv");
+  auto factory = [spec, schema = output_schema()](bool transactional) {
+    return [spec, schema, transactional] {
+      auto op = transactional ? make_transactional_file_sink(spec.path, spec.format, schema)
+                              : make_file_sink(spec.path, spec.format, schema);
+      if (!op)
+        throw std::runtime_error(op.error().message);
+      return std::move(*op);
+    };
+  };
+  // One output file (or one directory of committed parts): parallelism 1.
+  auto id = internal::add_operator_node(
+    *graph_, opts, {"file_sink", nullptr, factory(false), true, 1}, {{node_, port_}});
+  if (!id)
+    return id.error();
+  graph_->nodes[*id].make_transactional_operator = factory(true);
+  return std::monostate{};
+}
+
+} // namespace weir

@@ -2,7 +2,12 @@
 // `type = "stdout"` sink: JSON lines on stdout.
 #include "config/kind.hpp"
 
+#include "api/internal/graph.hpp"
+
 #include "weir/api/job.hpp"
+#include "weir/connectors/file_sink.hpp"
+
+#include <stdexcept>
 
 namespace weir::kinds {
 
@@ -28,3 +33,18 @@ kind_descriptor describe_sinks_stdout() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the sink this kind plans (make_stdout_sink is beside
+// the file sink, ../file/file_sink.cpp, with which it shares its encoding).
+void data_stream::print(operator_options opts) const {
+  auto id = internal::add_operator_node(
+    *graph_, opts,
+    {"stdout_sink", nullptr, [] { return make_stdout_sink(format::format_kind::jsonl); }, true, 1},
+    {{node_, port_}});
+  if (!id)
+    throw std::invalid_argument(id.error().message);
+}
+
+} // namespace weir

@@ -3,6 +3,8 @@
 // make_summary_sink_factory in weir/connectors/summary_sink.hpp).
 #include "config/kind.hpp"
 
+#include "api/internal/graph.hpp"
+
 #include "weir/api/job.hpp"
 #include "weir/connectors/summary_sink.hpp"
 
@@ -151,3 +153,23 @@ kind_descriptor describe_sinks_summary() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the sink this kind plans (summary_sink.cpp).
+expected<std::monostate> data_stream::sink_to_summary(summary_sink_spec spec,
+                                                      operator_options opts) const {
+  auto board = graph_->end_output;
+  const auto slot = board->reserve();
+  auto factory = make_summary_sink_factory(
+    output_schema(), spec, [board, slot](const std::string& text) { board->put(slot, text); });
+  if (!factory)
+    return factory.error();
+  auto id = internal::add_operator_node(
+    *graph_, opts, {"summary_sink", nullptr, std::move(*factory), true, 1}, {{node_, port_}});
+  if (!id)
+    return id.error();
+  return std::monostate{};
+}
+
+} // namespace weir

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // `type = "file"` source: jsonl, csv or apache_combined, one split per file,
-// read in chunks (weir/format/format.hpp: the decoders and the reader).
+// read in chunks (weir/format/format.hpp: the decoders and the reader, shared
+// format code): its keys, parsing, planning and `job::from_file`.
 #include "config/kind.hpp"
 
+#include "api/internal/graph.hpp"
+
 #include "weir/api/job.hpp"
+#include "weir/connectors/file_source.hpp"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 namespace weir::kinds {
 
@@ -247,3 +252,79 @@ kind_descriptor describe_sources_file() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+namespace {
+error invalid(std::string msg) {
+  return make_error(errc::invalid_argument, std::move(msg));
+}
+} // namespace
+
+// The API's method: the source this kind plans.
+expected<data_stream> job::from_file(file_source_spec spec, operator_options opts) {
+  if (spec.path.empty())
+    return invalid("a file source needs a path");
+  if (spec.decoder.kind == format::format_kind::apache_combined)
+    spec.decoder.schema = format::apache_combined_schema();
+  if (!spec.decoder.schema || spec.decoder.schema->size() == 0)
+    return invalid("a " + std::string{format::to_string(spec.decoder.kind)}
+                   + " source needs a schema");
+  if (!spec.event_time_field.empty()) {
+    auto idx = spec.decoder.schema->index_of(spec.event_time_field);
+    if (!idx)
+      return invalid("event_time.field '" + spec.event_time_field
+                     + "' is not in the schema (fields: "
+                     + spec.decoder.schema->to_string() + ")");
+    auto t = spec.decoder.schema->at(*idx).type;
+    if (t != type_id::timestamp && t != type_id::int64)
+      return invalid("event_time.field '" + spec.event_time_field
+                     + "' must be a timestamp or int64, got "
+                     + std::string{to_string(t)});
+  }
+  if (opts.parallelism > 1)
+    return invalid("a file source reads one split per file; its parallelism must be 1");
+  std::optional<std::size_t> partition_field;
+  if (!spec.partition_by.empty()) {
+    partition_field = spec.decoder.schema->index_of(spec.partition_by);
+    if (!partition_field)
+      return invalid("partition_by '" + spec.partition_by + "' is not in the schema (fields: "
+                     + spec.decoder.schema->to_string() + ")");
+  } else if (!spec.partitions.empty()) {
+    return invalid("partitions are declared without partition_by");
+  }
+  std::optional<std::size_t> proc_field;
+  if (!spec.processing_time_field.empty()) {
+    proc_field = spec.decoder.schema->index_of(spec.processing_time_field);
+    if (!proc_field)
+      return invalid("processing_time.field '" + spec.processing_time_field
+                     + "' is not in the schema (fields: " + spec.decoder.schema->to_string()
+                     + ")");
+    auto t = spec.decoder.schema->at(*proc_field).type;
+    if (t != type_id::timestamp && t != type_id::int64)
+      return invalid("processing_time.field '" + spec.processing_time_field
+                     + "' must be a timestamp or int64, got " + std::string{to_string(t)});
+    spec.decoder.control_lines = true;
+  }
+  // One split per file: parallelism 1.
+  auto node = internal::add_source_node(
+    *graph_, opts, "file_source", spec.decoder.schema, 1, spec.watermark,
+    [spec](std::size_t, std::size_t, bad_record_handler on_bad) {
+      format::file_source_options fo;
+      fo.path = spec.path;
+      fo.decoder = spec.decoder;
+      fo.event_time_field = spec.event_time_field;
+      auto reader = format::make_file_source_reader(fo, std::move(on_bad));
+      if (!reader)
+        throw std::runtime_error(reader.error().message);
+      return std::move(*reader);
+    });
+  if (!node)
+    return node.error();
+  (*node)->partition_field = partition_field;
+  (*node)->partitions = spec.partitions;
+  (*node)->processing_time_field = proc_field;
+  return data_stream{graph_, (*node)->id, 0};
+}
+
+} // namespace weir

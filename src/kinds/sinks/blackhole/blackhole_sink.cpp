@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/connectors/blackhole_sink.hpp"
 
-#include "internal/pacer.hpp"
+#include "connectors/internal/pacer.hpp"
 #include "weir/expr/random.hpp"
 #include "weir/state/codec.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/connectors/summary_sink.hpp"
 
-#include "../window/aggregates.hpp"
+#include "window/aggregates.hpp"
 
 #include "weir/core/key_group.hpp"
 #include "weir/expr/expression.hpp"

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The spec of a file source (`type = "file"`), for `job::from_file`
+// (src/kinds/sources/file/).
+
+#include "weir/api/source_options.hpp"
+#include "weir/format/format.hpp"
+
+#include <string>
+#include <vector>
+
+namespace weir {
+
+/// A file source: one split per file, read in chunks.
+struct file_source_spec {
+  std::string path;
+  format::decoder_options decoder;
+  std::string event_time_field; ///< empty: records carry no event time
+  watermark_options watermark;
+  /// Splits the file into partitions by this field's value, each with its
+  /// own watermark generator and idleness, as Kafka partitions behave.
+  std::string partition_by;
+  /// The partitions' values when known up front: a declared partition holds
+  /// the watermark back until it produces (or goes idle). Empty: discovered.
+  std::vector<std::string> partitions;
+  /// Replay clock: processing time (ms) is taken from this int64/timestamp
+  /// field of each record (and from `{"control": "advance_processing_time",
+  /// "proc_time": N}` lines in jsonl), carried in-band to every operator.
+  std::string processing_time_field;
+};
+
+} // namespace weir
