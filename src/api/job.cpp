@@ -280,56 +280,6 @@ data_stream::map(std::vector<std::pair<std::string, std::string>> fields,
   return data_stream{graph_, *id, 0};
 }
 
-namespace {
-
-expected<std::size_t> string_field(const schema& s, const std::string& field,
-                                   std::string_view op) {
-  auto idx = s.index_of(field);
-  if (!idx)
-    return make_error(errc::type_error, std::string{op} + ": unknown field '" + field
-                                          + "' (fields: " + s.to_string() + ")");
-  if (s.at(*idx).type != type_id::string)
-    return make_error(errc::type_error, std::string{op} + ": field '" + field
-                                          + "' must be a string, got "
-                                          + std::string{to_string(s.at(*idx).type)});
-  return *idx;
-}
-
-} // namespace
-
-expected<data_stream> data_stream::split(std::string field, std::string separator,
-                                         bool keep_empty, operator_options opts) const {
-  auto idx = string_field(*output_schema(), field, "split");
-  if (!idx)
-    return idx.error();
-  if (separator.empty())
-    return invalid("split: the separator must not be empty");
-  auto id = add_operator(*graph_, opts,
-                         {"split", output_schema(), [i = *idx, separator, keep_empty] {
-                            return std::make_unique<internal::row_multiplier>(
-                              internal::row_multiplier::mode::split, i, separator, keep_empty);
-                          }},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  return data_stream{graph_, *id, 0};
-}
-
-expected<data_stream> data_stream::explode(std::string field, operator_options opts) const {
-  auto idx = string_field(*output_schema(), field, "explode");
-  if (!idx)
-    return idx.error();
-  auto id = add_operator(*graph_, opts,
-                         {"explode", output_schema(), [i = *idx] {
-                            return std::make_unique<internal::row_multiplier>(
-                              internal::row_multiplier::mode::explode, i, std::string{}, false);
-                          }},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  return data_stream{graph_, *id, 0};
-}
-
 expected<keyed_stream> data_stream::key_by(std::vector<std::string> fields) const {
   std::vector<std::size_t> idx;
   for (const auto& f : fields) {

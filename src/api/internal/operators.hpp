@@ -36,25 +36,6 @@ private:
   std::vector<bool> last_use_; ///< per output: the last to copy its source column
 };
 
-/// Turns each row into zero or more rows, one per piece of a string field
-/// (Flink's flatMap; SQL's UNNEST): `split` cuts the text at a separator,
-/// `explode` unnests a JSON array held as text. The other fields are copied;
-/// a null field gives no row.
-class row_multiplier final : public stream_operator {
-public:
-  enum class mode { split, explode };
-  row_multiplier(mode m, std::size_t field, std::string separator, bool keep_empty)
-    : mode_(m), field_(field), separator_(std::move(separator)), keep_empty_(keep_empty) {}
-  void process_batch(const record_batch_ptr& batch, output_collector& out) override;
-
-private:
-  mode mode_;
-  std::size_t field_;
-  std::string separator_;
-  bool keep_empty_;
-  std::vector<std::string> pieces_;
-};
-
 /// Forwards every batch unchanged (union; the input gate merges watermarks).
 class pass_through final : public stream_operator {
 public:
