@@ -134,6 +134,16 @@ std::size_t default_parallelism(const job_graph& g, std::size_t requested) {
   return resolve_parallelism(g, requested);
 }
 
+expected<std::string> claim_stream_name(job_graph& g, std::string name, std::string_view kind) {
+  return claim_name(g, std::move(name), kind);
+}
+
+std::size_t add_graph_node(job_graph& g, runtime::stream_node node,
+                           std::vector<std::pair<std::size_t, std::size_t>> inputs,
+                           std::optional<std::vector<std::size_t>> hash_keys) {
+  return add_node(g, std::move(node), std::move(inputs), std::move(hash_keys));
+}
+
 expected<std::size_t> add_operator_node(job_graph& g, const operator_options& opts,
                                         operator_node def,
                                         std::vector<std::pair<std::size_t, std::size_t>> inputs,
@@ -271,66 +281,6 @@ connected_streams::transform(std::string kind, schema_ptr schema,
 }
 
 // -- keyed_stream -------------------------------------------------------------
-
-expected<data_stream>
-keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
-                     std::vector<window::aggregate_spec> aggregates,
-                     window_options wopts, operator_options opts) const {
-  auto& g = input_.graph_;
-  if (!assigner)
-    return invalid("window: no window assigner");
-  if (wopts.allowed_lateness.count() < 0)
-    return invalid("window: allowed_lateness must not be negative");
-  window::window_operator_spec spec;
-  spec.key_by = keys_;
-  spec.assigner = std::move(assigner);
-  spec.aggregates = std::move(aggregates);
-  spec.allowed_lateness = wopts.allowed_lateness;
-  spec.trigger = std::move(wopts.trigger);
-  spec.evictor = std::move(wopts.evictor);
-  auto plan = window::window_plan::make(input_.output_schema(), std::move(spec));
-  if (!plan)
-    return plan.error();
-  auto name_ = claim_name(*g, opts.name, "window");
-  if (!name_)
-    return name_.error();
-  std::string late_name = wopts.late_output;
-  if (!late_name.empty()) {
-    if (late_name == *name_ || g->find_stream(late_name) != nullptr)
-      return invalid("duplicate stream name '" + late_name + "'");
-    for (const auto& n : g->nodes)
-      if (n.name == late_name)
-        return invalid("duplicate stream name '" + late_name + "'");
-  }
-  stream_node node;
-  node.name = *name_;
-  node.kind = "window";
-  node.parallelism = resolve_parallelism(*g, opts.parallelism);
-  node.outputs.push_back(output_port{*name_, plan->output_schema(), false});
-  node.outputs.push_back(output_port{late_name, input_.output_schema(), true});
-  if (wopts.local_aggregation && late_name.empty() && plan->supports_local_aggregation()) {
-    // Local phase: same parallelism as the input, forward edge (chained
-    // into the input's task); the window becomes the global phase, keyed by
-    // the partial rows' leading key fields.
-    stream_node local;
-    local.name = *name_ + "/local";
-    local.kind = "local_window_aggregate";
-    local.parallelism = g->nodes[input_.node_].parallelism;
-    local.outputs.push_back(output_port{local.name, plan->partial_schema(), false});
-    local.make_operator = [p = *plan] { return p.make_local_operator(); };
-    local.reads = plan->local_reads();
-    auto local_id = add_node(*g, std::move(local), {{input_.node_, input_.port_}}, std::nullopt);
-    std::vector<std::size_t> partial_keys(key_idx_.size());
-    for (std::size_t i = 0; i < partial_keys.size(); ++i)
-      partial_keys[i] = i;
-    node.make_operator = [p = *plan] { return p.make_global_operator(); };
-    auto id = add_node(*g, std::move(node), {{local_id, 0}}, partial_keys);
-    return data_stream{g, id, 0};
-  }
-  node.make_operator = [p = *plan] { return p.make_operator(); };
-  auto id = add_node(*g, std::move(node), {{input_.node_, input_.port_}}, key_idx_);
-  return data_stream{g, id, 0};
-}
 
 expected<data_stream> keyed_stream::process(
   std::string name, schema_ptr output_schema,
