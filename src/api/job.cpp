@@ -2,7 +2,6 @@
 #include "weir/api/job.hpp"
 
 #include "internal/graph.hpp"
-#include "internal/operators.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/state/keyed_process_function.hpp"
 

@@ -1,17 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+// The union kind's runtime operator.
 
-#include "weir/api/job.hpp"
-#include "weir/expr/expression.hpp"
 #include "weir/operators/stream_operator.hpp"
-#include "weir/state/keyed_state_backend.hpp"
-
-#include <functional>
-#include <memory>
-#include <string>
-#include <unordered_map>
-#include <utility>
-#include <vector>
 
 namespace weir::internal {
 
@@ -22,6 +13,5 @@ public:
     out.collect(batch);
   }
 };
-
 
 } // namespace weir::internal
