@@ -2,7 +2,6 @@
 #include "weir/api/job.hpp"
 
 #include "internal/graph.hpp"
-#include "internal/operators.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/state/keyed_process_function.hpp"
 
@@ -134,6 +133,16 @@ std::size_t default_parallelism(const job_graph& g, std::size_t requested) {
   return resolve_parallelism(g, requested);
 }
 
+expected<std::string> claim_stream_name(job_graph& g, std::string name, std::string_view kind) {
+  return claim_name(g, std::move(name), kind);
+}
+
+std::size_t add_graph_node(job_graph& g, runtime::stream_node node,
+                           std::vector<std::pair<std::size_t, std::size_t>> inputs,
+                           std::optional<std::vector<std::size_t>> hash_keys) {
+  return add_node(g, std::move(node), std::move(inputs), std::move(hash_keys));
+}
+
 expected<std::size_t> add_operator_node(job_graph& g, const operator_options& opts,
                                         operator_node def,
                                         std::vector<std::pair<std::size_t, std::size_t>> inputs,
@@ -182,152 +191,6 @@ const schema_ptr& data_stream::output_schema() const {
 
 const std::string& data_stream::name() const {
   return graph_->nodes[node_].outputs[port_].name;
-}
-
-namespace {
-
-expected<std::size_t> make_projection(const data_stream& in, bool keep_input,
-                                      std::vector<std::pair<std::string, std::string>> fields,
-                                      const operator_options& opts, job_graph* g,
-                                      std::size_t node_idx, std::size_t port) {
-  const schema& input = *in.output_schema();
-  std::vector<field> out_fields;
-  std::vector<internal::projection::output_column> columns;
-  std::vector<std::string> computed_names;
-  for (const auto& [fname, text] : fields) {
-    for (const auto& seen : computed_names)
-      if (seen == fname)
-        return invalid("field '" + fname + "' is computed twice");
-    computed_names.push_back(fname);
-  }
-  if (keep_input) {
-    for (std::size_t i = 0; i < input.size(); ++i) {
-      out_fields.push_back(input.at(i));
-      columns.push_back({static_cast<int>(i), {}});
-    }
-  }
-  for (const auto& [fname, text] : fields) {
-    auto compiled = expr::compile(text, input);
-    if (!compiled) {
-      auto err = compiled.error();
-      err.message = "field '" + fname + "': " + err.message;
-      return err;
-    }
-    auto t = compiled->result_type();
-    if (t == type_id::null_type)
-      t = type_id::string; // a bare null literal: an all-null string column
-    // A bare field name passes its column through (moved when the batch
-    // is the projection's alone) instead of evaluating a copy.
-    const auto passed = compiled->field_reference();
-    internal::projection::output_column col{passed ? static_cast<int>(*passed) : -1,
-                                            std::move(*compiled)};
-    std::size_t pos = out_fields.size();
-    for (std::size_t i = 0; i < out_fields.size(); ++i)
-      if (out_fields[i].name == fname)
-        pos = i;
-    if (pos == out_fields.size()) {
-      out_fields.push_back(field{fname, t});
-      columns.push_back(std::move(col));
-    } else {
-      out_fields[pos] = field{fname, t};
-      columns[pos] = std::move(col);
-    }
-  }
-  if (out_fields.empty())
-    return invalid("a select needs at least one field");
-  auto name = claim_name(*g, opts.name, keep_input ? "map" : "select");
-  if (!name)
-    return name.error();
-  auto schema = make_schema(std::move(out_fields));
-  stream_node node;
-  node.name = *name;
-  node.kind = keep_input ? "map" : "select";
-  node.parallelism = resolve_parallelism(*g, opts.parallelism);
-  node.outputs.push_back(output_port{*name, schema, false});
-  if (!keep_input) {
-    // A select reads only what its expressions reference.
-    std::vector<std::size_t> reads;
-    for (const auto& c : columns)
-      for (auto f : c.expression.referenced_fields())
-        reads.push_back(f);
-    std::sort(reads.begin(), reads.end());
-    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
-    node.reads = std::move(reads);
-  }
-  node.make_operator = [schema, columns = std::move(columns)] {
-    return std::make_unique<internal::projection>(schema, columns);
-  };
-  return add_node(*g, std::move(node), {{node_idx, port}});
-}
-
-} // namespace
-
-expected<data_stream>
-data_stream::select(std::vector<std::pair<std::string, std::string>> fields,
-                    operator_options opts) const {
-  auto id = make_projection(*this, false, std::move(fields), opts, graph_.get(), node_, port_);
-  if (!id)
-    return id.error();
-  return data_stream{graph_, *id, 0};
-}
-
-expected<data_stream>
-data_stream::map(std::vector<std::pair<std::string, std::string>> fields,
-                 operator_options opts) const {
-  auto id = make_projection(*this, true, std::move(fields), opts, graph_.get(), node_, port_);
-  if (!id)
-    return id.error();
-  return data_stream{graph_, *id, 0};
-}
-
-namespace {
-
-expected<std::size_t> string_field(const schema& s, const std::string& field,
-                                   std::string_view op) {
-  auto idx = s.index_of(field);
-  if (!idx)
-    return make_error(errc::type_error, std::string{op} + ": unknown field '" + field
-                                          + "' (fields: " + s.to_string() + ")");
-  if (s.at(*idx).type != type_id::string)
-    return make_error(errc::type_error, std::string{op} + ": field '" + field
-                                          + "' must be a string, got "
-                                          + std::string{to_string(s.at(*idx).type)});
-  return *idx;
-}
-
-} // namespace
-
-expected<data_stream> data_stream::split(std::string field, std::string separator,
-                                         bool keep_empty, operator_options opts) const {
-  auto idx = string_field(*output_schema(), field, "split");
-  if (!idx)
-    return idx.error();
-  if (separator.empty())
-    return invalid("split: the separator must not be empty");
-  auto id = add_operator(*graph_, opts,
-                         {"split", output_schema(), [i = *idx, separator, keep_empty] {
-                            return std::make_unique<internal::row_multiplier>(
-                              internal::row_multiplier::mode::split, i, separator, keep_empty);
-                          }},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  return data_stream{graph_, *id, 0};
-}
-
-expected<data_stream> data_stream::explode(std::string field, operator_options opts) const {
-  auto idx = string_field(*output_schema(), field, "explode");
-  if (!idx)
-    return idx.error();
-  auto id = add_operator(*graph_, opts,
-                         {"explode", output_schema(), [i = *idx] {
-                            return std::make_unique<internal::row_multiplier>(
-                              internal::row_multiplier::mode::explode, i, std::string{}, false);
-                          }},
-                         {{node_, port_}});
-  if (!id)
-    return id.error();
-  return data_stream{graph_, *id, 0};
 }
 
 expected<keyed_stream> data_stream::key_by(std::vector<std::string> fields) const {
@@ -417,66 +280,6 @@ connected_streams::transform(std::string kind, schema_ptr schema,
 }
 
 // -- keyed_stream -------------------------------------------------------------
-
-expected<data_stream>
-keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
-                     std::vector<window::aggregate_spec> aggregates,
-                     window_options wopts, operator_options opts) const {
-  auto& g = input_.graph_;
-  if (!assigner)
-    return invalid("window: no window assigner");
-  if (wopts.allowed_lateness.count() < 0)
-    return invalid("window: allowed_lateness must not be negative");
-  window::window_operator_spec spec;
-  spec.key_by = keys_;
-  spec.assigner = std::move(assigner);
-  spec.aggregates = std::move(aggregates);
-  spec.allowed_lateness = wopts.allowed_lateness;
-  spec.trigger = std::move(wopts.trigger);
-  spec.evictor = std::move(wopts.evictor);
-  auto plan = window::window_plan::make(input_.output_schema(), std::move(spec));
-  if (!plan)
-    return plan.error();
-  auto name_ = claim_name(*g, opts.name, "window");
-  if (!name_)
-    return name_.error();
-  std::string late_name = wopts.late_output;
-  if (!late_name.empty()) {
-    if (late_name == *name_ || g->find_stream(late_name) != nullptr)
-      return invalid("duplicate stream name '" + late_name + "'");
-    for (const auto& n : g->nodes)
-      if (n.name == late_name)
-        return invalid("duplicate stream name '" + late_name + "'");
-  }
-  stream_node node;
-  node.name = *name_;
-  node.kind = "window";
-  node.parallelism = resolve_parallelism(*g, opts.parallelism);
-  node.outputs.push_back(output_port{*name_, plan->output_schema(), false});
-  node.outputs.push_back(output_port{late_name, input_.output_schema(), true});
-  if (wopts.local_aggregation && late_name.empty() && plan->supports_local_aggregation()) {
-    // Local phase: same parallelism as the input, forward edge (chained
-    // into the input's task); the window becomes the global phase, keyed by
-    // the partial rows' leading key fields.
-    stream_node local;
-    local.name = *name_ + "/local";
-    local.kind = "local_window_aggregate";
-    local.parallelism = g->nodes[input_.node_].parallelism;
-    local.outputs.push_back(output_port{local.name, plan->partial_schema(), false});
-    local.make_operator = [p = *plan] { return p.make_local_operator(); };
-    local.reads = plan->local_reads();
-    auto local_id = add_node(*g, std::move(local), {{input_.node_, input_.port_}}, std::nullopt);
-    std::vector<std::size_t> partial_keys(key_idx_.size());
-    for (std::size_t i = 0; i < partial_keys.size(); ++i)
-      partial_keys[i] = i;
-    node.make_operator = [p = *plan] { return p.make_global_operator(); };
-    auto id = add_node(*g, std::move(node), {{local_id, 0}}, partial_keys);
-    return data_stream{g, id, 0};
-  }
-  node.make_operator = [p = *plan] { return p.make_operator(); };
-  auto id = add_node(*g, std::move(node), {{input_.node_, input_.port_}}, key_idx_);
-  return data_stream{g, id, 0};
-}
 
 expected<data_stream> keyed_stream::process(
   std::string name, schema_ptr output_schema,

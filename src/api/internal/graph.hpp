@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 #include <string_view>
@@ -45,5 +46,17 @@ expected<std::size_t> add_operator_node(runtime::job_graph& g, const operator_op
 
 /// `requested`, or the job's parallelism when it is 0.
 std::size_t default_parallelism(const runtime::job_graph& g, std::size_t requested);
+
+/// Checks a stream name for uniqueness (errors for a duplicate); generates
+/// one from `kind` when empty. For a kind that builds its nodes itself
+/// (window: a second, late-data output and an optional local phase).
+expected<std::string> claim_stream_name(runtime::job_graph& g, std::string name,
+                                        std::string_view kind);
+
+/// Adds `node` fed by `inputs` ((node, port) each), hash-partitioned by
+/// `hash_keys` if given, else forwarded or rebalanced; returns its index.
+std::size_t add_graph_node(runtime::job_graph& g, runtime::stream_node node,
+                           std::vector<std::pair<std::size_t, std::size_t>> inputs,
+                           std::optional<std::vector<std::size_t>> hash_keys = std::nullopt);
 
 } // namespace weir::internal

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // job::from_generator, job::from_nexmark and data_stream::sink_to_blackhole,
 // built and run through the public API.
-#include "api/internal/operators.hpp"
+#include "api/internal/projection.hpp"
 #include "kinds/sources/generator/generator.hpp"
 #include "kinds/sources/nexmark/nexmark.hpp"
 #include "weir/api/job.hpp"

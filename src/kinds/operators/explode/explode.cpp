@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `type = "explode"`: one row per element of a JSON array held in a string field.
+// `type = "explode"`: one row per element of a JSON array held in a string field:
+// its keys, parsing, planning and `data_stream::explode`; its runtime operator,
+// shared with split, is internal::row_multiplier (src/api/internal/row_multiplier.hpp).
 #include "config/kind.hpp"
+
+#include "api/internal/graph.hpp"
+#include "api/internal/row_multiplier.hpp"
 
 #include "weir/api/job.hpp"
 
@@ -37,3 +42,23 @@ kind_descriptor describe_operators_explode() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the operator this kind plans.
+expected<data_stream> data_stream::explode(std::string field, operator_options opts) const {
+  auto idx = internal::string_field(*output_schema(), field, "explode");
+  if (!idx)
+    return idx.error();
+  auto id = internal::add_operator_node(*graph_, opts,
+                                       {"explode", output_schema(), [i = *idx] {
+                                          return std::make_unique<internal::row_multiplier>(
+                                            internal::row_multiplier::mode::explode, i, std::string{}, false);
+                                        }},
+                                       {{node_, port_}});
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
+}
+
+} // namespace weir

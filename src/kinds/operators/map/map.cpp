@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// `type = "map"`: keeps every input field and adds (or replaces) computed ones.
+// `type = "map"`: keeps every input field and adds (or replaces) computed ones:
+// its keys, parsing, planning and `data_stream::map`; its runtime operator,
+// shared with select, is internal::projection (src/api/internal/projection.hpp).
 #include "../select/fields.hpp"
+
+#include "api/internal/projection.hpp"
 
 namespace weir::kinds {
 
@@ -20,3 +24,17 @@ kind_descriptor describe_operators_map() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the operator this kind plans.
+expected<data_stream>
+data_stream::map(std::vector<std::pair<std::string, std::string>> fields,
+                 operator_options opts) const {
+  auto id = internal::make_projection(*this, true, std::move(fields), opts, graph_.get(), node_, port_);
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
+}
+
+} // namespace weir

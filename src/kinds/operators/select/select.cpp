@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// `type = "select"`: outputs exactly the listed fields, each an expression.
+// `type = "select"`: outputs exactly the listed fields, each an expression:
+// its keys, parsing, planning and `data_stream::select`; its runtime operator,
+// shared with map, is internal::projection (src/api/internal/projection.hpp).
 #include "fields.hpp"
+
+#include "api/internal/projection.hpp"
 
 #include "weir/api/job.hpp"
 #include "weir/expr/expression.hpp"
@@ -56,3 +60,17 @@ kind_descriptor describe_operators_select() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the operator this kind plans.
+expected<data_stream>
+data_stream::select(std::vector<std::pair<std::string, std::string>> fields,
+                    operator_options opts) const {
+  auto id = internal::make_projection(*this, false, std::move(fields), opts, graph_.get(), node_, port_);
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
+}
+
+} // namespace weir

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `type = "split"`: one row per part of a string field cut at a separator.
+// `type = "split"`: one row per part of a string field cut at a separator:
+// its keys, parsing, planning and `data_stream::split`; its runtime operator,
+// shared with explode, is internal::row_multiplier (src/api/internal/row_multiplier.hpp).
 #include "config/kind.hpp"
+
+#include "api/internal/graph.hpp"
+#include "api/internal/row_multiplier.hpp"
 
 #include "weir/api/job.hpp"
 
@@ -45,3 +50,26 @@ kind_descriptor describe_operators_split() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the operator this kind plans.
+expected<data_stream> data_stream::split(std::string field, std::string separator,
+                                         bool keep_empty, operator_options opts) const {
+  auto idx = internal::string_field(*output_schema(), field, "split");
+  if (!idx)
+    return idx.error();
+  if (separator.empty())
+    return make_error(errc::invalid_argument, "split: the separator must not be empty");
+  auto id = internal::add_operator_node(*graph_, opts,
+                                       {"split", output_schema(), [i = *idx, separator, keep_empty] {
+                                          return std::make_unique<internal::row_multiplier>(
+                                            internal::row_multiplier::mode::split, i, separator, keep_empty);
+                                        }},
+                                       {{node_, port_}});
+  if (!id)
+    return id.error();
+  return data_stream{graph_, *id, 0};
+}
+
+} // namespace weir

@@ -4,7 +4,7 @@
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
-#include "api/internal/operators.hpp"
+#include "pass_through.hpp"
 
 #include "weir/api/job.hpp"
 
@@ -36,7 +36,7 @@ kind_descriptor describe_operators_union() {
 namespace weir {
 
 // The API's method: the operator this kind plans (a pass-through node fed by
-// every input, src/api/internal/operators.hpp).
+// every input, pass_through.hpp).
 expected<data_stream> data_stream::union_with(const std::vector<data_stream>& others,
                                               operator_options opts) const {
   std::vector<std::pair<std::size_t, std::size_t>> inputs{{node_, port_}};

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // `type = "window"`: keyed windowed aggregation. This folder holds the kind's
-// key table, parsing and planning; the operator itself is window::window_plan
-// and the window operator in src/window/.
+// key table, parsing, planning and `keyed_stream::window`; the operator itself
+// is window::window_plan and the window operator in src/window/.
 #include "config/kind.hpp"
+
+#include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
 #include "weir/window/window_operator.hpp"
@@ -403,3 +405,68 @@ kind_descriptor describe_operators_window() {
 }
 
 } // namespace weir::kinds
+
+namespace weir {
+
+// The API's method: the operator this kind plans.
+expected<data_stream>
+keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
+                     std::vector<window::aggregate_spec> aggregates,
+                     window_options wopts, operator_options opts) const {
+  auto& g = input_.graph_;
+  if (!assigner)
+    return make_error(errc::invalid_argument, "window: no window assigner");
+  if (wopts.allowed_lateness.count() < 0)
+    return make_error(errc::invalid_argument, "window: allowed_lateness must not be negative");
+  window::window_operator_spec spec;
+  spec.key_by = keys_;
+  spec.assigner = std::move(assigner);
+  spec.aggregates = std::move(aggregates);
+  spec.allowed_lateness = wopts.allowed_lateness;
+  spec.trigger = std::move(wopts.trigger);
+  spec.evictor = std::move(wopts.evictor);
+  auto plan = window::window_plan::make(input_.output_schema(), std::move(spec));
+  if (!plan)
+    return plan.error();
+  auto name_ = internal::claim_stream_name(*g, opts.name, "window");
+  if (!name_)
+    return name_.error();
+  std::string late_name = wopts.late_output;
+  if (!late_name.empty()) {
+    if (late_name == *name_ || g->find_stream(late_name) != nullptr)
+      return make_error(errc::invalid_argument, "duplicate stream name '" + late_name + "'");
+    for (const auto& n : g->nodes)
+      if (n.name == late_name)
+        return make_error(errc::invalid_argument, "duplicate stream name '" + late_name + "'");
+  }
+  runtime::stream_node node;
+  node.name = *name_;
+  node.kind = "window";
+  node.parallelism = internal::default_parallelism(*g, opts.parallelism);
+  node.outputs.push_back(runtime::output_port{*name_, plan->output_schema(), false});
+  node.outputs.push_back(runtime::output_port{late_name, input_.output_schema(), true});
+  if (wopts.local_aggregation && late_name.empty() && plan->supports_local_aggregation()) {
+    // Local phase: same parallelism as the input, forward edge (chained
+    // into the input's task); the window becomes the global phase, keyed by
+    // the partial rows' leading key fields.
+    runtime::stream_node local;
+    local.name = *name_ + "/local";
+    local.kind = "local_window_aggregate";
+    local.parallelism = g->nodes[input_.node_].parallelism;
+    local.outputs.push_back(runtime::output_port{local.name, plan->partial_schema(), false});
+    local.make_operator = [p = *plan] { return p.make_local_operator(); };
+    local.reads = plan->local_reads();
+    auto local_id = internal::add_graph_node(*g, std::move(local), {{input_.node_, input_.port_}}, std::nullopt);
+    std::vector<std::size_t> partial_keys(key_idx_.size());
+    for (std::size_t i = 0; i < partial_keys.size(); ++i)
+      partial_keys[i] = i;
+    node.make_operator = [p = *plan] { return p.make_global_operator(); };
+    auto id = internal::add_graph_node(*g, std::move(node), {{local_id, 0}}, partial_keys);
+    return data_stream{g, id, 0};
+  }
+  node.make_operator = [p = *plan] { return p.make_operator(); };
+  auto id = internal::add_graph_node(*g, std::move(node), {{input_.node_, input_.port_}}, key_idx_);
+  return data_stream{g, id, 0};
+}
+
+} // namespace weir

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+// The runtime operator shared by the select and map kinds
+// (src/kinds/operators/select/, map/), and the planning both call
+// (projection.cpp).
 
 #include "weir/api/job.hpp"
 #include "weir/expr/expression.hpp"
 #include "weir/operators/stream_operator.hpp"
-#include "weir/state/keyed_state_backend.hpp"
+#include "weir/runtime/job_graph.hpp"
 
-#include <functional>
-#include <memory>
+#include <cstddef>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -36,32 +37,12 @@ private:
   std::vector<bool> last_use_; ///< per output: the last to copy its source column
 };
 
-/// Turns each row into zero or more rows, one per piece of a string field
-/// (Flink's flatMap; SQL's UNNEST): `split` cuts the text at a separator,
-/// `explode` unnests a JSON array held as text. The other fields are copied;
-/// a null field gives no row.
-class row_multiplier final : public stream_operator {
-public:
-  enum class mode { split, explode };
-  row_multiplier(mode m, std::size_t field, std::string separator, bool keep_empty)
-    : mode_(m), field_(field), separator_(std::move(separator)), keep_empty_(keep_empty) {}
-  void process_batch(const record_batch_ptr& batch, output_collector& out) override;
-
-private:
-  mode mode_;
-  std::size_t field_;
-  std::string separator_;
-  bool keep_empty_;
-  std::vector<std::string> pieces_;
-};
-
-/// Forwards every batch unchanged (union; the input gate merges watermarks).
-class pass_through final : public stream_operator {
-public:
-  void process_batch(const record_batch_ptr& batch, output_collector& out) override {
-    out.collect(batch);
-  }
-};
-
+/// Plans a select (`keep_input` false: exactly `fields`) or a map (the input's
+/// fields, with `fields` added or replaced) reading (node_idx, port) of `g`;
+/// returns the node's index.
+expected<std::size_t> make_projection(const data_stream& in, bool keep_input,
+                                      std::vector<std::pair<std::string, std::string>> fields,
+                                      const operator_options& opts, runtime::job_graph* g,
+                                      std::size_t node_idx, std::size_t port);
 
 } // namespace weir::internal
