@@ -6,6 +6,7 @@
 #include "weir/api/job.hpp"
 #include "weir/core/log.hpp"
 #include "weir/runtime/job_graph.hpp"
+#include "weir/runtime/loss_check.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -91,8 +92,21 @@ job_result job::execute() {
   result.restored_checkpoint_id = ctx->result.restored_checkpoint_id;
   result.restarts = ctx->result.restarts;
   result.warnings = ctx->result.warnings;
+  result.counts = ctx->metrics.counts();
+  // Loss made visible, over every count of this run (a bounded job's end):
+  // above max_bad_ratio / max_late_ratio the job fails, above warn_ratio
+  // the summary warns.
+  const auto& opts = graph_->options;
+  auto findings = runtime::check_loss(opts, result.counts, 0);
+  for (const auto& f : findings)
+    if (!f.fatal)
+      result.loss_warnings.push_back(f.message(opts));
   if (auto failure = ctx->failure()) {
     result.error = *failure;
+  } else if (!findings.empty() && findings.front().fatal) {
+    for (const auto& f : findings)
+      if (f.fatal)
+        result.error += (result.error.empty() ? "" : "; ") + f.message(opts);
   } else {
     result.ok = true;
     if (const auto& inj = graph_->options.inject_failure; inj && result.restarts == 0) {

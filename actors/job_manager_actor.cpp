@@ -8,6 +8,7 @@
 #include "weir/core/log.hpp"
 #include "weir/core/messages.hpp"
 #include "weir/core/timestamp.hpp"
+#include "weir/runtime/loss_check.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -61,6 +62,16 @@ namespace {
 std::chrono::milliseconds wall_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
     std::chrono::system_clock::now().time_since_epoch());
+}
+
+/// How often the job manager prints the status line and checks the loss
+/// limits: the status interval, else every second when a limit is set.
+std::chrono::milliseconds tick_interval(const job_options& o) {
+  if (o.status_interval.count() > 0)
+    return o.status_interval;
+  if (o.max_bad_ratio || o.max_late_ratio)
+    return std::chrono::milliseconds{1000};
+  return std::chrono::milliseconds{0};
 }
 
 struct job_manager_state {
@@ -384,24 +395,45 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
     self->quit();
     return {};
   }
-  if (opts.status_interval.count() > 0)
-    self->delayed_send(self, opts.status_interval, tick_atom::value);
+  if (tick_interval(opts).count() > 0)
+    self->delayed_send(self, tick_interval(opts), tick_atom::value);
   if (st0.ctx->store)
     self->delayed_send(self, opts.checkpoint.interval, checkpoint_atom::value);
   return {
     [self](tick_atom) {
       auto& st = self->state;
+      const auto& o = st.ctx->graph->options;
       auto now = std::chrono::steady_clock::now();
-      auto totals = st.ctx->metrics.totals();
-      auto secs = std::chrono::duration<double>(now - st.last_tick).count();
-      auto line = format_status(*st.ctx, totals, st.last, secs, checkpoint_summary(st));
-      // The status line is the CLI's user interface, not a log message: its
-      // form stays fixed (scripts read it: bench/checkpoint/run) and no log
-      // level hides it (status_interval = "0s" or -q does).
-      std::fprintf(stderr, "%s\n", line.c_str());
-      st.last = totals;
-      st.last_tick = now;
-      self->delayed_send(self, st.ctx->graph->options.status_interval, tick_atom::value);
+      // Loss made visible: sources and operators above warn_ratio are named
+      // on the status line; above max_bad_ratio / max_late_ratio the job
+      // fails (once they have seen min_records_for_ratio records).
+      auto findings = check_loss(o, st.ctx->metrics.counts(), min_records_for_ratio);
+      if (o.status_interval.count() > 0) {
+        auto totals = st.ctx->metrics.totals();
+        auto secs = std::chrono::duration<double>(now - st.last_tick).count();
+        auto line = format_status(*st.ctx, totals, st.last, secs, checkpoint_summary(st));
+        std::string warn;
+        for (const auto& f : findings)
+          warn += (warn.empty() ? "" : ", ") + f.brief();
+        if (!warn.empty())
+          line += " | WARNING " + warn;
+        // The status line is the CLI's user interface, not a log message: its
+        // form stays fixed (scripts read it: bench/checkpoint/run; a warning
+        // is appended at the end) and no log level hides it
+        // (status_interval = "0s" or -q does).
+        std::fprintf(stderr, "%s\n", line.c_str());
+        st.last = totals;
+        st.last_tick = now;
+      }
+      if (!findings.empty() && findings.front().fatal && !st.failed && !st.restarting
+          && st.running > 0) {
+        st.ctx->fail(findings.front().message(o));
+        st.failed = true;
+        for (auto& a : st.subtasks)
+          self->send_exit(a, caf::exit_reason::user_shutdown);
+        return;
+      }
+      self->delayed_send(self, tick_interval(o), tick_atom::value);
     },
     [self](checkpoint_atom) {
       trigger_checkpoint_now(self);

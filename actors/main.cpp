@@ -10,6 +10,7 @@
 #include "weir/checkpoint/checkpoint_report.hpp"
 #include "weir/config/loader.hpp"
 #include "weir/core/log_level.hpp"
+#include "weir/runtime/loss_check.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -20,11 +21,35 @@
 
 namespace {
 
-std::string with_commas(std::uint64_t n) {
-  auto s = std::to_string(n);
-  for (auto i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-    s.insert(static_cast<std::size_t>(i), ",");
-  return s;
+using weir::runtime::with_commas;
+
+/// Where the records went, per source and per operator that lost some: a
+/// file source's lines read, records decoded and bad records.
+void print_counts(const weir::job_result& r) {
+  for (const auto& c : r.counts) {
+    std::string text;
+    if (c.is_source) {
+      if (c.lines_read)
+        text = with_commas(*c.lines_read) + " lines read, ";
+      text += with_commas(c.records_out) + " records decoded, " + with_commas(c.bad_records) +
+              " bad";
+    } else {
+      text = with_commas(c.records_in) + " records in";
+      if (c.bad_records > 0)
+        text += ", " + with_commas(c.bad_records) + " bad";
+      if (c.late_records > 0)
+        text += ", " + with_commas(c.late_records) + " late";
+    }
+    const std::string label = (c.is_source ? "source '" : "operator '") + c.name + "'";
+    std::fprintf(stderr, "  %-16s %s\n", label.c_str(), text.c_str());
+  }
+}
+
+/// Loss above job.warn_ratio: at the end of the summary ("  warning: ..."),
+/// or alone with -q ("weir: warning: ...").
+void print_loss_warnings(const weir::job_result& r, const char* prefix) {
+  for (const auto& w : r.loss_warnings)
+    std::fprintf(stderr, "%swarning: %s\n", prefix, w.c_str());
 }
 
 /// The end-of-job summary: user interface, not a log message (see the top).
@@ -64,6 +89,8 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
   } else {
     std::fprintf(stderr, "  checkpoints      off\n");
   }
+  print_counts(r);
+  print_loss_warnings(r, "  ");
 }
 
 } // namespace
@@ -103,6 +130,10 @@ int main(int argc, char** argv) {
         return {};
       return "must be one of trace, debug, info, warn, error, off; got '" + text + "'";
     });
+  bool strict = false;
+  run->add_flag("--strict", strict,
+                "Fail the job on any bad or late record (job.max_bad_ratio and "
+                "job.max_late_ratio 0)");
   bool fresh = false;
   run->add_flag("--fresh", fresh,
                 "Start over: discard the checkpoints in [checkpoint] dir instead of resuming");
@@ -164,9 +195,16 @@ int main(int argc, char** argv) {
   }
   if (fresh)
     job.options().checkpoint.fresh = true;
+  if (strict) {
+    job.options().max_bad_ratio = 0.0;
+    job.options().max_late_ratio = 0.0;
+    job.options().strict = true;
+  }
   auto result = job.execute();
   if (!quiet)
     print_summary(job, result);
+  else
+    print_loss_warnings(result, "weir: ");
   if (!result.ok) {
     std::fprintf(stderr, "weir: job failed: %s\n", result.error.c_str());
     return 1;

@@ -17,10 +17,23 @@ using runtime::stream_node;
 
 const std::pair<std::size_t, std::size_t>*
 job_graph::find_stream(std::string_view name) const {
+  if (stream_index.size() == streams.size()) {
+    auto it = stream_index.find(name);
+    return it == stream_index.end() ? nullptr : &streams[it->second].second;
+  }
   for (const auto& [n, where] : streams)
     if (n == name)
       return &where;
   return nullptr;
+}
+
+bool job_graph::has_node_named(std::string_view name) const {
+  if (node_names.size() == nodes.size())
+    return node_names.find(name) != node_names.end();
+  for (const auto& n : nodes)
+    if (n.name == name)
+      return true;
+  return false;
 }
 
 namespace {
@@ -33,11 +46,8 @@ error invalid(std::string msg) {
 expected<std::string> claim_name(job_graph& g, std::string name, std::string_view kind) {
   if (name.empty())
     name = std::string{kind} + "_" + std::to_string(g.nodes.size());
-  if (g.find_stream(name) != nullptr)
+  if (g.find_stream(name) != nullptr || g.has_node_named(name))
     return invalid("duplicate stream name '" + name + "'");
-  for (const auto& n : g.nodes)
-    if (n.name == name)
-      return invalid("duplicate stream name '" + name + "'");
   return name;
 }
 
@@ -65,9 +75,15 @@ std::size_t add_node(job_graph& g, stream_node node,
     }
     g.edges.push_back(std::move(e));
   }
+  const bool indexed = g.stream_index.size() == g.streams.size();
   for (std::size_t p = 0; p < node.outputs.size(); ++p)
-    if (!node.outputs[p].name.empty())
+    if (!node.outputs[p].name.empty()) {
+      if (indexed)
+        g.stream_index.emplace(node.outputs[p].name, g.streams.size());
       g.streams.emplace_back(node.outputs[p].name, std::make_pair(node.id, p));
+    }
+  if (g.node_names.size() == g.nodes.size())
+    g.node_names.insert(node.name);
   g.nodes.push_back(std::move(node));
   return g.nodes.size() - 1;
 }

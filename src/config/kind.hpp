@@ -80,6 +80,12 @@ struct parse_context {
   /// keys not required): required keys are then not reported missing.
   bool keys_required = true;
   std::size_t max_parallelism = 128; ///< job.max_parallelism
+  /// The job has a [checkpoint] section (a file sink then writes a
+  /// directory of committed parts).
+  bool checkpointing = false;
+  /// Whether paths the job writes are checked now (output_path.hpp):
+  /// `load_options::check_paths`.
+  bool check_paths = true;
 
   /// The keys of the kind's key table directly under `table` ("watermark"):
   /// what a sub-table accepts.

@@ -7,6 +7,7 @@
 #include "weir/runtime/job_graph.hpp"
 
 #include "kind.hpp"
+#include "output_path.hpp"
 #include "reader.hpp"
 
 #include <toml++/toml.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -51,6 +53,9 @@ const std::vector<std::string> job_keys = {
   "job.inject_failure",
   "job.inject_failure.operator",
   "job.inject_failure.after_records",
+  "job.warn_ratio",
+  "job.max_bad_ratio",
+  "job.max_late_ratio",
   "checkpoint",
   "checkpoint.interval",
   "checkpoint.mode",
@@ -111,6 +116,30 @@ key_list top_level_keys(const kind_descriptor& k) {
 }
 
 const key_list bad_record_policies = {"fail", "skip", "dead_letter"};
+
+/// A share between 0 and 1 (`job.warn_ratio`): a float or an integer (0, 1).
+std::optional<double> ratio(reader& r, std::string_view key) {
+  auto* n = r.get(key);
+  if (!n)
+    return std::nullopt;
+  std::optional<double> v;
+  if (auto* f = n->as_floating_point())
+    v = f->get();
+  else if (auto* i = n->as_integer())
+    v = static_cast<double>(i->get());
+  if (!v) {
+    r.wrong_type(*n, key, "a number between 0 and 1", {"hint: 0.01 is 1%"});
+    return std::nullopt;
+  }
+  if (!(*v >= 0.0 && *v <= 1.0)) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", *v);
+    r.fail(pos_of(*n), r.path(key) + " must be between 0 and 1, got " + text,
+           {"hint: a share of the records: 0.01 is 1%"});
+    return std::nullopt;
+  }
+  return v;
+}
 
 /// Rows per batch at most: a batch is built in memory whole.
 constexpr std::int64_t max_batch_size = 1 << 20;
@@ -300,8 +329,11 @@ void loader::parse_checkpoint(const toml::table& root) {
   if (auto m = r.choice("mode", {"exactly_once", "at_least_once"}))
     cp.mode = m->value == "exactly_once" ? checkpointing_mode::exactly_once
                                          : checkpointing_mode::at_least_once;
-  if (auto d = r.string("dir", true, true))
+  if (auto d = r.string("dir", true, true)) {
     cp.dir = d->value;
+    if (opts_.check_paths)
+      check_output_path(r, "dir", *d, output_path_kind::directory);
+  }
   if (auto v = r.integer("retain", 1, 1000000))
     cp.retain = static_cast<std::size_t>(*v);
   if (auto v = r.duration("timeout"))
@@ -356,8 +388,11 @@ void loader::parse_job(const toml::table& root) {
       if (auto* dl = r.subtable("dead_letter")) {
         auto dr = r.sub(*dl, "dead_letter");
         dr.check_keys(children("job.dead_letter."));
-        if (auto p = dr.string("path", true, true))
+        if (auto p = dr.string("path", true, true)) {
           job_opts_.dead_letter_path = p->value;
+          if (opts_.check_paths && policy && policy->value == "dead_letter")
+            check_output_path(dr, "path", *p, output_path_kind::file);
+        }
       } else if (policy && policy->value == "dead_letter" && !r.get("dead_letter")) {
         r.missing("dead_letter", {"hint: on_bad_record = \"dead_letter\" needs "
                                   "dead_letter = { path = \"bad_records.jsonl\" }"});
@@ -368,6 +403,12 @@ void loader::parse_job(const toml::table& root) {
         job_opts_.worker_threads = static_cast<std::size_t>(*v);
       if (auto v = r.choice("log_level", {"trace", "debug", "info", "warn", "error", "off"}))
         job_opts_.log_level = *parse_log_level(v->value);
+      if (auto v = ratio(r, "warn_ratio"))
+        job_opts_.warn_ratio = *v;
+      if (auto v = ratio(r, "max_bad_ratio"))
+        job_opts_.max_bad_ratio = *v;
+      if (auto v = ratio(r, "max_late_ratio"))
+        job_opts_.max_late_ratio = *v;
       if (auto* rs = r.subtable("restart")) {
         auto rr = r.sub(*rs, "restart");
         rr.check_keys(children("job.restart."));
@@ -541,7 +582,8 @@ void loader::parse_element(kind_category category, const toml::table& t,
   const kind_descriptor* reads = e.kind ? e.kind : stand_in;
   if (!reads)
     return;
-  parse_context pc{*reads, r, soft, ctx.keys_required, job_opts_.max_parallelism};
+  parse_context pc{*reads, r, soft, ctx.keys_required, job_opts_.max_parallelism,
+                   job_opts_.checkpoint.enabled, opts_.check_paths};
   e.spec = reads->parse(pc);
 }
 
@@ -650,46 +692,61 @@ std::vector<std::size_t> loader::order_operators() {
   }
   enum class mark { fresh, active, done };
   std::vector<mark> marks(n, mark::fresh);
-  std::vector<std::size_t> stack;
+  // Depth-first, with an explicit stack (a chain of 20,000 operators is as
+  // deep): frame = (operator, next dependency to look at); the operators
+  // of the frames are the path from the root, each reading the next.
+  std::vector<std::pair<std::size_t, std::size_t>> frames;
   std::vector<std::size_t> order;
-  auto visit = [&](auto& self, std::size_t i) -> void {
-    marks[i] = mark::active;
-    stack.push_back(i);
-    for (auto [j, in] : deps[i]) {
+  auto report_cycle = [&](std::size_t j) {
+    // path = [..., j, a, ..., i] (i on top): each reads the next and i reads j, so
+    // data flows j -> i -> ... -> a -> j.
+    auto it = std::find_if(frames.begin(), frames.end(),
+                           [j](const auto& f) { return f.first == j; });
+    std::vector<std::size_t> flow;
+    for (; it != frames.end(); ++it)
+      flow.push_back(it->first);
+    std::reverse(flow.begin() + 1, flow.end());
+    auto first = std::min_element(flow.begin(), flow.end());
+    std::rotate(flow.begin(), first, flow.end());
+    std::string text = "cycle: ";
+    for (auto k : flow)
+      text += operators_[k].name + " -> ";
+    text += operators_[flow.front()].name;
+    // Point at the input of the first operator that closes the cycle.
+    const std::size_t start = flow.front();
+    const std::size_t prev = flow.back();
+    const located* at = nullptr;
+    for (auto [p, pin] : deps[start])
+      if (p == prev && !at)
+        at = pin;
+    report(at ? pos_of(*at->node) : pos_of(*operators_[start].table), text,
+           operators_[start].notes);
+    for (auto k : flow)
+      operators_[k].ok = false;
+  };
+  for (std::size_t root = 0; root < n; ++root) {
+    if (marks[root] != mark::fresh)
+      continue;
+    marks[root] = mark::active;
+    frames.emplace_back(root, 0);
+    while (!frames.empty()) {
+      auto& [i, next] = frames.back();
+      if (next == deps[i].size()) {
+        marks[i] = mark::done;
+        order.push_back(i);
+        frames.pop_back();
+        continue;
+      }
+      const std::size_t cur = i;
+      const std::size_t j = deps[cur][next++].first;
       if (marks[j] == mark::fresh) {
-        self(self, j);
+        marks[j] = mark::active;
+        frames.emplace_back(j, 0); // invalidates i and next
       } else if (marks[j] == mark::active) {
-        // stack = [..., j, a, ..., i]: each reads the next and i reads j, so
-        // data flows j -> i -> ... -> a -> j.
-        auto it = std::find(stack.begin(), stack.end(), j);
-        std::vector<std::size_t> flow(it, stack.end());
-        std::reverse(flow.begin() + 1, flow.end());
-        auto first = std::min_element(flow.begin(), flow.end());
-        std::rotate(flow.begin(), first, flow.end());
-        std::string text = "cycle: ";
-        for (auto k : flow)
-          text += operators_[k].name + " -> ";
-        text += operators_[flow.front()].name;
-        // Point at the input of the first operator that closes the cycle.
-        const std::size_t start = flow.front();
-        const std::size_t prev = flow.back();
-        const located* at = nullptr;
-        for (auto [p, pin] : deps[start])
-          if (p == prev && !at)
-            at = pin;
-        report(at ? pos_of(*at->node) : pos_of(*operators_[start].table), text,
-              operators_[start].notes);
-        for (auto k : flow)
-          operators_[k].ok = false;
+        report_cycle(j);
       }
     }
-    stack.pop_back();
-    marks[i] = mark::done;
-    order.push_back(i);
-  };
-  for (std::size_t i = 0; i < n; ++i)
-    if (marks[i] == mark::fresh)
-      visit(visit, i);
+  }
   return order;
 }
 

@@ -87,6 +87,7 @@ public:
         continue;
       }
       skip_header_pending_ = false;
+      lines_read_ += lines;
       ++consumed;
       reason_.clear();
       auto st = dec_->decode(rec, builder_, reason_);
@@ -118,6 +119,8 @@ public:
     return {{opts_.path, position_unit::byte_offset,
              std::max<std::uint64_t>(buf_offset_ + start_, opts_.start_offset)}};
   }
+
+  std::optional<std::uint64_t> lines_read() const override { return lines_read_; }
 
   void seek(const std::vector<source_position>& to) override {
     // Records before the position are split (for line numbers) but not decoded.
@@ -180,6 +183,7 @@ private:
   std::size_t start_ = 0;      ///< first unconsumed byte of buf_
   std::uint64_t buf_offset_ = 0; ///< file offset of buf_[0]
   std::uint64_t line_ = 1;     ///< 1-based line of buf_[start_]
+  std::uint64_t lines_read_ = 0; ///< lines at or after the start offset
   bool eof_ = false;
   bool done_ = false;
   bool bom_checked_ = false;

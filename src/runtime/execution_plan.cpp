@@ -15,8 +15,11 @@ execution_plan build_execution_plan(const job_graph& g) {
   execution_plan plan;
   const auto n = g.nodes.size();
   std::vector<std::vector<std::size_t>> in_edges(n);
-  for (std::size_t e = 0; e < g.edges.size(); ++e)
+  plan.out_edges.assign(n, {});
+  for (std::size_t e = 0; e < g.edges.size(); ++e) {
     in_edges[g.edges[e].target].push_back(e);
+    plan.out_edges[g.edges[e].source].push_back(e);
+  }
 
   // A node chains to its predecessor when it has exactly one input, that input
   // is the predecessor's main output, forward, with equal parallelism, and the
@@ -38,6 +41,30 @@ execution_plan build_execution_plan(const job_graph& g) {
     has_chained_succ[edge.source] = true;
   }
 
+  // A chain is at most max_chain_length operators long: members call each
+  // other (operator_chain::emit), so the length bounds the stack depth of a
+  // subtask; a longer run of chainable operators becomes several vertices
+  // joined by forward edges.
+  std::vector<std::size_t> chained_succ(n, n);
+  {
+    std::vector<std::size_t> depth(n, 0);
+    // Nodes are added after their inputs (the API builds in order), so a
+    // predecessor's depth is known when its successor is seen.
+    for (std::size_t v = 0; v < n; ++v) {
+      if (chained_pred[v] == -1)
+        continue;
+      const auto p = static_cast<std::size_t>(chained_pred[v]);
+      if (p < v && depth[p] + 1 >= max_chain_length) {
+        plan.edge_is_chained[in_edges[v][0]] = false;
+        chained_pred[v] = -1;
+        has_chained_succ[p] = false;
+        continue;
+      }
+      depth[v] = p < v ? depth[p] + 1 : 0;
+      chained_succ[p] = v;
+    }
+  }
+
   plan.vertex_of_node.assign(n, static_cast<std::size_t>(-1));
   for (std::size_t v = 0; v < n; ++v) {
     if (chained_pred[v] != -1)
@@ -52,10 +79,7 @@ execution_plan build_execution_plan(const job_graph& g) {
       if (!cv.name.empty())
         cv.name += " -> ";
       cv.name += g.nodes[cur].name;
-      std::size_t next = n;
-      for (std::size_t e = 0; e < g.edges.size(); ++e)
-        if (plan.edge_is_chained[e] && g.edges[e].source == cur)
-          next = g.edges[e].target;
+      const std::size_t next = chained_succ[cur];
       if (next == n)
         break;
       cur = next;
@@ -113,9 +137,9 @@ subtask_outputs plan_subtask_outputs(const job_graph& g, const execution_plan& p
   subtask_outputs out;
   const auto& v = plan.vertices[vertex];
   for (std::size_t k = 0; k < v.nodes.size(); ++k) {
-    for (std::size_t e = 0; e < g.edges.size(); ++e) {
+    for (auto e : plan.out_edges[v.nodes[k]]) {
       const auto& edge = g.edges[e];
-      if (edge.source != v.nodes[k] || plan.edge_is_chained[e])
+      if (plan.edge_is_chained[e])
         continue;
       auto tv = plan.vertex_of_node[edge.target];
       const auto targets = plan.vertices[tv].parallelism;

@@ -6,13 +6,14 @@ namespace weir::runtime {
 namespace {
 
 // Marks in `need` the columns of `node`'s main output that its consumers
-// read; false when some consumer may read any of them.
-bool mark_reads(const job_graph& g, std::size_t node, std::vector<bool>& need, int depth) {
+// read; false when some consumer may read any of them. `out[n]`: the edges
+// leaving node n. Recursive, but at most 65 calls deep.
+bool mark_reads(const job_graph& g, const std::vector<std::vector<std::size_t>>& out,
+                std::size_t node, std::vector<bool>& need, int depth) {
   if (depth > 64)
     return false; // (a graph is acyclic; a chain of filters this long is not worth it)
-  for (const auto& e : g.edges) {
-    if (e.source != node)
-      continue;
+  for (auto ei : out[node]) {
+    const auto& e = g.edges[ei];
     if (e.port != 0)
       return false;
     for (auto k : e.key_fields)
@@ -26,7 +27,7 @@ bool mark_reads(const job_graph& g, std::size_t node, std::vector<bool>& need, i
         return false;
       need[c] = true;
     }
-    if (t.forwards_input_columns && !mark_reads(g, e.target, need, depth + 1))
+    if (t.forwards_input_columns && !mark_reads(g, out, e.target, need, depth + 1))
       return false;
   }
   return true;
@@ -35,12 +36,15 @@ bool mark_reads(const job_graph& g, std::size_t node, std::vector<bool>& need, i
 } // namespace
 
 void prune_generated_fields(job_graph& g) {
+  std::vector<std::vector<std::size_t>> out(g.nodes.size());
+  for (std::size_t e = 0; e < g.edges.size(); ++e)
+    out[g.edges[e].source].push_back(e);
   for (auto& n : g.nodes) {
     if (!(n.is_source || n.forwards_input_columns) || !n.needed_columns || n.outputs.empty())
       continue;
     const std::size_t width = n.outputs[0].schema->size();
     std::vector<bool> need(width, false);
-    if (!mark_reads(g, n.id, need, 0)) {
+    if (!mark_reads(g, out, n.id, need, 0)) {
       n.needed_columns->clear(); // all
       continue;
     }

@@ -20,6 +20,7 @@ void job_metrics::reset() {
       m->records_out.store(0, r);
       m->late_records.store(0, r);
       m->bad_records.store(0, r);
+      m->lines_read.store(0, r);
       m->backpressured_ns.store(0, r);
       m->watermark.store(min_watermark, r);
     }
@@ -46,6 +47,34 @@ job_totals job_metrics::totals() const {
   }
   t.sink_watermark = any_sink ? sink_wm : min_watermark;
   return t;
+}
+
+std::vector<node_counts> job_metrics::counts() const {
+  std::vector<node_counts> out;
+  const auto r = std::memory_order_relaxed;
+  for (std::size_t n = 0; n < metrics_.size(); ++n) {
+    const auto& node = graph_->nodes[n];
+    if (node.is_sink)
+      continue;
+    node_counts c;
+    c.name = node.name;
+    c.is_source = node.is_source;
+    bool lines = false;
+    std::uint64_t lines_read = 0;
+    for (const auto& m : metrics_[n]) {
+      c.records_in += m->records_in.load(r);
+      c.records_out += m->records_out.load(r);
+      c.bad_records += m->bad_records.load(r);
+      c.late_records += m->late_records.load(r);
+      lines_read += m->lines_read.load(r);
+      lines = lines || m->counts_lines.load(r);
+    }
+    if (lines)
+      c.lines_read = lines_read;
+    if (c.is_source || c.late_records > 0 || c.bad_records > 0)
+      out.push_back(std::move(c));
+  }
+  return out;
 }
 
 } // namespace weir::runtime

@@ -33,6 +33,11 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
   auto& gen = watermarks_;
   gen.on_processing_time(clock.now());
   auto batch = reader_->poll_next(batch_size_);
+  if (auto lines = reader_->lines_read()) {
+    auto& m = chain.metrics(0);
+    m.lines_read.store(*lines, std::memory_order_relaxed);
+    m.counts_lines.store(true, std::memory_order_relaxed);
+  }
   if (!batch)
     return false;
   if (batch->num_rows > 0) {

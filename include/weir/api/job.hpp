@@ -89,7 +89,25 @@ struct job_options {
   checkpoint_options checkpoint;
   restart_options restart;
   std::optional<failure_injection> inject_failure;
+  /// Loss made visible (`[job] warn_ratio`, `max_bad_ratio`, `max_late_ratio`,
+  /// `--strict`): a source whose bad records, or an operator whose late
+  /// records, exceed this share of its input is named in a warning on the
+  /// status line and in the summary (`job_result::loss_warnings`).
+  double warn_ratio = 0.01;
+  /// Above these shares the job fails instead, naming the source or
+  /// operator: checked at the end and, once the source or operator has
+  /// seen `min_records_for_ratio` records, at every status interval.
+  std::optional<double> max_bad_ratio;
+  std::optional<double> max_late_ratio;
+  /// Set by `--strict` (both limits 0): named in the failure message.
+  bool strict = false;
 };
+
+/// Records a source or operator must have seen before a periodic check
+/// (while the job runs) fails the job or warns: the first bad record of a
+/// job must not fail it for `max_bad_ratio = 0.5`. The check at the end of a
+/// bounded job takes every count.
+constexpr std::uint64_t min_records_for_ratio = 1000;
 
 /// Per-operator settings.
 struct operator_options {
@@ -312,6 +330,20 @@ private:
 };
 
 /// Counters of a finished (or failed) job.
+/// What one source or operator counted (this process, since its start or
+/// last restore).
+struct node_counts {
+  std::string name;
+  bool is_source = false;
+  /// Sources reading text (files): lines read, headers and blank lines
+  /// included; nullopt for generated sources.
+  std::optional<std::uint64_t> lines_read;
+  std::uint64_t records_in = 0;  ///< operators: rows received, late ones included
+  std::uint64_t records_out = 0; ///< sources: records decoded; operators: rows emitted
+  std::uint64_t bad_records = 0;
+  std::uint64_t late_records = 0;
+};
+
 struct job_result {
   bool ok = false;
   std::string error;              ///< why the job failed, naming operator and subtask
@@ -326,6 +358,13 @@ struct job_result {
   std::uint64_t restored_checkpoint_id = 0; ///< where the last attempt started; 0 = fresh
   std::size_t restarts = 0;
   std::vector<std::string> warnings;      ///< e.g. a damaged checkpoint skipped
+  /// Each source (lines read, records decoded, bad records) and each
+  /// operator that found late records, in graph order.
+  std::vector<node_counts> counts;
+  /// Sources and operators above `job_options::warn_ratio`, one sentence
+  /// each ("source 'logs': 2,665 of 2,665 records bad (100.0%), above
+  /// job.warn_ratio 1%").
+  std::vector<std::string> loss_warnings;
 };
 
 /// A job under construction and its runner (Flink's

@@ -31,6 +31,11 @@ struct load_options {
   std::optional<std::size_t> batch_size;
   /// Overrides [job] parallelism when set.
   std::optional<std::size_t> parallelism;
+  /// Checks that the paths the job writes (sinks' files, the dead-letter
+  /// file, checkpoint.dir) can be created and written (a probe file may be
+  /// created and removed at once in the directory that would receive them);
+  /// off for a load that must not touch the file system (the fuzzer).
+  bool check_paths = true;
 };
 
 /// Loads a TOML pipeline (DESIGN.md §9, every key in config/reference.toml)

@@ -144,6 +144,11 @@ public:
     return std::nullopt;
   }
 
+  /// Lines of text read so far by a reader of text (a file's lines, its
+  /// header, blank and bad lines included; not those skipped to resume from
+  /// a checkpoint); nullopt for a reader of anything else (a generator).
+  virtual std::optional<std::uint64_t> lines_read() const { return std::nullopt; }
+
   /// After `poll_next` returned a batch of 0 rows: how long the source
   /// subtask may wait before polling again because nothing can be emitted
   /// sooner (a rate-limited generator between batches). 0 = poll again at

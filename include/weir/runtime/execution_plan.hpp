@@ -36,13 +36,21 @@ struct execution_plan {
   std::vector<std::vector<std::size_t>> channel_input;
   /// Vertices in topological order (sources first).
   std::vector<std::size_t> topo_order;
+  /// The edges leaving each node, in graph order.
+  std::vector<std::vector<std::size_t>> out_edges;
 
   /// Channel index at a downstream subtask of edge `e` from upstream subtask `u`.
   std::size_t channel_of(const job_graph& g, std::size_t e, std::size_t u) const;
 };
 
+/// Operators in one chain at most: chain members call each other
+/// (`operator_chain::emit`), so this bounds a subtask's stack depth; a longer
+/// run of chainable operators is cut into chains joined by forward edges.
+constexpr std::size_t max_chain_length = 100;
+
 /// Chains forward edges (Flink's operator chaining: single input, forward
-/// partitioning, equal parallelism; a two-input node is never chained) and
+/// partitioning, equal parallelism, at most `max_chain_length` operators; a
+/// two-input node is never chained) and
 /// numbers the input channels: edge by edge in graph order, each channel
 /// tagged with the logical input its edge feeds.
 /// Precondition: the graph is acyclic (the API cannot build a cycle).

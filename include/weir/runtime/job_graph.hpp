@@ -7,7 +7,9 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -148,6 +150,14 @@ struct job_graph {
 
   /// Index of the stream called `name`, if any.
   const std::pair<std::size_t, std::size_t>* find_stream(std::string_view name) const;
+  /// Whether a node is called `name`.
+  bool has_node_named(std::string_view name) const;
+
+  /// Lookup indexes kept by the API as it adds nodes (a graph of 20,000
+  /// operators is built in linear time): position in `streams` by name, and
+  /// node names. A graph whose vectors were filled directly is searched.
+  std::map<std::string, std::size_t, std::less<>> stream_index;
+  std::set<std::string, std::less<>> node_names;
 };
 
 } // namespace weir::runtime

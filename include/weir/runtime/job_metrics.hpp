@@ -19,6 +19,9 @@ struct subtask_metrics {
   std::atomic<std::uint64_t> records_out{0};
   std::atomic<std::uint64_t> late_records{0};
   std::atomic<std::uint64_t> bad_records{0};
+  /// Sources reading text: lines read (headers, blank and bad lines too).
+  std::atomic<std::uint64_t> lines_read{0};
+  std::atomic<bool> counts_lines{false};
   std::atomic<std::uint64_t> backpressured_ns{0};
   std::atomic<event_time> watermark{min_watermark};
 };
@@ -42,6 +45,10 @@ public:
   }
 
   job_totals totals() const;
+
+  /// Per logical node: each source, and each operator that counted late or
+  /// bad records (sinks are left out), summed over its subtasks.
+  std::vector<node_counts> counts() const;
 
   /// Zeroes every counter (a restarted job counts from its restore point).
   void reset();

@@ -76,4 +76,41 @@ TEST_CASE("side outputs never chain") {
   CHECK_FALSE(plan.edge_is_chained[1]);
   CHECK(plan.vertices.size() == 2);
 }
+
+TEST_CASE("a run of chainable operators longer than max_chain_length is cut into chains") {
+  // 2.5 chains' worth of forward edges: the stack depth of a subtask stays
+  // bounded (operator_chain::emit calls the next member).
+  const std::size_t n = max_chain_length * 5 / 2;
+  job_graph g;
+  for (std::size_t i = 0; i < n; ++i) {
+    g.nodes.push_back(node(i, "n" + std::to_string(i), 1, i == 0));
+    if (i > 0)
+      g.edges.push_back(edge(i - 1, i, partitioning::forward));
+  }
+  auto plan = build_execution_plan(g);
+  REQUIRE(plan.vertices.size() == 3);
+  CHECK(plan.vertices[0].nodes.size() == max_chain_length);
+  CHECK(plan.vertices[1].nodes.size() == max_chain_length);
+  CHECK(plan.vertices[2].nodes.size() == n - 2 * max_chain_length);
+  CHECK(plan.vertices[1].nodes.front() == max_chain_length);
+  CHECK_FALSE(plan.edge_is_chained[max_chain_length - 1]);
+  CHECK(plan.topo_order == std::vector<std::size_t>{0, 1, 2});
+  CHECK(plan.input_channels[1] == 1);
+}
+
+TEST_CASE("a chain of 20,000 operators plans in linear time") {
+  const std::size_t n = 20000;
+  job_graph g;
+  for (std::size_t i = 0; i < n; ++i) {
+    g.nodes.push_back(node(i, "n" + std::to_string(i), 1, i == 0));
+    if (i > 0)
+      g.edges.push_back(edge(i - 1, i, partitioning::forward));
+  }
+  auto plan = build_execution_plan(g);
+  CHECK(plan.vertices.size() == n / max_chain_length);
+  std::size_t writers = 0;
+  for (std::size_t v = 0; v < plan.vertices.size(); ++v)
+    writers += plan_subtask_outputs(g, plan, v, 0).writers.size();
+  CHECK(writers == plan.vertices.size() - 1);
+}
 }

@@ -4,6 +4,7 @@
 // and the sinks themselves (file_sink.cpp, transactional_file_sink.cpp,
 // declared in weir/connectors/file_sink.hpp and transactional_file_sink.hpp).
 #include "config/kind.hpp"
+#include "config/output_path.hpp"
 
 #include "api/internal/graph.hpp"
 
@@ -35,8 +36,14 @@ kind_descriptor describe_sinks_file() {
   };
   d.parse = [](parse_context& c) {
     auto s = std::make_unique<file_sink_def>();
-    if (auto p = c.hard.string("path", true, true))
+    if (auto p = c.hard.string("path", true, true)) {
       s->file.path = p->value;
+      // Checked now, not when the job has read its input: with checkpoints
+      // the path is a directory of committed parts, else one file.
+      if (c.check_paths)
+        check_output_path(c.soft, "path", *p,
+                          c.checkpointing ? output_path_kind::directory : output_path_kind::file);
+    }
     if (auto f = c.soft.choice("format", file_sink_formats))
       s->file.format = f->value == "csv" ? format::format_kind::csv : format::format_kind::jsonl;
     return s;
