@@ -369,7 +369,7 @@ schema = { v = "int64", s = "string" }
                          f'where = "v >= {i // 1000}"\n')
         else:
             parts.append(f'[[operator]]\nname = "{name}"\ntype = "select"\ninput = "{prev}"\n'
-                         'fields = ["v", "s"]\n')
+                         'fields = { v = "v", s = "s" }\n')
         prev = name
     parts.append(f'[[sink]]\nname = "out"\ninput = "{prev}"\ntype = "file"\n'
                  'path = "out/rows.jsonl"\n')
