@@ -797,6 +797,10 @@ load_pipeline(std::string_view toml_text, const std::string& path,
   return l.run();
 }
 
+// Besides what loader.hpp lists, output paths the job could not write (a
+// file sink's path or, with [checkpoint], its directory of parts; the
+// dead-letter file; checkpoint.dir) are errors at their value
+// (output_path.hpp, load_options::check_paths).
 expected<std::unique_ptr<job>, std::vector<diagnostic>>
 load_pipeline_file(const std::string& path, const load_options& opts) {
   std::error_code ec;

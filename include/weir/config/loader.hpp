@@ -56,11 +56,8 @@ struct load_options {
 /// silently, so errors do not cascade; lesser problems (parallelism,
 /// durations, presentation keys) are reported and a stand-in is built so that
 /// dependents are still checked. Relative paths in the file are taken
-/// relative to the current working directory. Output paths the job could not
-/// write (a file sink's path or, with [checkpoint], its directory of parts;
-/// the dead-letter file; checkpoint.dir) are errors at their value (see
-/// `load_options::check_paths`). Nothing is started; no output file is
-/// created. The job's name defaults to the file's stem.
+/// relative to the current working directory. Nothing is started; no output
+/// file is created. The job's name defaults to the file's stem.
 [[nodiscard]] expected<std::unique_ptr<job>, std::vector<diagnostic>>
 load_pipeline_file(const std::string& path, const load_options& opts = {});
 
