@@ -52,10 +52,15 @@ expected<std::vector<std::string>> list_files(const std::string& path) {
                                           + (rc == GLOB_ABORTED ? std::string{"read error"}
                                                                 : std::string{"out of memory"}));
     }
+    // Hidden and temporary names are left out unless the pattern asks for
+    // them ("_*", ".*").
+    const auto last = fs::path{path}.filename().string();
     for (std::size_t i = 0; i < g.gl_pathc; ++i) {
       std::string p = g.gl_pathv[i];
+      const auto name = fs::path{p}.filename().string();
       std::error_code fec;
-      if (fs::is_regular_file(p, fec))
+      if ((!hidden(name) || (!last.empty() && last.front() == name.front()))
+          && fs::is_regular_file(p, fec))
         out.push_back(std::move(p));
     }
     globfree(&g);

@@ -175,7 +175,8 @@ def test_partitioned(weir):
                             job="batch_size = 64"))
         ref = sorted(read_lines(box.path("ref.jsonl")))
         got = sorted(read_lines(box.path("part.jsonl")))
-        check(len(ref) == 6 * 20, f"the reference wrote {len(ref)} windows")
+        windows = len({(r["key"], r["ts"] // 1000) for r in merged})
+        check(len(ref) == windows, f"the reference wrote {len(ref)} windows, not {windows}")
         check(got == ref, f"partitioned: {len(got)} windows vs {len(ref)}; missing "
                           f"{sorted(set(ref) - set(got))[:3]}")
         total = sum(json.loads(l)["n"] for l in got)
@@ -360,7 +361,7 @@ def main():
     ap.add_argument("test", choices=sorted(TESTS))
     args = ap.parse_args()
     try:
-        TESTS[args.test](args.weir)
+        TESTS[args.test](os.path.abspath(args.weir))
     except Failure as e:
         print(f"FAIL {args.test}: {e}")
         sys.exit(1)

@@ -28,7 +28,8 @@ bool is_glob(std::string_view path) noexcept;
 /// The files `path` names, in name (byte) order: a directory's regular files
 /// (not its subdirectories, not names starting with '.' or '_', as Flink's
 /// default file filter), or the regular files a glob matches (glob(3): `*`,
-/// `?`, `[..]` in any component; a leading '.' only matches explicitly).
+/// `?`, `[..]` in any component; names starting with '.' or '_' only when
+/// the pattern's last component starts with that character too).
 /// Names holding a newline are left out (they cannot be a checkpoint split).
 /// Errors: `errc::io_error` when the directory cannot be listed or the glob
 /// fails other than by matching nothing.

@@ -472,23 +472,23 @@ TEST_CASE("idleness on the replay clock: a silent partition stops holding back t
     h.run_source();
     return h.trace(0);
   };
-  // b is silent from processing time 1000; at 1150 (past 1000 + 100) it is
-  // idle, so a's watermark (20 - 1 = 19) goes out before the batch in which
-  // b comes back; then both count again.
+  // (p: the replay clock moving, in-band.) b is silent from processing time
+  // 1000; at 1150 (past 1000 + 100) it is idle, so a's watermark (20 - 1 =
+  // 19) goes out before the batch in which b comes back; then both count.
   CHECK(run({{{"a", 10, 1000}, {"b", 5, 1000}},
              {{"a", 20, 1090}},
              {{"b", 40, 1150}, {"a", 30, 1150}}})
-        == "b2 w4 b1 w19 b2 w29 w9223372036854775807 e");
+        == "p b2 w4 p b1 p w19 b2 w29 w9223372036854775807 e");
   // Within the timeout (1100 - 1000 is not past 100) b still holds back.
   CHECK(run({{{"a", 10, 1000}, {"b", 5, 1000}},
              {{"a", 20, 1050}},
              {{"b", 40, 1100}, {"a", 30, 1100}}})
-        == "b2 w4 b1 b2 w29 w9223372036854775807 e");
+        == "p b2 w4 p b1 p b2 w29 w9223372036854775807 e");
   // Every partition silent past the timeout: the output is idle, then active
   // again with the batch.
   CHECK(run({{{"a", 10, 1000}, {"b", 5, 1000}},
              {{"b", 40, 1500}, {"a", 30, 1500}}})
-        == "b2 w4 i a b2 w29 w9223372036854775807 e");
+        == "p b2 w4 p i a b2 w29 w9223372036854775807 e");
 }
 
 TEST_CASE("split partitions: a file begun holds the watermark back, a finished one no longer") {
