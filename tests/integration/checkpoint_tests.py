@@ -130,10 +130,11 @@ def committed(work):
 
 
 class Job:
-    def __init__(self, args, seed):
+    def __init__(self, args, seed, records=RECORDS):
         self.args = args
+        self.records = records
         self.work = tempfile.mkdtemp(prefix="weir-cp-")
-        generate(os.path.join(self.work, "input.jsonl"), RECORDS, seed)
+        generate(os.path.join(self.work, "input.jsonl"), records, seed)
         # Two-phase window aggregation (its partials flush at each barrier);
         # the crash and rescale tests turn it on.
         self.local = "false"
@@ -176,9 +177,10 @@ class Job:
         self.reset()
         self.run(self.write(parallelism), "--fresh", "-q")
         ref = committed(self.work)
-        check(len(ref["running"]) == RECORDS, f"reference run wrote {len(ref['running'])} counts")
+        check(len(ref["running"]) == self.records,
+              f"reference run wrote {len(ref['running'])} counts")
         check(len(ref["windows"]) > 1000, "reference run wrote almost no windows")
-        check(len(ref["sliding"]) > 10000, "reference run wrote almost no sliding windows")
+        check(len(ref["sliding"]) > self.records // 100, "reference run wrote almost no sliding windows")
         self.reset()
         return ref
 
@@ -223,7 +225,7 @@ def test_crash(args, seed):
 def test_directory_crash(args, seed):
     """The input as 8 files of a directory, read in name order as one stream:
     the same output as the single file, across SIGKILLs mid-directory."""
-    job = Job(args, seed)
+    job = Job(args, seed, records=400_000)  # two kill loops: a smaller input
     try:
         want = job.reference()
         job.input = job.split_input(8)

@@ -35,9 +35,9 @@ bool is_glob(std::string_view path) noexcept;
 /// fails other than by matching nothing.
 [[nodiscard]] expected<std::vector<std::string>> list_files(const std::string& path);
 
-/// The subtask of `parallelism` that reads `file` in partitioned mode: by a
-/// hash of its path, so every subtask decides alone, alike, whenever it
-/// finds the file.
+/// The subtask of `parallelism` that reads `file` (its path below the
+/// directory, or below a glob's directory part) in partitioned mode: by a
+/// hash, so every subtask decides alone, alike, whenever it finds the file.
 std::size_t file_subtask(std::string_view file, std::size_t parallelism) noexcept;
 
 /// Options of a reader over a set of files.

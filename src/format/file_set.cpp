@@ -78,6 +78,13 @@ std::size_t file_subtask(std::string_view file, std::size_t parallelism) noexcep
     h ^= c;
     h *= 1099511628211ull;
   }
+  // MurmurHash3's finalizer: FNV's low bits alone mix poorly (h % 2 would be
+  // the parity of the bytes).
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
   return static_cast<std::size_t>(h % parallelism);
 }
 
@@ -86,7 +93,17 @@ namespace {
 class file_set_reader final : public source_reader {
 public:
   file_set_reader(file_set_options opts, schema_ptr schema, bad_record_handler on_bad)
-    : opts_(std::move(opts)), schema_(std::move(schema)), on_bad_(std::move(on_bad)) {}
+    : opts_(std::move(opts)), schema_(std::move(schema)), on_bad_(std::move(on_bad)) {
+    // Files are assigned by their path below the directory (or the glob's
+    // directory part), so the assignment does not depend on where it lies.
+    const auto& p = opts_.path;
+    if (is_glob(p)) {
+      const auto slash = p.rfind('/', p.find_first_of("*?["));
+      base_ = slash == std::string::npos ? 0 : slash + 1;
+    } else {
+      base_ = p.size() + (p.ends_with('/') ? 0 : 1);
+    }
+  }
 
   void open(const operator_context& ctx) override { ctx_ = ctx; }
 
@@ -135,6 +152,13 @@ public:
 
   std::vector<source_position> positions() const override {
     std::vector<source_position> out;
+    if (!scanned_) {
+      // Restored, not polled yet: where the checkpoint said (a checkpoint
+      // taken now must not forget the files read before).
+      for (const auto& [path, p] : restored_)
+        out.push_back(p);
+      return out;
+    }
     for (const auto& f : files_) {
       if (f.st == state::reading)
         out.push_back({f.path, position_unit::byte_offset, f.reader->position(), false});
@@ -193,7 +217,10 @@ private:
     for (auto& path : *listed) {
       if (index_.contains(path))
         continue;
-      if (partitioned() && file_subtask(path, opts_.parallelism) != opts_.subtask)
+      if (partitioned()
+          && file_subtask(std::string_view{path}.substr(std::min(base_, path.size())),
+                          opts_.parallelism)
+               != opts_.subtask)
         continue;
       add(path);
     }
@@ -258,6 +285,7 @@ private:
   }
 
   file_set_options opts_;
+  std::size_t base_ = 0; ///< length of the directory part of listed paths
   schema_ptr schema_;
   bad_record_handler on_bad_;
   operator_context ctx_;

@@ -115,6 +115,7 @@ TEST_CASE("file set: positions per file; a restore continues mid-file and skips 
     auto pos = first->positions();
     auto second = make(set_opts(d));
     second->seek(pos);
+    CHECK(second->positions() == pos); // a checkpoint before the first poll keeps them
     auto rest = drain(*second, 3);
     got.insert(got.end(), rest.begin(), rest.end());
     CHECK(got == want);
@@ -160,7 +161,7 @@ TEST_CASE("file set: partitioned, each file a split of one subtask, read in turn
     auto r = make(o);
     std::set<std::string> mine, begun, finished;
     for (const auto& n : names)
-      if (file_subtask(d + "/" + n, 2) == sub)
+      if (file_subtask(n, 2) == sub)
         mine.insert(d + "/" + n);
     std::vector<std::string> order; // the split of each batch
     while (auto b = r->poll_next(3)) {
@@ -190,6 +191,11 @@ TEST_CASE("file set: partitioned, each file a split of one subtask, read in turn
       CHECK(order.at(0) != order.at(1));
   }
   CHECK(all.size() == 42);
+  // By name below the directory: these six spread over both subtasks.
+  std::set<std::size_t> used;
+  for (const auto& n : names)
+    used.insert(file_subtask(n, 2));
+  CHECK(used.size() == 2);
   CHECK(std::set<std::string>(all.begin(), all.end()).size() == 42);
 }
 
