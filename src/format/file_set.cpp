@@ -188,6 +188,10 @@ public:
 
   std::chrono::nanoseconds next_poll_delay() const override { return delay_; }
 
+  // (Not before the first look at the files: a subtask is not idle because
+  // it has not begun yet.)
+  bool has_split_partitions() const override { return partitioned() && scanned_; }
+
   std::optional<std::string> batch_split() const override { return batch_split_; }
 
   split_changes take_split_changes() override {

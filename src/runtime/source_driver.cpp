@@ -41,7 +41,6 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
   if (!batch)
     return false;
   auto changes = reader_->take_split_changes();
-  splits_ = splits_ || !changes.begun.empty();
   for (const auto& s : changes.begun)
     gen.declare(s);
   if (batch->num_rows > 0) {
@@ -91,9 +90,9 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
 void source_driver::emit_progress(operator_chain& chain) {
   if (auto wm = watermarks_.poll())
     chain.emit_watermark(0, *wm);
-  // Every partition idle, or every split finished (a directory source
-  // waiting for new files): nothing is held back.
-  if (watermarks_.all_idle() || (splits_ && watermarks_.empty()))
+  // Every partition idle, or no split being read (a subtask of a partitioned
+  // directory source waiting for files): nothing is held back.
+  if (watermarks_.all_idle() || (reader_->has_split_partitions() && watermarks_.empty()))
     chain.set_output_idle(true);
 }
 

@@ -16,6 +16,8 @@ usage: checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
                     a new cycle (--fresh) starts until enough kills were survived
   failure-injection a subtask throws at record k; the job restarts itself
   rescale           checkpoint taken at parallelism 4, restored at parallelism 2
+  directory-crash   400,000 records as a directory of 8 files, read in name order
+                    (kills / 2 SIGKILLs) and as partitions at parallelism 2 (kills / 3)
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
 import argparse
@@ -229,12 +231,13 @@ def test_directory_crash(args, seed):
     try:
         want = job.reference()
         job.input = job.split_input(8)
-        crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"))
+        crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"),
+                   kills=max(1, args.kills // 2))
         # Each file a partition at parallelism 2: no record is late either
         # way, so the windows are the same (running counts follow read order).
         job.files = '\nfiles = "partitioned"\nparallelism = 2'
         crash_loop(args, seed, job, want, fields=("windows", "sliding"),
-                   kills=max(1, args.kills // 2))
+                   kills=max(1, args.kills // 3))
     finally:
         job.close()
 

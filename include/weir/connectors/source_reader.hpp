@@ -157,10 +157,15 @@ public:
     return std::chrono::nanoseconds{0};
   }
 
-  /// For a reader whose splits are watermark partitions (a file source
-  /// reading each file as a partition): the split the batch just returned
-  /// came from. nullopt (the default): partitions come from the source's
-  /// partition_by field, or there is one.
+  /// True for a reader whose splits are watermark partitions (a file source
+  /// reading each file as a partition) once it knows its splits: with none
+  /// begun or all finished, its subtask is idle rather than holding the
+  /// watermark back.
+  virtual bool has_split_partitions() const { return false; }
+
+  /// For such a reader: the split the batch just returned came from.
+  /// nullopt (the default): partitions come from the source's partition_by
+  /// field, or there is one.
   virtual std::optional<std::string> batch_split() const { return std::nullopt; }
 
   /// Splits begun (they hold back the watermark until they produce or go

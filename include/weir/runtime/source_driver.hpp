@@ -90,7 +90,6 @@ private:
   std::optional<std::size_t> partition_field_;
   std::optional<std::size_t> processing_time_field_;
   std::string partition_name_;
-  bool splits_ = false; ///< the reader's splits are watermark partitions
 };
 
 } // namespace weir::runtime
