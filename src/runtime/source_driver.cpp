@@ -40,7 +40,10 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
   auto batch = reader_->poll_next(batch_size_);
   if (!batch)
     return false;
+  // Splits as partitions, unless partition_by names them.
   auto changes = reader_->take_split_changes();
+  if (partition_field_)
+    changes = {};
   for (const auto& s : changes.begun)
     gen.declare(s);
   if (batch->num_rows > 0) {
@@ -92,7 +95,8 @@ void source_driver::emit_progress(operator_chain& chain) {
     chain.emit_watermark(0, *wm);
   // Every partition idle, or no split being read (a subtask of a partitioned
   // directory source waiting for files): nothing is held back.
-  if (watermarks_.all_idle() || (reader_->has_split_partitions() && watermarks_.empty()))
+  if (watermarks_.all_idle()
+      || (!partition_field_ && reader_->has_split_partitions() && watermarks_.empty()))
     chain.set_output_idle(true);
 }
 
