@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/runtime/source_driver.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 #include <string_view>
@@ -31,7 +32,11 @@ source_driver::source_driver(const stream_node& node, source_reader_ptr reader,
 bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
   chain.set_current(0);
   auto& gen = watermarks_;
+  // Idleness first (Flink's periodic emitter): a partition silent past the
+  // timeout stops holding back the watermark before the next batch is read,
+  // even if that batch brings it back.
   gen.on_processing_time(clock.now());
+  emit_progress(chain);
   auto batch = reader_->poll_next(batch_size_);
   if (auto lines = reader_->lines_read()) {
     auto& m = chain.metrics(0);
@@ -40,19 +45,32 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
   }
   if (!batch)
     return false;
+  // Splits as partitions, unless partition_by names them.
+  auto changes = reader_->take_split_changes();
+  if (partition_field_)
+    changes = {};
+  for (const auto& s : changes.begun)
+    gen.declare(s);
   if (batch->num_rows > 0) {
     if (processing_time_field_) {
-      // Replay clock: the batch arrives at its first row's processing time.
+      // Replay clock: the batch arrives at its first row's processing time;
+      // partitions silent past the timeout at that time go idle before its
+      // rows are counted.
       const auto& col = batch->columns[*processing_time_field_];
-      if (col.is_valid(0) && clock.advance(col.ints[0]))
+      if (col.is_valid(0) && clock.advance(col.ints[0])) {
         chain.fire_processing_time(clock.now());
+        gen.on_processing_time(clock.now());
+        emit_progress(chain);
+      }
     }
     if (batch->has_timestamps()) {
       const auto now = clock.now();
       const column* part = partition_field_ ? &batch->columns[*partition_field_] : nullptr;
       if (part == nullptr) {
-        // One partition: only the batch's largest timestamp matters.
+        // One partition (or one split): only the batch's largest timestamp matters.
         partition_name_.clear();
+        if (auto split = reader_->batch_split())
+          partition_name_ = std::move(*split);
         gen.on_record(partition_name_, batch->max_timestamp(), now);
       }
       for (std::size_t r = 0; part != nullptr && r < batch->num_rows; ++r) {
@@ -65,25 +83,37 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
     chain.set_output_idle(false);
     chain.emit(0, 0, std::move(batch)); // (sole owner: see operator_chain::emit)
   }
+  for (const auto& s : changes.finished)
+    gen.finish(s);
   if (auto t = reader_->take_processing_time_advance(); t && clock.advance(*t)) {
     gen.on_processing_time(clock.now());
     chain.fire_processing_time(clock.now());
   }
   // Flink's BoundedOutOfOrdernessWatermarks: max - bound - 1 per partition,
   // minimum over active partitions, emitted after each batch.
-  if (auto wm = gen.poll())
-    chain.emit_watermark(0, *wm);
-  if (gen.all_idle())
-    chain.set_output_idle(true);
+  emit_progress(chain);
   return true;
+}
+
+void source_driver::emit_progress(operator_chain& chain) {
+  if (auto wm = watermarks_.poll())
+    chain.emit_watermark(0, *wm);
+  // Every partition idle, or no split being read (a subtask of a partitioned
+  // directory source waiting for files): nothing is held back.
+  if (watermarks_.all_idle()
+      || (!partition_field_ && reader_->has_split_partitions() && watermarks_.empty()))
+    chain.set_output_idle(true);
 }
 
 std::string source_driver::encode_state(const std::vector<source_position>& positions,
                                         event_time clock, const std::string& watermarks) {
-  std::string out = std::string{state_magic} + " " + std::to_string(state_version) + "\n";
+  // Version 3 only when it says more than version 2 could (finished splits).
+  const bool any_finished =
+    std::any_of(positions.begin(), positions.end(), [](const auto& p) { return p.finished; });
+  std::string out = std::string{state_magic} + " " + (any_finished ? "3" : "2") + "\n";
   for (const auto& p : positions)
-    out += "position " + std::string{to_string(p.unit)} + " " + std::to_string(p.value) + " "
-           + p.split + "\n";
+    out += (p.finished ? "finished " : "position ") + std::string{to_string(p.unit)} + " "
+           + std::to_string(p.value) + " " + p.split + "\n";
   out += "clock " + std::to_string(clock) + "\n";
   return out + watermarks;
 }
@@ -114,12 +144,14 @@ source_driver::decoded_state source_driver::decode_state(std::string_view state)
   } else {
     auto header = line_of(rest);
     header.remove_prefix(state_magic.size() + 1);
-    if (!number(header, d.version) || d.version != state_version)
+    if (!number(header, d.version) || d.version < 2 || d.version > state_version)
       throw std::runtime_error("cannot restore source state of format version "
-                               + std::string{header} + ": this weir reads versions 1 and "
+                               + std::string{header} + ": this weir reads versions 1 to "
                                + std::to_string(state_version));
-    while (rest.substr(0, 9) == "position ") {
+    while (rest.substr(0, 9) == "position "
+           || (d.version >= 3 && rest.substr(0, 9) == "finished ")) {
       auto line = line_of(rest);
+      const bool finished = line.front() == 'f';
       line.remove_prefix(9);
       auto sp1 = line.find(' ');
       auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
@@ -128,9 +160,10 @@ source_driver::decoded_state source_driver::decode_state(std::string_view state)
       if (!unit || sp2 == std::string_view::npos
           || !number(line.substr(sp1 + 1, sp2 - sp1 - 1), p.value))
         throw std::runtime_error("cannot read the source state (format version "
-                                 + std::to_string(state_version) + "): bad position line '"
+                                 + std::to_string(d.version) + "): bad position line '"
                                  + std::string{line} + "'");
       p.unit = *unit;
+      p.finished = finished;
       p.split = std::string{line.substr(sp2 + 1)};
       d.positions.push_back(std::move(p));
     }

@@ -23,6 +23,14 @@ void source_watermarks::on_record(const std::string& partition, event_time ts,
   p.idle = false;
 }
 
+void source_watermarks::declare(const std::string& partition) {
+  partitions_.try_emplace(partition);
+}
+
+void source_watermarks::finish(const std::string& partition) {
+  partitions_.erase(partition);
+}
+
 void source_watermarks::on_processing_time(event_time now) {
   if (opts_.idle_timeout.count() <= 0)
     return;

@@ -4,7 +4,10 @@
 // (src/kinds/sources/file/).
 
 #include "weir/api/source_options.hpp"
+#include "weir/format/file_set.hpp"
 #include "weir/format/format.hpp"
+
+#include <chrono>
 
 #include <string>
 #include <vector>
@@ -13,7 +16,14 @@ namespace weir {
 
 /// A file source: one split per file, read in chunks.
 struct file_source_spec {
+  /// A file, a directory (its files, not its subdirectories; names starting
+  /// with '.' or '_' left out) or a glob: see format::list_files.
   std::string path;
+  /// A directory or glob: its files as one stream in name order, or each a
+  /// partition with its own watermark (parallelism may then exceed 1).
+  format::file_set_mode files = format::file_set_mode::sequential;
+  /// A directory or glob: look for new files this often (0: bounded).
+  std::chrono::milliseconds monitor_interval{0};
   format::decoder_options decoder;
   std::string event_time_field; ///< empty: records carry no event time
   watermark_options watermark;

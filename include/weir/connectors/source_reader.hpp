@@ -63,6 +63,9 @@ struct source_position {
   std::string split;
   position_unit unit = position_unit::byte_offset;
   std::uint64_t value = 0;
+  /// The split was read to its end and is not read again (a file of a
+  /// directory source; `value` is where it ended).
+  bool finished = false;
 
   friend bool operator==(const source_position&, const source_position&) = default;
 };
@@ -72,6 +75,8 @@ inline std::string describe(const source_position& p) {
   auto out = std::string{to_string(p.unit)} + " " + std::to_string(p.value);
   if (!p.split.empty())
     out += " of " + p.split;
+  if (p.finished)
+    out += " (finished)";
   return out;
 }
 
@@ -156,6 +161,26 @@ public:
   virtual std::chrono::nanoseconds next_poll_delay() const {
     return std::chrono::nanoseconds{0};
   }
+
+  /// True for a reader whose splits are watermark partitions (a file source
+  /// reading each file as a partition) once it knows its splits: with none
+  /// begun or all finished, its subtask is idle rather than holding the
+  /// watermark back.
+  virtual bool has_split_partitions() const { return false; }
+
+  /// For such a reader: the split the batch just returned came from.
+  /// nullopt (the default): partitions come from the source's partition_by
+  /// field, or there is one.
+  virtual std::optional<std::string> batch_split() const { return std::nullopt; }
+
+  /// Splits begun (they hold back the watermark until they produce or go
+  /// idle) and finished (they no longer do) since the last call; for readers
+  /// whose splits are watermark partitions.
+  struct split_changes {
+    std::vector<std::string> begun;
+    std::vector<std::string> finished;
+  };
+  virtual split_changes take_split_changes() { return {}; }
 };
 
 using source_reader_ptr = std::unique_ptr<source_reader>;

@@ -41,11 +41,11 @@ public:
   /// How long to wait before the next poll (a rate-limited source).
   std::chrono::nanoseconds next_poll_delay() const { return reader_->next_poll_delay(); }
 
-  /// Fills `e.snapshot.operator_state` (format version 2, see
+  /// Fills `e.snapshot.operator_state` (format version 2 or 3, see
   /// `encode_state`) and `e.source_position` (one line per split).
   void snapshot(const subtask_clock& clock, operator_snapshot_entry& e) const;
 
-  /// Resumes from what `snapshot` wrote, in format version 2 or 1 (after
+  /// Resumes from what `snapshot` wrote, in format version 3, 2 or 1 (after
   /// `open`, before the first poll). Throws std::runtime_error naming the
   /// format version when `state` cannot be read, or the reader's reason
   /// when it cannot resume.
@@ -60,11 +60,15 @@ public:
   ///     clock <replay clock, ms; 0 under the wall clock>
   ///     <the watermark generator's lines>
   ///
+  /// Version 3 adds `finished <unit> <value> <split>` lines among the
+  /// position lines, for splits read to their end (the files of a directory
+  /// source); a state without finished splits is still written as version 2.
+  ///
   /// Version 1 (unversioned, before split positions) was
   /// "<value>\nclock <ms>\n<watermark lines>": it restores as one position
   /// with an empty split.
   static constexpr std::string_view state_magic = "weir-source-state";
-  static constexpr std::uint32_t state_version = 2;
+  static constexpr std::uint32_t state_version = 3;
   static std::string encode_state(const std::vector<source_position>& positions,
                                   event_time clock, const std::string& watermarks);
   struct decoded_state {
@@ -77,6 +81,9 @@ public:
   static decoded_state decode_state(std::string_view state);
 
 private:
+  // The watermark (and idleness) that follows from what the generator knows.
+  void emit_progress(operator_chain& chain);
+
   source_reader_ptr reader_;
   std::size_t batch_size_;
   time::source_watermarks watermarks_;

@@ -40,6 +40,17 @@ public:
   /// processing time `now` (ms).
   void on_record(const std::string& partition, event_time ts, event_time now);
 
+  /// A partition known before its first record (a file begun): it holds the
+  /// watermark back until it produces or goes idle. No-op if known.
+  void declare(const std::string& partition);
+
+  /// A partition that ended (a file read to its end): it no longer holds the
+  /// watermark back, and is forgotten.
+  void finish(const std::string& partition);
+
+  /// True when no partition is known (every split finished).
+  bool empty() const noexcept { return partitions_.empty(); }
+
   /// Marks partitions idle whose last record is older than `now - idle_timeout`.
   void on_processing_time(event_time now);
 

@@ -861,6 +861,7 @@ p.toml:18:10: error: schema must not be set for format "apache_combined" (its sc
   hint: its fields are client:string, ident:string, user:string, ts:timestamp, method:string, path:string, protocol:string, status:int64, bytes:int64, referrer:string, agent:string
 p.toml:19:15: error: parallelism must be 1 for a file source (one split per file), got 2
   in [[source]] #3 (name = "logs")
+  hint: files = "partitioned" spreads a directory's files over subtasks
 p.toml:21:1: error: missing required key 'schema'
   in [[source]] #4 (name = "nothing_declared")
   hint: format "csv" needs the fields and their types: schema = { ts = "timestamp", key = "string" }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace weir;
 using namespace weir::runtime;
@@ -124,6 +125,39 @@ public:
       count_ = std::stoull(in.operator_states[0]);
   }
   std::size_t count_ = 0;
+};
+
+/// Replays scripted batches of (partition, event time, processing time) rows.
+class scripted_reader final : public source_reader {
+public:
+  using row = std::tuple<std::string, std::int64_t, std::int64_t>;
+  explicit scripted_reader(std::vector<std::vector<row>> batches) : batches_(std::move(batches)) {}
+  static const schema_ptr& schema() {
+    static const auto s = make_schema(
+      {{"k", type_id::string}, {"v", type_id::int64}, {"pt", type_id::int64}});
+    return s;
+  }
+  const schema_ptr& output_schema() const override { return schema(); }
+  record_batch_ptr poll_next(std::size_t) override {
+    if (next_ >= batches_.size())
+      return nullptr;
+    batch_builder b{schema()};
+    for (const auto& [k, v, pt] : batches_[next_++]) {
+      b.col(0).append_string(k);
+      b.col(1).append_int(v);
+      b.col(2).append_int(pt);
+      b.timestamps().push_back(v);
+      b.commit_row();
+    }
+    return b.finish();
+  }
+  std::vector<source_position> positions() const override {
+    return {{"script", position_unit::event_number, next_}};
+  }
+
+private:
+  std::vector<std::vector<row>> batches_;
+  std::size_t next_ = 0;
 };
 
 stream_node node(std::size_t id, std::string name, std::size_t parallelism) {
@@ -419,6 +453,91 @@ TEST_CASE("the minimum watermark of two inputs with one idle") {
   CHECK(h.metrics().at(2, 0).watermark == 130);
 }
 
+TEST_CASE("idleness on the replay clock: a silent partition stops holding back the watermark "
+          "once the clock passes the timeout, before the batch that brings it back") {
+  using row = scripted_reader::row;
+  auto run = [](std::vector<std::vector<row>> script) {
+    auto g = graph({source(0, "src", 0), sink(1, "out", 1)},
+                   {edge(0, 1, partitioning::rebalance)});
+    auto& src = g->nodes[0];
+    src.outputs[0].schema = scripted_reader::schema();
+    src.partition_field = 0;
+    src.processing_time_field = 2;
+    src.watermark.idle_timeout = std::chrono::milliseconds{100};
+    src.make_source = [script](std::size_t, std::size_t, bad_record_handler) {
+      return std::make_unique<scripted_reader>(script);
+    };
+    chain_harness h{g, {.credits = 100}};
+    h.open();
+    h.run_source();
+    return h.trace(0);
+  };
+  // (p: the replay clock moving, in-band.) b is silent from processing time
+  // 1000; at 1150 (past 1000 + 100) it is idle, so a's watermark (20 - 1 =
+  // 19) goes out before the batch in which b comes back; then both count.
+  CHECK(run({{{"a", 10, 1000}, {"b", 5, 1000}},
+             {{"a", 20, 1090}},
+             {{"b", 40, 1150}, {"a", 30, 1150}}})
+        == "p b2 w4 p b1 p w19 b2 w29 w9223372036854775807 e");
+  // Within the timeout (1100 - 1000 is not past 100) b still holds back.
+  CHECK(run({{{"a", 10, 1000}, {"b", 5, 1000}},
+             {{"a", 20, 1050}},
+             {{"b", 40, 1100}, {"a", 30, 1100}}})
+        == "p b2 w4 p b1 p b2 w29 w9223372036854775807 e");
+  // Every partition silent past the timeout: the output is idle, then active
+  // again with the batch.
+  CHECK(run({{{"a", 10, 1000}, {"b", 5, 1000}},
+             {{"b", 40, 1500}, {"a", 30, 1500}}})
+        == "p b2 w4 p i a b2 w29 w9223372036854775807 e");
+}
+
+TEST_CASE("split partitions: a file begun holds the watermark back, a finished one no longer") {
+  // A reader of two files read in turn, each a watermark partition.
+  class two_files final : public source_reader {
+  public:
+    const schema_ptr& output_schema() const override { return test_schema(); }
+    record_batch_ptr poll_next(std::size_t) override {
+      ++step_;
+      if (step_ == 1)
+        return rows({{"x", 100}});
+      if (step_ == 2)
+        return rows({{"y", 50}});
+      if (step_ == 3)
+        return rows({{"x", 200}});
+      if (step_ == 4)
+        return rows({}); // a.log ends
+      return nullptr;
+    }
+    std::optional<std::string> batch_split() const override {
+      return step_ == 2 ? "b.log" : "a.log";
+    }
+    split_changes take_split_changes() override {
+      if (step_ == 1)
+        return {{"a.log", "b.log"}, {}};
+      if (step_ == 2)
+        return {{}, {"b.log"}};
+      if (step_ == 4)
+        return {{}, {"a.log"}};
+      return {};
+    }
+    std::vector<source_position> positions() const override { return {}; }
+    bool has_split_partitions() const override { return step_ > 0; }
+
+  private:
+    int step_ = 0;
+  };
+  auto g = graph({source(0, "src", 0), sink(1, "out", 1)}, {edge(0, 1, partitioning::rebalance)});
+  g->nodes[0].make_source = [](std::size_t, std::size_t, bad_record_handler) {
+    return std::make_unique<two_files>();
+  };
+  chain_harness h{g, {.credits = 100}};
+  h.open();
+  h.run_source();
+  // b.log (begun, nothing yet) holds back a.log's 99; once read (49) and
+  // finished, a.log alone counts; with no split left the subtask is idle.
+  CHECK(h.trace(0) == "b1 b1 w99 b1 w199 i w9223372036854775807 e");
+}
+
 TEST_CASE("source positions through snapshot and restore") {
   auto g = graph({source(0, "src", 10), node(1, "count", 1), sink(2, "out", 1)},
                  {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::rebalance)}, 3);
@@ -476,9 +595,20 @@ TEST_CASE("source state: version 2 keeps one position per split; version 1 still
   CHECK(v1.watermarks == "wm 2\np 5 1 \n");
   CHECK(source_driver::decode_state("42").positions[0].value == 42);
 
-  CHECK_THROWS_WITH(source_driver::decode_state("weir-source-state 3\nclock 0\n"),
-                    "cannot restore source state of format version 3: this weir reads "
-                    "versions 1 and 2");
+  // Version 3: finished splits (a directory source's files read to the end).
+  std::vector<source_position> ps3{{"d/a.log", position_unit::byte_offset, 100, true},
+                                   {"d/b.log", position_unit::byte_offset, 40}};
+  auto text3 = source_driver::encode_state(ps3, 0, "wm 5\n");
+  CHECK(text3 == "weir-source-state 3\nfinished byte 100 d/a.log\nposition byte 40 d/b.log\n"
+                 "clock 0\nwm 5\n");
+  auto d3 = source_driver::decode_state(text3);
+  CHECK(d3.version == 3);
+  CHECK(d3.positions == ps3);
+  CHECK(text.starts_with("weir-source-state 2\n")); // nothing finished: still version 2
+
+  CHECK_THROWS_WITH(source_driver::decode_state("weir-source-state 4\nclock 0\n"),
+                    "cannot restore source state of format version 4: this weir reads "
+                    "versions 1 to 3");
   CHECK_THROWS_WITH(source_driver::decode_state("x\n"),
                     "cannot read the source state (format version 1): 'x' is not a position");
   CHECK_THROWS_WITH(
@@ -512,7 +642,7 @@ TEST_CASE("a source restores from a checkpoint of the unversioned format (versio
   bad->operator_states.push_back("weir-source-state 9\n");
   chain_harness f{g, {.restores = {bad, nullptr}}};
   CHECK_THROWS_WITH(f.open(), "cannot restore source state of format version 9: this weir "
-                              "reads versions 1 and 2");
+                              "reads versions 1 to 3");
 }
 
 TEST_CASE("a finished source declines a checkpoint; a failure names the chain member") {

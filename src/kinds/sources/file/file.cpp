@@ -31,6 +31,9 @@ struct file_source_def : kind_spec {
   located partition_by;
   std::vector<std::string> partitions;
   located processing_time_field;
+  bool many = false; ///< path is a directory or glob
+  format::file_set_mode files = format::file_set_mode::sequential;
+  std::chrono::milliseconds monitor_interval{0};
 };
 
 std::unique_ptr<kind_spec> parse(parse_context& c) {
@@ -38,22 +41,47 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
   auto& d = *spec;
   auto& r = c.hard;
   auto& soft = c.soft;
+  auto files = r.choice("files", {"sequential", "partitioned"});
+  if (files && files->value == "partitioned")
+    d.files = format::file_set_mode::partitioned;
+  auto monitor = r.duration("monitor_interval", reader::sign::positive);
+  if (monitor)
+    d.monitor_interval = *monitor;
   if (auto p = r.string("path", c.keys_required, true)) {
     d.path = *p;
     // Checked now, not when the job starts: users prefer to hear it early.
     std::string reason;
     std::error_code ec;
-    if (std::filesystem::is_directory(p->value, ec)) {
-      reason = "it is a directory";
-    } else if (std::FILE* f = std::fopen(p->value.c_str(), "rb"); f == nullptr) {
-      reason = std::strerror(errno);
+    const bool is_dir = std::filesystem::is_directory(p->value, ec);
+    if (is_dir || (format::is_glob(p->value) && !std::filesystem::exists(p->value, ec))) {
+      d.many = true;
+      auto listed = format::list_files(p->value);
+      if (!listed)
+        reason = listed.error().message;
+      else if (listed->empty() && !monitor)
+        r.fail(pos_of(*p->node), "source path " + quote(p->value) + " matches no file",
+               {"hint: a directory's files are read, not its subdirectories nor names "
+                "starting with '.' or '_'",
+                "hint: monitor_interval = \"10s\" waits for files to arrive"});
+      if (!reason.empty()) {
+        r.diags().report(pos_of(*p->node), reason, r.notes());
+        d.file_error = true;
+      }
     } else {
-      std::fclose(f);
-    }
-    if (!reason.empty()) {
-      r.diags().report(pos_of(*p->node),
-                       "cannot read source file " + quote(p->value) + ": " + reason, r.notes());
-      d.file_error = true;
+      if (std::FILE* f = std::fopen(p->value.c_str(), "rb"); f == nullptr) {
+        reason = std::strerror(errno);
+      } else {
+        std::fclose(f);
+      }
+      if (!reason.empty()) {
+        r.diags().report(pos_of(*p->node),
+                         "cannot read source file " + quote(p->value) + ": " + reason, r.notes());
+        d.file_error = true;
+      }
+      for (const char* key : {"files", "monitor_interval"})
+        if (const auto* n = r.get(key))
+          r.fail(pos_of(*n), std::string{key} + " applies to a directory or glob path, and "
+                               + quote(p->value) + " is a file");
     }
   }
   auto fmt = r.choice("format", source_formats, c.keys_required);
@@ -186,10 +214,12 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
         d.decoder.csv_delimiter = v->value[0];
     }
   }
-  if (auto v = soft.integer("parallelism", 1, max_key_groups); v && *v != 1)
+  if (auto v = soft.integer("parallelism", 1, max_key_groups);
+      v && *v != 1 && d.files != format::file_set_mode::partitioned)
     soft.fail(pos_of(*soft.get("parallelism")),
            "parallelism must be 1 for a file source (one split per file), got " +
-             std::to_string(*v));
+             std::to_string(*v),
+           {"hint: files = \"partitioned\" spreads a directory's files over subtasks"});
   return spec;
 }
 
@@ -203,7 +233,11 @@ void plan(plan_context& c, const kind_spec& ks) {
   spec.partition_by = s.partition_by.value;
   spec.partitions = s.partitions;
   spec.processing_time_field = s.processing_time_field.value;
-  auto res = c.target.from_file(std::move(spec), operator_options{c.options.name, 1});
+  spec.files = s.files;
+  spec.monitor_interval = s.monitor_interval;
+  const bool partitioned = s.many && s.files == format::file_set_mode::partitioned;
+  auto res = c.target.from_file(
+    std::move(spec), operator_options{c.options.name, partitioned ? c.options.parallelism : 1});
   if (!res && !s.file_error)
     c.report_api(nullptr, "", res.error());
 }
@@ -216,7 +250,9 @@ kind_descriptor describe_sources_file() {
   d.type = "file";
   d.min_inputs = d.max_inputs = 0;
   d.keys = {
-    {"path", "string", true, "", "the file to read"},
+    {"path", "string", true, "", "a file, a directory or a glob"},
+    {"files", "string", false, "\"sequential\"", "sequential | partitioned: one stream in name order, or a partition per file"},
+    {"monitor_interval", "duration", false, "", "look for new files this often; none: bounded"},
     {"format", "string", true, "", "jsonl | csv | apache_combined"},
     {"schema", "table of type names", true, "", "name = \"int64\" (not for apache_combined)"},
     {"event_time", "table", false, "", "event time of the records; none: no event time"},
@@ -282,8 +318,18 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
                      + "' must be a timestamp or int64, got "
                      + std::string{to_string(t)});
   }
-  if (opts.parallelism > 1)
-    return invalid("a file source reads one split per file; its parallelism must be 1");
+  std::error_code ec;
+  const bool many = std::filesystem::is_directory(spec.path, ec)
+                    || (format::is_glob(spec.path) && !std::filesystem::exists(spec.path, ec));
+  const bool partitioned = many && spec.files == format::file_set_mode::partitioned;
+  if (!many && spec.monitor_interval.count() > 0)
+    return invalid("monitor_interval applies to a directory or glob path, and '" + spec.path
+                   + "' is a file");
+  const std::size_t parallelism =
+    partitioned ? internal::default_parallelism(*graph_, opts.parallelism) : 1;
+  if (opts.parallelism > 1 && !partitioned)
+    return invalid("a file source read as one stream has parallelism 1 (files = "
+                   "\"partitioned\" spreads a directory's files over subtasks)");
   std::optional<std::size_t> partition_field;
   if (!spec.partition_by.empty()) {
     partition_field = spec.decoder.schema->index_of(spec.partition_by);
@@ -306,15 +352,26 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
                      + "' must be a timestamp or int64, got " + std::string{to_string(t)});
     spec.decoder.control_lines = true;
   }
-  // One split per file: parallelism 1.
+  // One split per file; the files of a partitioned source spread over its subtasks.
   auto node = internal::add_source_node(
-    *graph_, opts, "file_source", spec.decoder.schema, 1, spec.watermark,
-    [spec](std::size_t, std::size_t, bad_record_handler on_bad) {
+    *graph_, opts, "file_source", spec.decoder.schema, parallelism, spec.watermark,
+    [spec, many](std::size_t subtask, std::size_t n, bad_record_handler on_bad) {
       format::file_source_options fo;
       fo.path = spec.path;
       fo.decoder = spec.decoder;
       fo.event_time_field = spec.event_time_field;
-      auto reader = format::make_file_source_reader(fo, std::move(on_bad));
+      auto reader = [&] {
+        if (!many)
+          return format::make_file_source_reader(fo, std::move(on_bad));
+        format::file_set_options so;
+        so.path = spec.path;
+        so.file = fo;
+        so.mode = spec.files;
+        so.monitor_interval = spec.monitor_interval;
+        so.subtask = subtask;
+        so.parallelism = n;
+        return format::make_file_set_reader(std::move(so), std::move(on_bad));
+      }();
       if (!reader)
         throw std::runtime_error(reader.error().message);
       return std::move(*reader);
