@@ -5,10 +5,13 @@
 #include "job_manager_actor.hpp"
 #include "weir/api/job.hpp"
 #include "weir/core/log.hpp"
+#include "weir/core/messages.hpp"
 #include "weir/runtime/job_graph.hpp"
+#include "weir/runtime/stop_request.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
 #include <spdlog/logger.h>
 
 #include <algorithm>
@@ -74,8 +77,10 @@ job_result job::execute() {
       threads = std::max(1u, std::thread::hardware_concurrency());
     cfg.set("scheduler.max-threads", threads);
     caf::actor_system sys{cfg};
-    runtime::spawn_job_manager(sys, ctx);
+    auto jm = runtime::spawn_job_manager(sys, ctx);
+    stop_->attach([jm] { caf::anon_send(jm, stop_atom::value); });
     sys.await_all_actors_done();
+    stop_->detach();
   }
   graph_->end_output->print(std::cout);
   auto totals = ctx->metrics.totals();
@@ -91,11 +96,14 @@ job_result job::execute() {
   result.restored_checkpoint_id = ctx->result.restored_checkpoint_id;
   result.restarts = ctx->result.restarts;
   result.warnings = ctx->result.warnings;
+  result.stopped = ctx->result.stopped;
+  result.stop_checkpoint_id = ctx->result.stop_checkpoint_id;
   if (auto failure = ctx->failure()) {
     result.error = *failure;
   } else {
     result.ok = true;
-    if (const auto& inj = graph_->options.inject_failure; inj && result.restarts == 0) {
+    if (const auto& inj = graph_->options.inject_failure;
+        inj && result.restarts == 0 && !result.stopped) {
       // Finished without the failure the job asked for: say so, or a test
       // of recovery would pass without recovering anything.
       std::string w = "job.inject_failure: no failure was injected: subtask 0 of operator '"
