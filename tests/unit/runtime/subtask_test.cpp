@@ -564,13 +564,13 @@ TEST_CASE("stop: a stopped source stops its chain and ends its output without a 
   h.open();
   CHECK(h.run_source(3) == 3);
   h.stop();
-  CHECK(h.trace(0) == "b4 b4 b4 s"); // no w+inf before the end
+  CHECK(h.trace(0) == "b4 w2 b4 w6 b4 w10 s"); // no w+inf before the end
   CHECK(end_recorder::log() == "stop ");
   CHECK(h.is_finished);
   CHECK(h.run_source() <= 1); // a poll already asked for reads nothing
   CHECK(h.batches(0).size() == 3);
   h.stop(); // a second stop does nothing
-  CHECK(h.trace(0) == "b4 b4 b4 s");
+  CHECK(h.trace(0) == "b4 w2 b4 w6 b4 w10 s");
 }
 
 TEST_CASE("stop: a stopped input holds its watermark; the task stops, not finishes") {
@@ -634,7 +634,7 @@ TEST_CASE("stop: with checkpoints a stopped subtask finishes once its final chec
   src.open();
   src.run_source(2);
   src.stop(9, 1234);
-  CHECK(src.trace(0) == "b4 b4 |9 s");
+  CHECK(src.trace(0) == "b4 w2 b4 w6 |9 s");
   REQUIRE(src.snapshots.size() == 1);
   CHECK(src.snapshots[0].checkpoint_id == 9);
   src.complete_writes();
