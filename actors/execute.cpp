@@ -5,11 +5,14 @@
 #include "job_manager_actor.hpp"
 #include "weir/api/job.hpp"
 #include "weir/core/log.hpp"
+#include "weir/core/messages.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/runtime/loss_check.hpp"
+#include "weir/runtime/stop_request.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
 #include <spdlog/logger.h>
 
 #include <algorithm>
@@ -75,8 +78,10 @@ job_result job::execute() {
       threads = std::max(1u, std::thread::hardware_concurrency());
     cfg.set("scheduler.max-threads", threads);
     caf::actor_system sys{cfg};
-    runtime::spawn_job_manager(sys, ctx);
+    auto jm = runtime::spawn_job_manager(sys, ctx);
+    stop_->attach([jm] { caf::anon_send(jm, stop_atom::value); });
     sys.await_all_actors_done();
+    stop_->detach();
   }
   graph_->end_output->print(std::cout);
   auto totals = ctx->metrics.totals();
@@ -101,6 +106,8 @@ job_result job::execute() {
   for (const auto& f : findings)
     if (!f.fatal)
       result.loss_warnings.push_back(f.message(opts));
+  result.stopped = ctx->result.stopped;
+  result.stop_checkpoint_id = ctx->result.stop_checkpoint_id;
   if (auto failure = ctx->failure()) {
     result.error = *failure;
   } else if (!findings.empty() && findings.front().fatal) {
@@ -109,7 +116,8 @@ job_result job::execute() {
         result.error += (result.error.empty() ? "" : "; ") + f.message(opts);
   } else {
     result.ok = true;
-    if (const auto& inj = graph_->options.inject_failure; inj && result.restarts == 0) {
+    if (const auto& inj = graph_->options.inject_failure;
+        inj && result.restarts == 0 && !result.stopped) {
       // Finished without the failure the job asked for: say so, or a test
       // of recovery would pass without recovering anything.
       std::string w = "job.inject_failure: no failure was injected: subtask 0 of operator '"

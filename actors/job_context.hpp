@@ -71,6 +71,8 @@ struct job_context {
     std::uint64_t restored_checkpoint_id = 0;
     std::size_t restarts = 0;
     std::vector<std::string> warnings;
+    bool stopped = false;                ///< stopped gracefully (job::stop)
+    std::uint64_t stop_checkpoint_id = 0; ///< the stop's final checkpoint; 0 = none
   };
   outcome result;
 

@@ -87,6 +87,8 @@ struct job_manager_state {
   bool failed = false;     ///< the job failed for good
   bool restarting = false; ///< waiting for subtasks to stop before a restart
   std::size_t attempt = 0;
+  bool stopping = false;        ///< a graceful stop was asked for
+  bool sources_stopped = false; ///< ... and the sources were told
   caf::actor writer;
   std::optional<checkpoint::checkpoint_coordinator> coordinator;
 };
@@ -276,6 +278,8 @@ void trigger_checkpoint_now(jm_actor* self) {
     return;
   auto now = wall_now();
   abort_checkpoints(self, st.coordinator->expire(now));
+  if (st.stopping)
+    return; // the stop triggers the last one
   auto r = st.coordinator->trigger(now);
   if (!r.triggered())
     return;
@@ -284,6 +288,46 @@ void trigger_checkpoint_now(jm_actor* self) {
   for (std::size_t t = 0; t < st.subtasks.size(); ++t)
     if (st.is_source[t])
       self->send(st.subtasks[t], trigger_checkpoint{r.checkpoint_id, now.count()});
+}
+
+/// A graceful stop (Flink's stop-with-savepoint without drain): tells every
+/// source to stop reading, with checkpoints after taking a final checkpoint
+/// that its subtasks wait for before they finish (`subtask::on_stop`). While
+/// another checkpoint is in flight it retries shortly (at most one in
+/// flight); when no checkpoint can be taken any more (a source has finished
+/// its input) the job stops without one, its last completed checkpoint
+/// staying the one to resume from.
+void stop_sources(jm_actor* self) {
+  auto& st = self->state;
+  if (st.sources_stopped || st.restarting || st.failed)
+    return;
+  const auto& name = st.ctx->graph->options.name;
+  auto now = wall_now();
+  std::uint64_t id = 0;
+  if (st.coordinator) {
+    abort_checkpoints(self, st.coordinator->expire(now));
+    auto r = st.coordinator->trigger(now, true);
+    if (r.refusal == checkpoint::trigger_refusal::too_many) {
+      self->delayed_send(self, std::chrono::milliseconds{10}, stop_atom::value);
+      return;
+    }
+    if (r.triggered()) {
+      id = r.checkpoint_id;
+    } else {
+      std::string w = "stopping without a final checkpoint: " + r.reason;
+      log::checkpoint().warn("job '{}': {}", name, w);
+      st.ctx->result.warnings.push_back(std::move(w));
+    }
+  }
+  st.sources_stopped = true;
+  st.ctx->result.stop_checkpoint_id = id;
+  if (id != 0)
+    log::runtime().info("job '{}': stopping with final checkpoint {}", name, id);
+  else
+    log::runtime().info("job '{}': stopping", name);
+  for (std::size_t t = 0; t < st.subtasks.size(); ++t)
+    if (st.is_source[t])
+      self->send(st.subtasks[t], stop_source{id, now.count()});
 }
 
 void on_ack(jm_actor* self, write_snapshot_result& r) {
@@ -357,7 +401,8 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
         abort_checkpoints(self, st.coordinator->task_finished(task));
     } else if (!st.failed && !st.restarting) {
       const auto& ro = st.ctx->graph->options.restart;
-      if (st.ctx->store && st.attempt < ro.attempts) {
+      // A job being stopped does not restart: it fails.
+      if (st.ctx->store && st.attempt < ro.attempts && !st.stopping) {
         auto why = st.ctx->failure().value_or(self->system().render(dm.reason));
         log::runtime().warn("job '{}': {}; restarting from the latest checkpoint (attempt {} of {})",
                             st.ctx->graph->options.name, why, st.attempt + 1, ro.attempts);
@@ -461,9 +506,27 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
       if (auto a = st.coordinator->decline(d.checkpoint_id, d.task, d.reason))
         abort_checkpoints(self, {*a});
     },
+    [self](stop_atom) {
+      auto& st = self->state;
+      if (!st.stopping) {
+        st.stopping = true;
+        st.ctx->result.stopped = true;
+      }
+      // While restarting the redeploy sees `stopping` and ends the job.
+      stop_sources(self);
+    },
     [self](redeploy_atom) {
       auto redeploy = [self] {
         auto& s = self->state;
+        if (s.stopping) {
+          // Stopped between two attempts: the last completed checkpoint
+          // stays the one to resume from.
+          s.ctx->clear_failure();
+          if (s.writer)
+            self->send_exit(s.writer, caf::exit_reason::user_shutdown);
+          self->quit();
+          return;
+        }
         s.restarting = false;
         ++s.attempt;
         ++s.ctx->result.restarts;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `weir` executable: load a TOML pipeline, run it, report, exit.
-//   exit 0: the job finished; 1: the job failed; 2: the configuration is bad.
+//   exit 0: the job finished; 1: the job failed; 2: the configuration is bad;
+//   130 / 143 (128 + the signal): `run` was stopped gracefully by SIGINT /
+//   SIGTERM (`job::stop`); a second signal ends it at once, killed by that
+//   signal (the default action).
 // What this file prints on stderr itself (configuration errors, the
 // end-of-job summary, why the job failed, `validate`'s verdict) is the CLI's
 // user interface, in a fixed form tests and scripts read, printed at every log
@@ -14,10 +17,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <malloc.h>
 #include <optional>
 #include <string>
+#include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace {
 
@@ -52,11 +62,97 @@ void print_loss_warnings(const weir::job_result& r, const char* prefix) {
     std::fprintf(stderr, "%swarning: %s\n", prefix, w.c_str());
 }
 
+// -- SIGINT / SIGTERM: graceful stop, then stop at once ---------------------------
+//
+// The handler only does what is async-signal-safe: an atomic counter, write(2)
+// to a self-pipe, signal(2) and raise(3). A thread reading the pipe does the
+// rest (job::stop takes a lock and sends a message).
+
+int stop_pipe[2] = {-1, -1};
+std::atomic<int> stop_signals{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int signo) {
+  const int saved = errno;
+  if (stop_signals.fetch_add(1) == 0) {
+    const auto b = static_cast<unsigned char>(signo);
+    [[maybe_unused]] auto n = ::write(stop_pipe[1], &b, 1);
+  } else {
+    // The second signal: end at once, killed by it (its default action runs
+    // as soon as this handler returns). Buffered output is not flushed; a
+    // file sink's output stays under its in-progress name.
+    static const char msg[] = "weir: second signal: stopping at once\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    std::signal(signo, SIG_DFL);
+    std::raise(signo);
+  }
+  errno = saved;
+}
+
+/// While `job.execute()` runs: the first SIGINT or SIGTERM stops the job
+/// gracefully (`job::stop`), a second one ends the process.
+class stop_on_signals {
+public:
+  stop_on_signals(weir::job& j, bool quiet) {
+    if (::pipe2(stop_pipe, O_CLOEXEC) != 0) {
+      std::perror("weir: pipe");
+      return;
+    }
+    watcher_ = std::thread{[&j, quiet] {
+      unsigned char b = 0;
+      for (;;) {
+        auto n = ::read(stop_pipe[0], &b, 1);
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n <= 0 || b == 0)
+          return;
+        signal_ = b;
+        if (!quiet)
+          std::fprintf(stderr,
+                       "\nweir: %s: stopping (sources stop, sinks flush); "
+                       "send it again to stop at once\n",
+                       b == SIGINT ? "SIGINT" : "SIGTERM");
+        j.stop();
+      }
+    }};
+    struct sigaction sa = {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+  }
+
+  ~stop_on_signals() {
+    if (!watcher_.joinable())
+      return;
+    // From now on a signal has its default action: nothing is left to flush.
+    struct sigaction sa = {};
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    const unsigned char quit = 0;
+    [[maybe_unused]] auto n = ::write(stop_pipe[1], &quit, 1);
+    watcher_.join();
+  }
+
+  stop_on_signals(const stop_on_signals&) = delete;
+  stop_on_signals& operator=(const stop_on_signals&) = delete;
+
+  /// The signal that stopped the job; 0 if none did.
+  static int signal() { return signal_; }
+
+private:
+  std::thread watcher_;
+  static inline std::atomic<int> signal_{0};
+};
+
 /// The end-of-job summary: user interface, not a log message (see the top).
 void print_summary(const weir::job& j, const weir::job_result& r) {
   const auto& o = j.options();
   std::fprintf(stderr, "\n[%s] %s in %.2f s\n", o.name.c_str(),
-               r.ok ? "finished" : "FAILED",
+               !r.ok ? "FAILED" : r.stopped ? "stopped" : "finished",
                static_cast<double>(r.duration.count()) / 1000.0);
   std::fprintf(stderr, "  records read     %s\n", with_commas(r.records_read).c_str());
   std::fprintf(stderr, "  records written  %s\n", with_commas(r.records_written).c_str());
@@ -81,6 +177,10 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
       cp += ", " + with_commas(r.checkpoints_aborted) + " aborted";
     if (r.last_checkpoint_id > 0)
       cp += ", last #" + std::to_string(r.last_checkpoint_id);
+    if (r.stopped)
+      cp += r.stop_checkpoint_id > 0 && r.stop_checkpoint_id == r.last_checkpoint_id
+              ? " (final, on stop)"
+              : ", no final checkpoint on stop";
     if (r.restored_checkpoint_id > 0)
       cp += ", restored from #" + std::to_string(r.restored_checkpoint_id);
     if (r.restarts > 0)
@@ -113,6 +213,14 @@ int main(int argc, char** argv) {
   bool quiet = false;
 
   auto* run = app.add_subcommand("run", "Run a pipeline to completion");
+  run->footer(
+    "Stopping: the first SIGINT (Ctrl-C) or SIGTERM stops the job gracefully: the\n"
+    "sources stop reading, every operator hands on what it has emitted and the sinks\n"
+    "flush and close (unfinished windows do not fire); with [checkpoint] the sources\n"
+    "first take a final checkpoint that the sinks commit, so a rerun resumes exactly.\n"
+    "A second signal ends weir at once, killed by that signal.\n"
+    "Exit codes: 0 finished; 1 failed; 2 bad configuration; 130 / 143 stopped by\n"
+    "SIGINT / SIGTERM (128 + the signal).");
   run->add_option("pipeline", path, "Pipeline TOML file")->required();
   run->add_option("--batch-size", batch_size,
                   "Override [job] batch_size (1 = a watermark after every record)")
@@ -200,7 +308,11 @@ int main(int argc, char** argv) {
     job.options().max_late_ratio = 0.0;
     job.options().strict = true;
   }
-  auto result = job.execute();
+  weir::job_result result;
+  {
+    stop_on_signals guard{job, quiet};
+    result = job.execute();
+  }
   if (!quiet)
     print_summary(job, result);
   else
@@ -209,5 +321,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "weir: job failed: %s\n", result.error.c_str());
     return 1;
   }
+  if (result.stopped && stop_on_signals::signal() != 0)
+    return 128 + stop_on_signals::signal();
   return 0;
 }

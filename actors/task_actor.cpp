@@ -90,7 +90,7 @@ public:
         self_->send(c.target, watermark{c.target_channel, e.ts});
         break;
       case element_kind::end_of_input:
-        self_->send(c.target, end_of_input{c.target_channel});
+        self_->send(c.target, end_of_input{c.target_channel, e.drain});
         break;
       case element_kind::idle:
       case element_kind::active:
@@ -178,7 +178,14 @@ caf::behavior subtask_actor(caf::event_based_actor* self, subtask_spec spec) {
       input(m.idle ? ek::idle : ek::active, m.channel, 0);
     },
     [input](const processing_time& m) { input(ek::processing_time, m.channel, m.ts); },
-    [input](const end_of_input& m) { input(ek::end_of_input, m.channel, 0); },
+    [sh](const end_of_input& m) {
+      sh->guarded([&](subtask& st) {
+        st.on_input(input_element{ek::end_of_input, m.channel, nullptr, 0, 0, m.drain});
+      });
+    },
+    [sh](const stop_source& m) {
+      sh->guarded([&](subtask& st) { st.on_stop(m.checkpoint_id, m.timestamp); });
+    },
     [input](const checkpoint_barrier& m) {
       input(ek::barrier, m.channel, m.timestamp, m.checkpoint_id);
     },

@@ -3,6 +3,7 @@
 
 #include "internal/graph.hpp"
 #include "weir/runtime/job_graph.hpp"
+#include "weir/runtime/stop_request.hpp"
 #include "weir/state/keyed_process_function.hpp"
 
 #include <stdexcept>
@@ -325,7 +326,8 @@ expected<data_stream> keyed_stream::process(
 
 // -- job ----------------------------------------------------------------------
 
-job::job(job_options opts) : graph_(std::make_shared<job_graph>()) {
+job::job(job_options opts)
+  : graph_(std::make_shared<job_graph>()), stop_(std::make_shared<runtime::stop_request>()) {
   if (opts.parallelism == 0)
     opts.parallelism = 1;
   if (opts.max_parallelism == 0 || opts.max_parallelism > 32768)
@@ -333,6 +335,10 @@ job::job(job_options opts) : graph_(std::make_shared<job_graph>()) {
   if (opts.batch_size == 0)
     opts.batch_size = 1;
   graph_->options = std::move(opts);
+}
+
+void job::stop() {
+  stop_->request();
 }
 
 const job_options& job::options() const {

@@ -16,7 +16,8 @@ void checkpoint_coordinator::resume_after(std::uint64_t latest_id) noexcept {
   next_id_ = std::max(next_id_, latest_id + 1);
 }
 
-trigger_result checkpoint_coordinator::trigger(std::chrono::milliseconds now) {
+trigger_result checkpoint_coordinator::trigger(std::chrono::milliseconds now,
+                                               bool final_checkpoint) {
   trigger_result r;
   if (any_finished_) {
     r.refusal = trigger_refusal::task_finished;
@@ -29,7 +30,7 @@ trigger_result checkpoint_coordinator::trigger(std::chrono::milliseconds now) {
                + std::to_string(opts_.max_concurrent) + ")";
     return r;
   }
-  if (last_completion_ && now - *last_completion_ < opts_.min_pause) {
+  if (!final_checkpoint && last_completion_ && now - *last_completion_ < opts_.min_pause) {
     r.refusal = trigger_refusal::min_pause;
     r.reason = "only " + std::to_string((now - *last_completion_).count())
                + " ms since the last completed checkpoint (min pause "

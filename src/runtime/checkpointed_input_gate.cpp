@@ -48,12 +48,12 @@ std::optional<input_element> checkpointed_input_gate::take_released(std::size_t 
 }
 
 checkpointed_input_gate::end_of_input_result
-checkpointed_input_gate::on_end_of_input(std::size_t channel) {
+checkpointed_input_gate::on_end_of_input(std::size_t channel, bool drain) {
   end_of_input_result r;
   // An ended channel counts as aligned for a pending checkpoint.
   r.decision = exactly_once_ ? aligner_.on_end_of_input(channel)
                              : tracker_.on_end_of_input(channel);
-  r.watermark = valves_[input_of_[channel]].on_end_of_input(local_[channel]);
+  r.watermark = valves_[input_of_[channel]].on_end_of_input(local_[channel], drain);
   return r;
 }
 

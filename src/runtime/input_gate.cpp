@@ -6,7 +6,10 @@
 namespace weir::runtime {
 
 input_gate::input_gate(std::size_t channels)
-  : watermarks_(channels, min_watermark), ended_(channels, false), idle_(channels, false) {
+  : watermarks_(channels, min_watermark),
+    ended_(channels, false),
+    idle_(channels, false),
+    stopped_(channels, false) {
 }
 
 std::optional<event_time> input_gate::on_watermark(std::size_t channel, event_time wm) {
@@ -20,11 +23,17 @@ std::optional<event_time> input_gate::on_watermark(std::size_t channel, event_ti
   return recompute();
 }
 
-std::optional<event_time> input_gate::on_end_of_input(std::size_t channel) {
+std::optional<event_time> input_gate::on_end_of_input(std::size_t channel, bool drain) {
   if (ended_[channel])
     return std::nullopt;
   ended_[channel] = true;
   ++ended_count_;
+  if (!drain) {
+    // Frozen as it was: the watermark of a stopped channel would have kept
+    // holding back the minimum had the job run on.
+    stopped_[channel] = true;
+    return std::nullopt;
+  }
   watermarks_[channel] = max_watermark;
   return recompute();
 }
@@ -56,7 +65,7 @@ std::optional<event_time> input_gate::recompute() {
   event_time m = max_watermark;
   bool any_active = false;
   for (std::size_t c = 0; c < watermarks_.size(); ++c) {
-    if (idle_[c] && !ended_[c])
+    if (idle_[c] && (!ended_[c] || stopped_[c]))
       continue;
     any_active = true;
     m = std::min(m, watermarks_[c]);

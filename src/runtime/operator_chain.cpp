@@ -189,14 +189,19 @@ void operator_chain::notify_checkpoint_complete(std::uint64_t checkpoint_id) {
   current_ = 0;
 }
 
-void operator_chain::finish() {
+void operator_chain::finish(bool drain) {
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     current_ = k;
-    if (ops_[k])
+    if (!ops_[k])
+      continue;
+    if (drain)
       ops_[k]->finish(collectors_[k]);
+    else
+      ops_[k]->stop(collectors_[k]);
   }
+  current_ = 0;
   for (std::uint32_t ch = 0; ch < out_->size(); ++ch)
-    out_->push(ch, output_element{element_kind::end_of_input, nullptr, 0});
+    out_->push(ch, output_element{element_kind::end_of_input, nullptr, 0, 0, drain});
 }
 
 std::string operator_chain::describe(std::size_t k) const {

@@ -89,6 +89,8 @@ void subtask::take_snapshot(std::uint64_t n, event_time trigger_ts,
   }
   chain_.set_current(0);
   chain_.broadcast(output_element{element_kind::barrier, nullptr, trigger_ts, n});
+  last_snapshot_ = n;
+  last_snapshot_resolved_ = false;
   ++outstanding_writes_;
   env_->write_snapshot(std::move(req));
 }
@@ -99,6 +101,18 @@ void subtask::on_trigger(std::uint64_t checkpoint_id, event_time timestamp) {
     return;
   }
   take_snapshot(checkpoint_id, timestamp, std::chrono::milliseconds{0});
+}
+
+void subtask::on_stop(std::uint64_t checkpoint_id, event_time timestamp) {
+  if (!source_ || finishing_) {
+    if (checkpoint_id != 0)
+      env_->decline_checkpoint(checkpoint_id, "source finished");
+    return;
+  }
+  if (checkpoint_id != 0)
+    take_snapshot(checkpoint_id, timestamp, std::chrono::milliseconds{0});
+  // No final +inf watermark: the input was not exhausted.
+  end_of_chain(false);
 }
 
 void subtask::act_on(const checkpoint::barrier_decision& d, event_time ts) {
@@ -124,10 +138,16 @@ void subtask::release_held() {
 
 void subtask::on_notify_complete(std::uint64_t checkpoint_id) {
   chain_.notify_checkpoint_complete(checkpoint_id);
+  if (checkpoint_id >= last_snapshot_)
+    last_snapshot_resolved_ = true;
+  maybe_finish();
 }
 
 void subtask::on_cancel(std::uint64_t checkpoint_id) {
   act_on(gate_.on_cancel(checkpoint_id), 0);
+  if (checkpoint_id == last_snapshot_)
+    last_snapshot_resolved_ = true;
+  maybe_finish();
 }
 
 void subtask::on_snapshot_written() {
@@ -236,13 +256,15 @@ void subtask::process(input_element& e) {
         chain_.fire_processing_time(clock_.now());
       break;
     case element_kind::end_of_input: {
-      auto r = gate_.on_end_of_input(e.channel);
+      if (!e.drain)
+        stopped_input_ = true;
+      auto r = gate_.on_end_of_input(e.channel, e.drain);
       sync_input_idle(gate_.input_of(e.channel)); // its other channels may all be idle
       if (r.watermark)
         advance_watermark(gate_.input_of(e.channel), *r.watermark);
       act_on(r.decision, 0);
       if (gate_.all_ended())
-        end_of_chain();
+        end_of_chain(!stopped_input_);
       break;
     }
   }
@@ -281,21 +303,32 @@ void subtask::schedule_wakeup() {
 
 void subtask::on_wake() {
   wakeup_at_.reset();
+  if (finishing_)
+    return; // a wake-up requested before the end of input
   chain_.fire_processing_time(clock_.now());
 }
 
 // -- ending --------------------------------------------------------------------
 
-void subtask::end_of_chain() {
+void subtask::end_of_chain(bool drain) {
   if (finishing_)
     return; // a released end of input may complete the chain first
-  chain_.finish();
+  stopping_ = !drain;
+  chain_.finish(drain);
   finishing_ = true;
   maybe_finish();
 }
 
+bool subtask::awaiting_checkpoint() const noexcept {
+  // A stopped job's last checkpoint is its final one: its sinks commit on
+  // the notification, so the subtask waits for it (Flink's synchronous
+  // savepoint). A drained job is past its last checkpoint already.
+  return stopping_ && config_.graph->options.checkpoint.enabled && !last_snapshot_resolved_;
+}
+
 void subtask::maybe_finish() {
-  if (finishing_ && !finished_ && !out_.blocked() && outstanding_writes_ == 0) {
+  if (finishing_ && !finished_ && !out_.blocked() && outstanding_writes_ == 0
+      && !awaiting_checkpoint()) {
     finished_ = true;
     env_->finished();
   }

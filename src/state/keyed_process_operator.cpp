@@ -151,6 +151,9 @@ public:
     fn_->close();
   }
 
+  // Stopped: what the function emitted goes on, but no end-of-input timers.
+  void stop(output_collector& out) override { finish(out); }
+
   void snapshot_state(std::uint64_t checkpoint_id, operator_snapshot& out) override {
     (void) checkpoint_id;
     out.keyed_state = backend_->snapshot();

@@ -83,6 +83,10 @@ public:
   void end_of_input(std::uint32_t ch) {
     input({runtime::element_kind::end_of_input, ch, nullptr, 0, 0});
   }
+  /// End of input of a stopped upstream (a graceful stop: no draining).
+  void stopped(std::uint32_t ch) {
+    input({runtime::element_kind::end_of_input, ch, nullptr, 0, 0, false});
+  }
   void barrier(std::uint32_t ch, std::uint64_t id, event_time ts = 0) {
     input({runtime::element_kind::barrier, ch, nullptr, ts, id});
   }
@@ -112,6 +116,8 @@ public:
   // -- checkpoints -------------------------------------------------------------
 
   void trigger(std::uint64_t id, event_time ts = 0) { subtask_->on_trigger(id, ts); }
+  /// Source: a graceful stop, after final checkpoint `id` unless 0.
+  void stop(std::uint64_t id = 0, event_time ts = 0) { subtask_->on_stop(id, ts); }
   void cancel(std::uint64_t id) { subtask_->on_cancel(id); }
   void notify_complete(std::uint64_t id) { subtask_->on_notify_complete(id); }
   /// Completes every snapshot write handed out so far.
@@ -154,7 +160,8 @@ public:
     return out;
   }
   /// The kinds of the elements sent on `ch`, in order ("b" batch, "w"
-  /// watermark, "|n" barrier n, "e" end of input, "i"/"a" idle/active, "p").
+  /// watermark, "|n" barrier n, "e" end of input, "s" end of a stopped
+  /// input, "i"/"a" idle/active, "p").
   std::string trace(std::size_t ch) const {
     std::string out;
     for (const auto& e : sent[ch]) {
@@ -163,7 +170,7 @@ public:
       switch (e.kind) {
         case runtime::element_kind::batch: out += "b" + std::to_string(e.data->num_rows); break;
         case runtime::element_kind::watermark: out += "w" + std::to_string(e.ts); break;
-        case runtime::element_kind::end_of_input: out += "e"; break;
+        case runtime::element_kind::end_of_input: out += e.drain ? "e" : "s"; break;
         case runtime::element_kind::idle: out += "i"; break;
         case runtime::element_kind::active: out += "a"; break;
         case runtime::element_kind::processing_time: out += "p"; break;

@@ -24,6 +24,7 @@ namespace weir {
 
 namespace runtime {
 struct job_graph;
+class stop_request; // weir/runtime/stop_request.hpp
 } // namespace runtime
 
 namespace state {
@@ -365,6 +366,12 @@ struct job_result {
   /// each ("source 'logs': 2,665 of 2,665 records bad (100.0%), above
   /// job.warn_ratio 1%").
   std::vector<std::string> loss_warnings;
+  /// Stopped by `job::stop` (a graceful stop) rather than run to the end of
+  /// its input; `ok` unless something failed while stopping.
+  bool stopped = false;
+  /// The stop's final checkpoint (complete when it equals
+  /// `last_checkpoint_id`); 0 = none (checkpoints off, or none possible).
+  std::uint64_t stop_checkpoint_id = 0;
 };
 
 /// A job under construction and its runner (Flink's
@@ -407,11 +414,24 @@ public:
   /// Returns a failed result (never throws) if a subtask fails.
   job_result execute();
 
+  /// Stops a running `execute()` gracefully (Flink's stop-with-savepoint
+  /// without `--drain`): the sources stop reading, every operator hands on
+  /// what it has emitted and the sinks flush and close, but nothing fires
+  /// that only the end of the input would (an unfinished window is dropped).
+  /// With checkpoints on, the sources first take a final checkpoint, which
+  /// the sinks commit before the job ends: a rerun resumes from it exactly.
+  /// `execute()` then returns with `stopped` set. Asked before `execute()`,
+  /// the next `execute()` stops as soon as it has started. Thread-safe;
+  /// returns at once. Not async-signal-safe: from a signal handler, wake a
+  /// thread that calls it (as the `weir` executable does).
+  void stop();
+
   /// The logical graph (for the runtime and tests).
   const std::shared_ptr<runtime::job_graph>& graph() const noexcept { return graph_; }
 
 private:
   std::shared_ptr<runtime::job_graph> graph_;
+  std::shared_ptr<runtime::stop_request> stop_;
 };
 
 } // namespace weir

@@ -124,8 +124,9 @@ public:
   /// highest checkpoint id found in storage before the first trigger.
   void resume_after(std::uint64_t latest_id) noexcept;
 
-  /// Starts checkpoint n (the next id) at `now`, or says why not.
-  trigger_result trigger(std::chrono::milliseconds now);
+  /// Starts checkpoint n (the next id) at `now`, or says why not. A stop's
+  /// final checkpoint (`final_checkpoint`) is not held back by `min_pause`.
+  trigger_result trigger(std::chrono::milliseconds now, bool final_checkpoint = false);
 
   /// Task `task` stored its snapshot for checkpoint `checkpoint_id`.
   ack_result acknowledge(std::uint64_t checkpoint_id, std::uint32_t task,

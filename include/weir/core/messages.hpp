@@ -36,14 +36,17 @@ typename Inspector::result_type inspect(Inspector& f, watermark& x) {
   return f(caf::meta::type_name("watermark"), x.channel, x.ts);
 }
 
-/// No more elements will arrive on input channel `channel`.
+/// No more elements will arrive on input channel `channel`. `drain` is
+/// false when the input was stopped (a graceful stop) rather than exhausted:
+/// no +inf watermark, no draining (Flink's `EndOfData` with `StopMode`).
 struct end_of_input {
   std::uint32_t channel = 0;
+  bool drain = true;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, end_of_input& x) {
-  return f(caf::meta::type_name("end_of_input"), x.channel);
+  return f(caf::meta::type_name("end_of_input"), x.channel, x.drain);
 }
 
 /// The input on `channel` is idle (or active again): it stops holding back
@@ -93,6 +96,19 @@ struct trigger_checkpoint {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trigger_checkpoint& x) {
   return f(caf::meta::type_name("trigger_checkpoint"), x.checkpoint_id, x.timestamp);
+}
+
+/// Job manager -> source subtask: stop reading (a graceful stop), after
+/// taking final checkpoint n first unless n is 0 (Flink's
+/// stop-with-savepoint). See `runtime::subtask::on_stop`.
+struct stop_source {
+  std::uint64_t checkpoint_id = 0;
+  std::int64_t timestamp = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stop_source& x) {
+  return f(caf::meta::type_name("stop_source"), x.checkpoint_id, x.timestamp);
 }
 
 /// Job manager -> every subtask: checkpoint n is complete (its manifest is
@@ -147,6 +163,8 @@ using wake_atom = caf::atom_constant<caf::atom("wake")>;
 using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
 /// The job manager redeploys the job after a restart delay.
 using redeploy_atom = caf::atom_constant<caf::atom("redeploy")>;
+/// Anyone -> job manager: stop the job gracefully (`job::stop`).
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
 /// The job manager prints its status line.
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 

@@ -98,7 +98,7 @@ struct operator_restore {
 ///
 /// Calls arrive in order: `open`, any mix of `process_batch` and
 /// `process_watermark`, then `finish` once every input has ended (after the
-/// final `max_watermark`). An operator may throw to fail its subtask; the task
+/// final `max_watermark`), or `stop` instead when the job was stopped. An operator may throw to fail its subtask; the task
 /// turns the exception into a job failure naming the operator and subtask.
 class stream_operator {
 public:
@@ -119,6 +119,15 @@ public:
 
   /// Called once after the end of every input.
   virtual void finish(output_collector& out) { (void) out; }
+
+  /// Called once, instead of `finish`, when the job is stopped gracefully
+  /// (SIGINT/SIGTERM or `job::stop`; Flink's stop-with-savepoint without
+  /// `--drain`): no final watermark came and no more input will. Hand on
+  /// what was already emitted (a sink flushes and closes its output), but
+  /// emit nothing that only the end of the input would (an unfinished window
+  /// does not fire). With checkpoints, the final checkpoint was taken before
+  /// this call and restores what is dropped here. The default does nothing.
+  virtual void stop(output_collector& out) { (void) out; }
 
   /// Processing time (ms) of the job's clock has advanced to `now`: fire
   /// processing-time timers due at or before it. With the wall clock the

@@ -85,12 +85,13 @@ public:
 
   /// What an end of input on a channel means: the decision for a pending
   /// checkpoint (the channel counts as aligned) and its input's watermark if
-  /// that advanced.
+  /// that advanced (never when `drain` is false: a stopped channel keeps its
+  /// watermark, see `input_gate::on_end_of_input`).
   struct end_of_input_result {
     checkpoint::barrier_decision decision;
     std::optional<event_time> watermark;
   };
-  end_of_input_result on_end_of_input(std::size_t channel);
+  end_of_input_result on_end_of_input(std::size_t channel, bool drain = true);
 
   /// True when every live channel of input `input` is idle (false when all
   /// its channels ended: an ended input holds nothing back anyway).

@@ -12,7 +12,9 @@ namespace weir::runtime {
 /// Tracks the watermark and end-of-input of every input channel of a subtask
 /// and derives the subtask's combined watermark: the minimum over channels
 /// that have not ended, never decreasing (Flink's `StatusWatermarkValve`).
-/// A channel that ended counts as `max_watermark`.
+/// A channel that ended counts as `max_watermark`; one that was stopped
+/// (a graceful stop: end of input without draining) keeps its last watermark
+/// and idleness, so its stop makes no window fire early.
 class input_gate {
 public:
   explicit input_gate(std::size_t channels);
@@ -24,8 +26,10 @@ public:
   /// ignored (per-channel watermarks never go backwards).
   std::optional<event_time> on_watermark(std::size_t channel, event_time wm);
 
-  /// Marks `channel` ended; returns the combined watermark if that advanced it.
-  std::optional<event_time> on_end_of_input(std::size_t channel);
+  /// Marks `channel` ended; returns the combined watermark if that advanced
+  /// it. With `drain` false (the channel was stopped, Flink's
+  /// `StopMode.NO_DRAIN`) its watermark stays where it was: nothing advances.
+  std::optional<event_time> on_end_of_input(std::size_t channel, bool drain = true);
 
   /// Marks `channel` idle or active again (Flink's WatermarkStatus). An idle
   /// channel does not hold back the minimum; returns the combined watermark
@@ -45,6 +49,7 @@ private:
   std::vector<event_time> watermarks_;
   std::vector<bool> ended_;
   std::vector<bool> idle_;
+  std::vector<bool> stopped_; ///< ended without draining
   std::size_t ended_count_ = 0;
   event_time combined_ = min_watermark;
 };

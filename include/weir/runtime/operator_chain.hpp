@@ -147,8 +147,9 @@ public:
   void notify_checkpoint_complete(std::uint64_t checkpoint_id);
 
   /// Every input ended: `finish` on every member in order, then end of
-  /// input on every output channel.
-  void finish();
+  /// input on every output channel. With `drain` false (the job is being
+  /// stopped) `stop` instead of `finish`, and the end of input says so.
+  void finish(bool drain = true);
 
   /// The member being called, and its description for failure messages:
   /// "operator 'name' (kind) subtask i/p".

@@ -80,6 +80,17 @@ public:
   void on_wake();
   /// Source: the job manager triggers checkpoint `checkpoint_id`.
   void on_trigger(std::uint64_t checkpoint_id, event_time timestamp);
+  /// Source: the job is being stopped gracefully (Flink's stop-with-savepoint
+  /// without drain). With `checkpoint_id` != 0 the source first takes that
+  /// final checkpoint (as `on_trigger`); then it reads no more, calls `stop`
+  /// on its chain and ends its outputs without the final +inf watermark, so
+  /// downstream windows do not fire early. Downstream subtasks stop in turn
+  /// when all their inputs have stopped or ended. With checkpoints on, a
+  /// stopped subtask finishes only once its last snapshot is complete or
+  /// aborted (`on_notify_complete` / `on_cancel`), so its sink commits the
+  /// final checkpoint first. A source that has finished already ignores it
+  /// (and declines the checkpoint).
+  void on_stop(std::uint64_t checkpoint_id, event_time timestamp);
   void on_notify_complete(std::uint64_t checkpoint_id);
   void on_cancel(std::uint64_t checkpoint_id);
   /// The receiver of output channel `channel` returned `batches` credits.
@@ -110,7 +121,10 @@ private:
   void sync_input_idle(std::size_t input);
   void schedule_poll();
   void resume();
-  void end_of_chain();
+  void end_of_chain(bool drain = true);
+  /// Stopped with checkpoints on: the last snapshot taken is neither
+  /// complete nor aborted yet.
+  bool awaiting_checkpoint() const noexcept;
   void maybe_finish();
   void note_blocked() { out_.note_blocked(); }
 
@@ -130,6 +144,10 @@ private:
   std::optional<event_time> wakeup_at_;
   std::chrono::steady_clock::time_point align_started_;
   std::size_t outstanding_writes_ = 0;
+  bool stopped_input_ = false; ///< some input channel was stopped, not drained
+  bool stopping_ = false;      ///< finishing without draining (a graceful stop)
+  std::uint64_t last_snapshot_ = 0;       ///< id of the last snapshot taken
+  bool last_snapshot_resolved_ = true;    ///< ... is complete or aborted
 };
 
 } // namespace weir::runtime

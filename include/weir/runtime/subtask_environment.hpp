@@ -30,6 +30,10 @@ struct output_element {
   /// Watermark, processing time or barrier trigger time (ms); unused else.
   event_time ts = min_watermark;
   std::uint64_t checkpoint_id = 0; ///< barriers only
+  /// End of input only: false when the input was stopped (a graceful stop,
+  /// Flink's `StopMode.NO_DRAIN`) rather than exhausted: downstream neither
+  /// advances its watermark to +inf nor drains its operators.
+  bool drain = true;
 };
 
 /// One element that arrived on input channel `channel` of a subtask.
@@ -39,6 +43,7 @@ struct input_element {
   record_batch_ptr data;
   event_time ts = min_watermark;
   std::uint64_t checkpoint_id = 0;
+  bool drain = true; ///< end of input only, as in `output_element`
 };
 
 /// Everything a subtask asks of the world around it: the CAF shell

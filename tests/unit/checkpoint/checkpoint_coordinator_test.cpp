@@ -147,6 +147,17 @@ TEST_CASE("min pause delays the next trigger after a completion") {
   CHECK(c.trigger(520ms).checkpoint_id == 2);
 }
 
+TEST_CASE("a stop's final checkpoint is not held back by min pause, but by one in flight") {
+  coordinator_options o;
+  o.min_pause = 500ms;
+  checkpoint_coordinator c{o, 1};
+  c.trigger(0ms);
+  c.acknowledge(1, 0, {}, 10ms);
+  REQUIRE(c.manifest_committed(1, 20ms));
+  CHECK(c.trigger(30ms, true).checkpoint_id == 2);
+  CHECK(c.trigger(40ms, true).refusal == trigger_refusal::too_many);
+}
+
 TEST_CASE("ids resume after the highest stored id and never go back") {
   checkpoint_coordinator c{coordinator_options{}, 1};
   c.resume_after(41);

@@ -95,6 +95,27 @@ struct sink_run {
 } // namespace
 
 TEST_SUITE("checkpoint") {
+TEST_CASE("a stopped exactly-once file sink commits nothing after its final checkpoint") {
+  temp_dir tmp{"sink2pcstop"};
+  auto dir = tmp.path() / "out.jsonl";
+  std::string state;
+  {
+    sink_run s{dir};
+    s.write({1, 2});
+    state = s.snapshot(1); // the final checkpoint
+    s.op->notify_checkpoint_complete(1);
+    s.write({3}); // e.g. a processing-time timer after the barrier
+    s.op->stop(s.out);
+    CHECK(committed(dir) == lines({1, 2}));
+  }
+  // The rerun resumes from checkpoint 1 and writes row 3 again.
+  sink_run r{dir};
+  r.restore(1, {state});
+  r.write({3});
+  r.op->finish(r.out);
+  CHECK(committed(dir) == lines({1, 2, 3}));
+}
+
 TEST_CASE("the exactly-once file sink publishes rows only when their checkpoint completes") {
   temp_dir tmp{"sink2pc"};
   auto dir = tmp.path() / "out.jsonl";

@@ -4,6 +4,8 @@
 #include "format_test_util.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <stdexcept>
 
 using namespace weir;
@@ -109,6 +111,74 @@ TEST_CASE("file sink rejects apache_combined and throws naming the path when it 
   CHECK_THROWS_WITH_AS((*dir_as_file)->open(operator_context{}),
                        ("cannot write " + dir.path().string() + ": Is a directory").c_str(),
                        std::runtime_error);
+}
+
+TEST_CASE("file sink writes under an in-progress name, renamed at finish or stop only") {
+  namespace fs = std::filesystem;
+  temp_dir dir{"sinkinprogress"};
+  const auto path = (dir.path() / "out.jsonl").string();
+  const auto partial = in_progress_path(path);
+  CHECK(partial == path + ".inprogress");
+  for (int end = 0; end < 3; ++end) { // finish, stop, failure
+    CAPTURE(end);
+    dir.file("out.jsonl", "an earlier run's output\n");
+    {
+      auto sink = make_file_sink(path, format_kind::jsonl, kv(), std::chrono::hours{1});
+      REQUIRE(sink);
+      no_output out;
+      (*sink)->open(operator_context{});
+      CHECK_FALSE(fs::exists(path)); // the earlier output is gone
+      (*sink)->process_batch(rows(kv(), 0, 2), out);
+      CHECK(fs::exists(partial));
+      if (end == 0)
+        (*sink)->finish(out);
+      else if (end == 1)
+        (*sink)->stop(out);
+      // end == 2: destroyed without either, as a failed job's sink is
+    }
+    if (end < 2) {
+      CHECK_FALSE(fs::exists(partial));
+      CHECK(read_file(path) == "{\"key\":\"k0\",\"n\":0}\n{\"key\":\"k1\",\"n\":1}\n");
+    } else {
+      CHECK_FALSE(fs::exists(path));
+      CHECK(fs::exists(partial));
+    }
+    fs::remove(partial);
+  }
+}
+
+TEST_CASE("file sink flushes written rows once flush_interval has passed") {
+  temp_dir dir{"sinkflush"};
+  const auto path = (dir.path() / "out.jsonl").string();
+  const auto partial = in_progress_path(path);
+  no_output out;
+
+  // 0: every batch reaches the file at once.
+  auto eager = make_file_sink(path, format_kind::jsonl, kv(), std::chrono::milliseconds{0});
+  REQUIRE(eager);
+  (*eager)->open(operator_context{});
+  (*eager)->process_batch(rows(kv(), 0, 1), out);
+  CHECK(read_file(partial) == "{\"key\":\"k0\",\"n\":0}\n");
+  (*eager)->finish(out);
+
+  // An hour: buffered, with a wake-up asked for at the deadline, which
+  // flushes without another batch.
+  auto lazy = make_file_sink(path, format_kind::jsonl, kv(), std::chrono::hours{1});
+  REQUIRE(lazy);
+  (*lazy)->open(operator_context{});
+  CHECK_FALSE((*lazy)->next_processing_timer().has_value()); // nothing to flush
+  (*lazy)->process_batch(rows(kv(), 0, 1), out);
+  CHECK(read_file(partial).empty());
+  auto due = (*lazy)->next_processing_timer();
+  REQUIRE(due.has_value());
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+               .count();
+  CHECK(*due > now + 3'500'000);
+  (*lazy)->on_processing_time(now, out); // not due yet
+  CHECK(read_file(partial).empty());
+  (*lazy)->finish(out);
+  CHECK(read_file(path) == "{\"key\":\"k0\",\"n\":0}\n");
 }
 
 TEST_CASE("stdout sink emits nothing downstream") {

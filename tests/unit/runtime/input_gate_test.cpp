@@ -24,6 +24,21 @@ TEST_CASE("a watermark never goes backwards, per channel or combined") {
   CHECK(gate.current() == 10);
 }
 
+TEST_CASE("a stopped channel keeps holding back the minimum at its last watermark") {
+  input_gate gate{3};
+  gate.on_watermark(0, 30);
+  gate.on_watermark(1, 40);
+  gate.on_idle(2, true);
+  CHECK(gate.current() == 30);
+  CHECK_FALSE(gate.on_end_of_input(0, false).has_value());
+  CHECK_FALSE(gate.on_watermark(1, 100).has_value()); // channel 0 holds at 30
+  CHECK(gate.current() == 30);
+  CHECK_FALSE(gate.on_end_of_input(2, false).has_value()); // idle: held nothing back
+  CHECK_FALSE(gate.on_end_of_input(1, false).has_value());
+  CHECK(gate.all_ended());
+  CHECK(gate.current() == 30);
+}
+
 TEST_CASE("an ended channel stops holding back the minimum") {
   input_gate gate{3};
   gate.on_watermark(0, 30);

@@ -672,6 +672,107 @@ TEST_CASE("a finished source declines a checkpoint; a failure names the chain me
   }
 }
 
+/// Forwards batches; records whether it was finished or stopped.
+struct end_recorder final : stream_operator {
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override {
+    out.collect(batch);
+  }
+  void finish(output_collector&) override { log() += "finish "; }
+  void stop(output_collector&) override { log() += "stop "; }
+  static std::string& log() {
+    static std::string s;
+    return s;
+  }
+};
+
+TEST_CASE("stop: a stopped source stops its chain and ends its output without a final watermark") {
+  auto g = graph({source(0, "src", 100), node(1, "rec", 1), sink(2, "out", 1)},
+                 {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::rebalance)});
+  g->nodes[1].make_operator = [] { return std::make_unique<end_recorder>(); };
+  end_recorder::log().clear();
+  chain_harness h{g};
+  h.open();
+  CHECK(h.run_source(3) == 3);
+  h.stop();
+  CHECK(h.trace(0) == "b4 w2 b4 w6 b4 w10 s"); // no w+inf before the end
+  CHECK(end_recorder::log() == "stop ");
+  CHECK(h.is_finished);
+  CHECK(h.run_source() <= 1); // a poll already asked for reads nothing
+  CHECK(h.batches(0).size() == 3);
+  h.stop(); // a second stop does nothing
+  CHECK(h.trace(0) == "b4 w2 b4 w6 b4 w10 s");
+}
+
+TEST_CASE("stop: a stopped input holds its watermark; the task stops, not finishes") {
+  auto g = union_graph(checkpointing_mode::exactly_once);
+  g->nodes[2].make_operator = [] { return std::make_unique<end_recorder>(); };
+  end_recorder::log().clear();
+  chain_harness h{g, {.vertex = vertex_of(*g, 2)}};
+  h.open();
+  h.watermark(0, 100);
+  h.watermark(1, 50);
+  h.stopped(1); // input 1 stays at 50: no window may fire up to 100
+  h.watermark(0, 200);
+  CHECK(h.watermarks(0) == std::vector<event_time>{50});
+  CHECK_FALSE(h.is_finished);
+  h.stopped(0);
+  CHECK(h.trace(0) == "w50 s");
+  CHECK(end_recorder::log() == "stop ");
+  CHECK(h.is_finished);
+
+  // One input drained, the other stopped: still a stop.
+  end_recorder::log().clear();
+  chain_harness m{g, {.vertex = vertex_of(*g, 2)}};
+  m.open();
+  m.watermark(0, 10);
+  m.end_of_input(0);
+  m.stopped(1);
+  CHECK(m.trace(0) == "s");
+  CHECK(end_recorder::log() == "stop ");
+}
+
+TEST_CASE("stop: with checkpoints a stopped subtask finishes once its final checkpoint is done") {
+  auto g = union_graph(checkpointing_mode::exactly_once);
+  g->options.checkpoint.enabled = true;
+  for (auto resolve : {"notify", "cancel"}) {
+    CAPTURE(resolve);
+    chain_harness h{g, {.vertex = vertex_of(*g, 2)}};
+    h.open();
+    h.barrier(0, 7);
+    h.barrier(1, 7);
+    REQUIRE(h.snapshots.size() == 1);
+    h.complete_writes();
+    h.stopped(0);
+    h.stopped(1);
+    CHECK(h.trace(0) == "|7 s");
+    CHECK_FALSE(h.is_finished); // its sinks commit on the notification
+    if (std::string{resolve} == "notify") {
+      h.notify_complete(6); // an older one
+      CHECK_FALSE(h.is_finished);
+      h.notify_complete(7);
+    } else {
+      h.cancel(7);
+    }
+    CHECK(h.is_finished);
+  }
+
+  // The source takes the final checkpoint, then stops.
+  auto s = graph({source(0, "src", 100), sink(1, "out", 1)},
+                 {edge(0, 1, partitioning::rebalance)});
+  s->options.checkpoint.enabled = true;
+  chain_harness src{s};
+  src.open();
+  src.run_source(2);
+  src.stop(9, 1234);
+  CHECK(src.trace(0) == "b4 w2 b4 w6 |9 s");
+  REQUIRE(src.snapshots.size() == 1);
+  CHECK(src.snapshots[0].checkpoint_id == 9);
+  src.complete_writes();
+  CHECK_FALSE(src.is_finished);
+  src.notify_complete(9);
+  CHECK(src.is_finished);
+}
+
 TEST_CASE("two inputs: a two-input node is not chained; its channels know their input") {
   auto g = two_input_graph();
   auto plan = build_execution_plan(*g);

@@ -278,6 +278,9 @@ public:
     }
   }
 
+  // A stopped job reports what it has received.
+  void stop(output_collector& out) override { finish(out); }
+
   void finish(output_collector&) override {
     if (!report_)
       return;

@@ -33,6 +33,8 @@ kind_descriptor describe_sinks_file() {
   d.keys = {
     {"path", "string", true, "", "the output file; with checkpoints a directory of parts"},
     {"format", "string", false, "\"jsonl\"", "jsonl | csv"},
+    {"flush_interval", "duration", false, "\"1s\"",
+     "without checkpoints: output reaches the file at least this often; 0: every batch"},
   };
   d.parse = [](parse_context& c) {
     auto s = std::make_unique<file_sink_def>();
@@ -46,6 +48,8 @@ kind_descriptor describe_sinks_file() {
     }
     if (auto f = c.soft.choice("format", file_sink_formats))
       s->file.format = f->value == "csv" ? format::format_kind::csv : format::format_kind::jsonl;
+    if (auto fi = c.soft.duration("flush_interval"))
+      s->file.flush_interval = *fi;
     return s;
   };
   d.plan = [](plan_context& c, const kind_spec& ks) {
@@ -72,7 +76,8 @@ expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
   auto factory = [spec, schema = output_schema()](bool transactional) {
     return [spec, schema, transactional] {
       auto op = transactional ? make_transactional_file_sink(spec.path, spec.format, schema)
-                              : make_file_sink(spec.path, spec.format, schema);
+                              : make_file_sink(spec.path, spec.format, schema,
+                                               spec.flush_interval);
       if (!op)
         throw std::runtime_error(op.error().message);
       return std::move(*op);

@@ -216,6 +216,15 @@ public:
     sync_dir(dir_);
   }
 
+  void stop(output_collector&) override {
+    // A graceful stop: the final checkpoint's parts were committed on its
+    // notification. Rows after it stay uncommitted in staging (the next
+    // start deletes them): a rerun resumes from that checkpoint and writes
+    // them again.
+    if (file_)
+      close_part();
+  }
+
 private:
   /// First row or snapshot without a restore: a fresh start.
   void start() {

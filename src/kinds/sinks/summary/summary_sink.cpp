@@ -167,6 +167,9 @@ public:
     }
   }
 
+  // A stopped job prints its table of what it has read.
+  void stop(output_collector& out) override { finish(out); }
+
   void finish(output_collector& out) override {
     (void) out;
     const auto& c = *cfg_;
