@@ -206,14 +206,22 @@ def test_bad_record_skip(args):
 def test_subtask_failure(args):
     box = Sandbox(args)
     try:
-        # The sink cannot create its file: a directory of that name exists.
+        # A sink that cannot create its file (a directory of that name
+        # exists) is refused at load time now (loss_tests.py
+        # load-time-paths); a subtask that fails while running is the sink
+        # throwing after its first rows (job.inject_failure, no restarts).
         (box.work / "out" / "blocked.jsonl").mkdir(parents=True)
         text = POLICY_TOML.format(policy="skip", extra="", log=LOG,
                                   sink_path="out/blocked.jsonl")
+        proc = box.run("run", "pipeline.toml", toml_text=text, expect=2)
+        check("blocked.jsonl\" is a directory" in proc.stderr, proc.stderr[-2000:])
+        text = POLICY_TOML.format(
+            policy="skip", extra='inject_failure = { operator = "out", after_records = 5 }',
+            log=LOG, sink_path="out/x.jsonl")
         proc = box.run("run", "pipeline.toml", toml_text=text, expect=1)
         check("operator 'out'" in proc.stderr, f"no operator named:\n{proc.stderr[-2000:]}")
         check("subtask 1/1" in proc.stderr, f"no subtask named:\n{proc.stderr[-2000:]}")
-        check("blocked.jsonl" in proc.stderr, f"no path named:\n{proc.stderr[-2000:]}")
+        check("injected failure" in proc.stderr, f"no reason given:\n{proc.stderr[-2000:]}")
     finally:
         box.close()
 
