@@ -22,6 +22,7 @@ The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
 import argparse
 import collections
+import glob
 import json
 import os
 import random
@@ -87,7 +88,7 @@ FILE_SINK = """
 name = "out"
 input = "per_key"
 type = "file"
-path = "{work}/reference.jsonl"
+path = "{work}/reference"
 """
 
 
@@ -128,8 +129,11 @@ class Test:
         p = subprocess.run([self.args.weir, "run", toml, "--fresh", "-q"], capture_output=True,
                            text=True, timeout=600)
         check(p.returncode == 0, f"the reference run failed:\n{p.stderr[-3000:]}")
-        with open(os.path.join(self.work, "reference.jsonl")) as f:
-            ref = f.read().splitlines()
+        # With checkpoints the file sink writes a directory of committed parts.
+        ref = []
+        for part in sorted(glob.glob(os.path.join(self.work, "reference", "part-*"))):
+            with open(part) as f:
+                ref += f.read().splitlines()
         check(len(ref) > 10000, f"the reference run wrote only {len(ref)} windows")
         shutil.rmtree(os.path.join(self.work, "state"), ignore_errors=True)
         return collections.Counter(ref)

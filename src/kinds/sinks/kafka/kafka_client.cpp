@@ -304,10 +304,17 @@ void producer::ensure_progress_topic(const std::string& topic, std::int32_t part
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
       throw std::runtime_error("cannot reach Kafka at '" + bootstrap_ + "' for progress topic '"
                                + topic + "': " + err_name(err));
+    // Partitions count once they have a leader (a new topic's have none at
+    // first).
     int n = -1;
     for (int i = 0; i < md->topic_cnt; ++i)
-      if (topic == md->topics[i].topic && md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR)
-        n = md->topics[i].partition_cnt;
+      if (topic == md->topics[i].topic && md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        n = 0;
+        for (int j = 0; j < md->topics[i].partition_cnt; ++j)
+          if (md->topics[i].partitions[j].err == RD_KAFKA_RESP_ERR_NO_ERROR
+              && md->topics[i].partitions[j].leader >= 0)
+            ++n;
+      }
     rd_kafka_metadata_destroy(md);
     return n;
   };
@@ -440,8 +447,15 @@ std::optional<std::int64_t> producer::broker_transaction_max_timeout_ms() {
 
 std::int64_t producer::high_watermark(const std::string& topic, std::int32_t partition) {
   int64_t lo = 0, hi = 0;
-  auto err = rd_kafka_query_watermark_offsets(rk_, topic.c_str(), partition, &lo, &hi,
-                                              startup_timeout_ms);
+  auto deadline = clock::now() + std::chrono::milliseconds{startup_timeout_ms};
+  rd_kafka_resp_err_t err;
+  // A partition whose leader moves (or a topic just created) answers
+  // "not leader" for a moment.
+  while ((err = rd_kafka_query_watermark_offsets(rk_, topic.c_str(), partition, &lo, &hi,
+                                                 startup_timeout_ms))
+           != RD_KAFKA_RESP_ERR_NO_ERROR
+         && clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
     throw std::runtime_error("cannot read the end offset of Kafka topic '" + topic
                              + "' partition " + std::to_string(partition) + ": "

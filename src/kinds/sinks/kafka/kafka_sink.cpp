@@ -221,6 +221,8 @@ public:
 
   void open(const operator_context& ctx) override {
     subtask_ = ctx.subtask_index;
+    if (job_.sink_name.empty())
+      job_.sink_name = ctx.operator_name;
     parallelism_ = std::max<std::size_t>(ctx.parallelism, 1);
     transactional_id_ = spec_.transactional_id_prefix + "-" + job_.job_name + "-"
                         + job_.sink_name + "-" + std::to_string(subtask_);

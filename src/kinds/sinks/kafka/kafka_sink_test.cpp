@@ -51,6 +51,9 @@ public:
             == RD_KAFKA_RESP_ERR_NO_ERROR);
   }
   const std::string& bootstraps() const { return bootstraps_; }
+  void set_topic_error(const std::string& topic, rd_kafka_resp_err_t err) {
+    rd_kafka_mock_topic_set_error(mc_, topic.c_str(), err);
+  }
   /// The next `n` produce requests fail with `err`.
   void push_produce_errors(rd_kafka_resp_err_t err, int n) {
     for (int i = 0; i < n; ++i)
@@ -95,9 +98,9 @@ public:
         const char* name = nullptr;
         const void* val = nullptr;
         size_t size = 0;
-        for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size)
+        for (size_t h = 0; rd_kafka_header_get_all(hdrs, h, &name, &val, &size)
                            == RD_KAFKA_RESP_ERR_NO_ERROR;
-             ++i)
+             ++h)
           msg.headers[name] = val ? std::string(static_cast<const char*>(val), size) : "<null>";
       }
       out.push_back(std::move(msg));
@@ -253,6 +256,9 @@ TEST_CASE("exactly_once refuses a transaction timeout shorter than two checkpoin
 
 TEST_CASE("a Kafka sink fails at start on a topic that does not exist") {
   mock_cluster mc;
+  // The mock cluster creates topics on demand; this one answers "unknown"
+  // as a broker without it (and without auto-creation) does.
+  mc.set_topic_error("missing", RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
   auto op = make(spec_for(mc.bootstraps(), "missing"));
   auto what = failure_of([&] { op->open(weir::operator_context{"out", 0, 1, 128}); });
   CHECK(what == "Kafka topic 'missing' does not exist on '" + mc.bootstraps()
