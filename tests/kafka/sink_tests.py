@@ -117,6 +117,7 @@ class Test:
         self.rnd = random.Random(seed)
         self.work = tempfile.mkdtemp(prefix="weir-kafka-sink-")
         generate(os.path.join(self.work, "input.jsonl"), RECORDS, seed)
+        self.republished = 0
 
     def write(self, sink):
         path = os.path.join(self.work, "pipeline.toml")
@@ -174,6 +175,9 @@ class Test:
                 err = log.read()
             if not fresh and "restoring from checkpoint" in err:
                 resumed += 1
+            # A restore that found a completed checkpoint's transaction
+            # uncommitted and published its rows again.
+            self.republished += err.count("did not commit; publishing")
             fresh = False
             if killed or p.returncode == -signal.SIGKILL:
                 kills += 1
@@ -242,7 +246,9 @@ def run_guarantee(args, seed, delivery):
             extra = f", {dup_total} duplicates in all" if delivery != "exactly_once" else ""
             print(f"ok: {delivery}: {total_kills} SIGKILLs ({total_commit} between a "
                   f"checkpoint's completion and its commit) in {total_runs} runs "
-                  f"({total_resumed} resumed) over {cycle} cycles; the read_committed "
+                  f"({total_resumed} resumed, {t.republished} of them re-publishing a "
+                  f"completed checkpoint's uncommitted transaction) over {cycle} cycles; "
+                  f"the read_committed "
                   f"topic holds every expected record "
                   f"{'exactly once' if delivery == 'exactly_once' else 'at least once'} "
                   f"({sum(want.values())} windows){extra}")
