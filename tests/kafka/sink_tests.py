@@ -18,6 +18,8 @@ usage: sink_tests.py --weir BIN TEST [--kills N] [--seed S]
                  (default 6 kills, at least 2 of them at commit time)
   at-least-once  delivery = "at_least_once": nothing missing; duplicates counted
   soak           exactly-once with --kills (default 50)
+  broker-restart the broker SIGKILLed and restarted under an exactly-once job with a
+                 restart strategy: the output is still exactly once
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
 import argparse
@@ -44,6 +46,7 @@ PIPELINE = """
 name = "kafka-sink-test"
 parallelism = 2
 status_interval = "0s"
+{restart}
 
 [checkpoint]
 interval = "100ms"
@@ -119,10 +122,10 @@ class Test:
         generate(os.path.join(self.work, "input.jsonl"), RECORDS, seed)
         self.republished = 0
 
-    def write(self, sink):
+    def write(self, sink, restart=""):
         path = os.path.join(self.work, "pipeline.toml")
         with open(path, "w") as f:
-            f.write(PIPELINE.format(work=self.work, sink=sink))
+            f.write(PIPELINE.format(work=self.work, sink=sink, restart=restart))
         return path
 
     def reference(self):
@@ -256,12 +259,51 @@ def run_guarantee(args, seed, delivery):
             t.close()
 
 
+def run_broker_restart(args, seed):
+    """The broker SIGKILLed and restarted under a running exactly-once job with a
+    restart strategy: the job finishes and the topic holds every window once."""
+    with KafkaBroker() as broker:
+        t = Test(args, broker, seed)
+        try:
+            want = t.reference()
+            topic = "b-broker-restart"
+            broker.create_topic(topic, partitions=2)
+            toml = t.write(KAFKA_SINK.format(topic=topic, bootstrap=broker.bootstrap,
+                                             delivery="exactly_once"),
+                           restart='restart = { attempts = 30, delay = "1s" }')
+            log_path = os.path.join(t.work, "broker-restart.log")
+            with open(log_path, "w") as log:
+                p = subprocess.Popen([args.weir, "run", toml, "--fresh"],
+                                     stdout=subprocess.DEVNULL, stderr=log)
+                time.sleep(t.rnd.uniform(0.4, 1.0))
+                check(p.poll() is None, "the job ended before the broker could be killed")
+                broker.kill()
+                time.sleep(3)
+                broker.restart()
+                try:
+                    p.wait(timeout=600)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    raise Failure("the job did not end within 600 s of the broker's restart")
+            with open(log_path) as log:
+                err = log.read()
+            check(p.returncode == 0, f"the job failed (exit {p.returncode}):\n{err[-3000:]}")
+            got = collections.Counter(broker.consume(topic, read_committed=True))
+            compare_exactly_once(got, want, "after the broker's restart")
+            restarts = err.count("restarting from the latest checkpoint")
+            print(f"ok: broker killed and restarted under the job ({restarts} job restarts); "
+                  f"the read_committed topic holds every expected record exactly once "
+                  f"({sum(want.values())} windows)")
+        finally:
+            t.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weir", required=True)
     ap.add_argument("--kills", type=int)
     ap.add_argument("--seed", type=int)
-    ap.add_argument("test", choices=["exactly-once", "at-least-once", "soak"])
+    ap.add_argument("test", choices=["exactly-once", "at-least-once", "soak", "broker-restart"])
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else int(
         os.environ.get("WEIR_SEED", random.randrange(1 << 30)))
@@ -269,8 +311,11 @@ def main():
         args.kills = 50 if args.test == "soak" else 6
     print(f"seed {seed} (replay: --seed {seed})")
     try:
-        run_guarantee(args, seed, "at_least_once" if args.test == "at-least-once"
-                      else "exactly_once")
+        if args.test == "broker-restart":
+            run_broker_restart(args, seed)
+        else:
+            run_guarantee(args, seed, "at_least_once" if args.test == "at-least-once"
+                          else "exactly_once")
     except Failure as e:
         print(f"FAIL: {e}\n(seed {seed})")
         return 1

@@ -386,6 +386,9 @@ public:
                              "not published again",
                              job_.sink_name, subtask_ + 1, in.checkpoint_id);
       drop_replay_ = true;
+      // Later checkpoints keep pointing at the end marker, so a restore
+      // from them drops the replay too.
+      committed_end_ = *scan_from;
       return;
     }
     if (found.max_checkpoint && *found.max_checkpoint > in.checkpoint_id)
