@@ -209,10 +209,37 @@ def compare_exactly_once(got, want, what):
                   f"  first missing: {list(missing)[:3]}\n  first extra: {list(extra)[:3]}")
 
 
+def check_start_errors(t):
+    """Errors a sink reports at start on a real broker: exit code 1, one message."""
+    cases = [
+        ("missing-topic", "", "Kafka topic 'missing-topic' does not exist on '"),
+        ("b-limits", '"transaction.timeout.ms" = 1000000',
+         "transaction.timeout.ms (1000000) exceeds the broker's transaction.max.timeout.ms "
+         "(900000)"),
+    ]
+    t.broker.create_topic("b-limits", partitions=1)
+    for topic, props, want in cases:
+        sink = KAFKA_SINK.format(topic=topic, bootstrap=t.broker.bootstrap,
+                                 delivery="exactly_once")
+        if props:
+            sink = sink.replace('properties = { "linger.ms" = 5 }', f"properties = {{ {props} }}")
+        toml = t.write(sink)
+        p = subprocess.run([t.args.weir, "run", toml, "--fresh", "-q"], capture_output=True,
+                           text=True, timeout=120)
+        check(p.returncode == 1 and want in p.stderr,
+              f"topic {topic}: expected exit 1 and '{want}', got {p.returncode}:\n"
+              f"{p.stderr[-2000:]}")
+    shutil.rmtree(os.path.join(t.work, "state"), ignore_errors=True)
+    print("ok: a missing topic and a transaction timeout above the broker's limit fail at "
+          "start with one message (exit 1)")
+
+
 def run_guarantee(args, seed, delivery):
     with KafkaBroker() as broker:
         t = Test(args, broker, seed)
         try:
+            if delivery == "exactly_once":
+                check_start_errors(t)
             want = t.reference()
             total_kills = total_commit = total_runs = total_resumed = 0
             cycle = 0
