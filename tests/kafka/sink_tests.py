@@ -156,7 +156,7 @@ class Test:
             # Alternate: a random SIGKILL, or (exactly-once) the sink's own kill
             # after a checkpoint completed and before its commit.
             at_commit = (delivery == "exactly_once" and commit_kills < commit_kills_wanted
-                         and runs % 2 == 1)
+                         and (runs % 2 == 1 or kills >= kills_wanted))
             if at_commit:
                 env["WEIR_FAULT"] = f"kill_after_checkpoint_complete:{self.rnd.randint(1, 4)}"
             log_path = os.path.join(self.work, f"{topic}-run-{runs}.log")
@@ -332,6 +332,8 @@ def main():
     ap.add_argument("--seed", type=int)
     ap.add_argument("test", choices=["exactly-once", "at-least-once", "soak", "broker-restart"])
     args = ap.parse_args()
+    # A SIGTERM (a timeout) still stops the broker: the context managers exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     seed = args.seed if args.seed is not None else int(
         os.environ.get("WEIR_SEED", random.randrange(1 << 30)))
     if args.kills is None:
