@@ -95,6 +95,12 @@ path = "{work}/reference"
 """
 
 
+# Messages carry the rows' event times, which here are in January 1970: a
+# topic with the default retention (7 days) deletes them at the broker's first
+# retention check, 30 s after it starts.
+KEEP = {"retention.ms": "-1"}
+
+
 class Failure(Exception):
     pass
 
@@ -145,7 +151,7 @@ class Test:
     def cycle(self, topic, delivery, kills_wanted, commit_kills_wanted):
         """Runs the job on `topic` until one run completes; returns (kills, commit kills,
         runs, resumed runs)."""
-        self.broker.create_topic(topic, partitions=2)
+        self.broker.create_topic(topic, partitions=2, config=KEEP)
         toml = self.write(KAFKA_SINK.format(topic=topic, bootstrap=self.broker.bootstrap,
                                             delivery=delivery))
         kills = commit_kills = runs = resumed = 0
@@ -295,7 +301,7 @@ def run_broker_restart(args, seed):
         try:
             want = t.reference()
             topic = "b-broker-restart"
-            broker.create_topic(topic, partitions=2)
+            broker.create_topic(topic, partitions=2, config=KEEP)
             toml = t.write(KAFKA_SINK.format(topic=topic, bootstrap=broker.bootstrap,
                                              delivery="exactly_once"),
                            restart='restart = { attempts = 30, delay = "1s" }')
