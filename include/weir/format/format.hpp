@@ -4,6 +4,7 @@
 #include "weir/connectors/source_reader.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/record_batch.hpp"
+#include "weir/core/time_zone.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -26,6 +27,16 @@ std::string_view to_string(format_kind k) noexcept;
 /// bytes (int64, null for "-"), referrer, agent (string).
 schema_ptr apache_combined_schema();
 
+/// What a decoder does with text that is not valid UTF-8 (a source's
+/// `invalid_utf8` key): `error` makes the record bad ("invalid UTF-8 at byte
+/// N"); `replace` reads each maximal ill-formed subsequence as U+FFFD.
+enum class invalid_utf8_policy { error, replace };
+
+/// How an encoder writes timestamp fields (a sink's `timestamp_format`):
+/// integer ms since the epoch, or ISO-8601 UTC text with milliseconds
+/// ("2023-03-05T15:13:37.320Z", format_iso8601).
+enum class timestamp_format { epoch_ms, iso8601 };
+
 /// Options of a decoder.
 struct decoder_options {
   format_kind kind = format_kind::jsonl;
@@ -42,6 +53,12 @@ struct decoder_options {
   /// replay clock to N ms (decode returns `status::control`); any other
   /// control line is a bad record.
   bool control_lines = false;
+  /// Invalid UTF-8 in a record: bad (default) or replaced by U+FFFD. A NUL
+  /// byte makes a record bad either way.
+  invalid_utf8_policy invalid_utf8 = invalid_utf8_policy::error;
+  /// The zone of ISO-8601 timestamps written without one (jsonl and csv;
+  /// apache_combined stamps always carry their offset). Default UTC.
+  time_zone zone;
 };
 
 /// Splits a byte stream into records and decodes each into a batch_builder.
@@ -158,7 +175,14 @@ public:
 /// quotes a cell holding ',', '"', CR or LF, writes null as an empty cell and
 /// the empty string as `""` (so the csv decoder reads both back). Returns
 /// nullptr for apache_combined, which is read-only.
-std::unique_ptr<record_encoder> make_encoder(format_kind kind);
+///
+/// `ts`: timestamp fields (window_start and window_end too) as integer ms
+/// (default) or as ISO-8601 UTC text with milliseconds,
+/// "2023-03-05T15:13:37.320Z" (a JSON string in jsonl), which the decoders
+/// read back to the same ms; years outside 0000..9999 are written with more
+/// digits and do not read back.
+std::unique_ptr<record_encoder> make_encoder(
+  format_kind kind, timestamp_format ts = timestamp_format::epoch_ms);
 
 /// Encodes one value as a JSON value into `out` (strings escaped per RFC 8259:
 /// `"` `\\` and control characters escaped, \u00XX for those without a short
