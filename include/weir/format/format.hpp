@@ -71,8 +71,20 @@ struct decoder_options {
 /// integer (ms since epoch) or an ISO-8601 string ("2023-03-05T15:13:37.320Z",
 /// "2015-05-17 10:05:03", an offset like +02:00 is honoured, none means UTC).
 ///
+/// The record contract (DESIGN.md §8), in every format: a record holding a
+/// NUL byte is bad ("NUL byte at byte N"); one that is not valid UTF-8 is bad
+/// ("invalid UTF-8 at byte N") or, with `invalid_utf8_policy::replace`, read
+/// with U+FFFD for each maximal invalid subsequence. An integer beyond int64
+/// is bad in an int64 or timestamp field and the nearest double in a float64
+/// field; a float beyond a double's range is bad. Nothing is clamped.
+///
 /// Per format:
 /// - **jsonl**: one JSON object per line (simdjson DOM, full validation).
+///   Undeclared keys are skipped whatever their size, depth or content: a
+///   document nested deeper than simdjson's default 1024 levels is parsed
+///   again with a limit of its length, and one holding a number the DOM
+///   refuses (beyond 64 bits, beyond a double) is validated with such numbers
+///   blanked out and its declared fields read with simdjson On-Demand.
 ///   Fields are looked up by name; unknown keys are ignored, a duplicate key
 ///   keeps its last value, JSON null is null. int64 accepts JSON integers
 ///   only (`1.5` and also `3.0` are bad, as is an integer above INT64_MAX);
@@ -87,13 +99,19 @@ struct decoder_options {
 ///   is null; `""` is the empty string for string fields and null otherwise.
 ///   Numbers parse strictly (std::from_chars, whole cell); bool accepts
 ///   true/false (any case) and 1/0. A quote inside an unquoted cell is kept
-///   literally; text after a closing quote is bad.
+///   literally; text after a closing quote is bad. A quote still open at the
+///   end of the file ends its record at the end of the line it opened on
+///   (bad, "unterminated quote"), and the lines after are records again.
 /// - **apache_combined**: `client ident user [dd/Mon/yyyy:HH:MM:SS +zzzz]
 ///   "METHOD path protocol" status bytes "referrer" "agent"`; "-" is null for
 ///   ident, user and bytes, and kept as the string "-" for referrer and agent.
 ///   Inside quotes `\"` and `\\` are unescaped, other escapes (`\xhh`) kept.
-///   A request of one token (not "-") goes to `path` with null method and
-///   protocol; "-" makes all three null. Text after the agent is ignored.
+///   A request that is not `METHOD target [PROTOCOL]` is parsed with nulls,
+///   not bad: "-" and "" make method, path and protocol null; a request whose
+///   first word is not a method (A-Z, '-', '_'), or that has one word, goes
+///   whole to `path` with null method and protocol; the protocol is the last
+///   word only if it starts with "HTTP/" (else null, the target keeping any
+///   inner spaces). Text after the agent is ignored.
 class record_decoder {
 public:
   virtual ~record_decoder() = default;
@@ -102,7 +120,9 @@ public:
 
   /// Length in bytes of the first complete record in `buffer`, including its
   /// terminating newline ("\n" or "\r\n"); 0 when `buffer` holds no complete
-  /// record yet. At end of file (`at_eof`) a final record without newline is
+  /// record yet. After a 0 the next call must pass the same record start
+  /// (with more bytes after it): the scan resumes where it stopped, so a
+  /// record growing over many chunks costs O(its length). At end of file (`at_eof`) a final record without newline is
   /// complete. Sets `lines` to the number of newlines the record spans.
   virtual std::size_t next_record(std::string_view buffer, bool at_eof,
                                   std::size_t& lines) = 0;
