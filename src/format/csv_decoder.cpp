@@ -101,12 +101,25 @@ public:
                 std::string& reason) override {
     if (text.empty())
       return status::skipped;
-    auto checked = check_text(text, invalid_utf8_, utf8_scratch_, reason);
-    if (!checked)
+    if (!header_error_.empty()) {
+      reason = header_error_;
       return status::bad;
-    const std::string_view record = *checked;
-    if (!split(record, reason))
+    }
+    // Header names that are not UTF-8 match no field anyway: read the header
+    // with replacement whatever the policy.
+    auto checked = check_text(text, expect_header_ ? invalid_utf8_policy::replace : invalid_utf8_,
+                              utf8_scratch_, reason);
+    if (checked && split(*checked, reason)) {
+      // a header or a record: below
+    } else if (expect_header_) {
+      // Without its header no record can be mapped to fields: every one is
+      // bad, loudly, rather than read by a guessed column order.
+      expect_header_ = false;
+      header_error_ = "the header line could not be read (" + reason + ")";
       return status::bad;
+    } else {
+      return status::bad;
+    }
     if (expect_header_) {
       expect_header_ = false;
       map_.assign(cells_.size(), no_field);
@@ -269,6 +282,7 @@ private:
   invalid_utf8_policy invalid_utf8_;
   time_zone zone_;
   scan_resume resume_;
+  std::string header_error_;          ///< set when the header line was bad
   std::size_t quote_open_at_ = 0;    ///< where the last quoted field opened
   std::size_t newlines_at_open_ = 0; ///< line breaks of the record before it
   std::string utf8_scratch_;

@@ -379,3 +379,19 @@ TEST_CASE("every bad line is reported once whatever the batch size and chunk siz
 }
 
 } // TEST_SUITE
+
+TEST_SUITE("format") {
+TEST_CASE("csv: a header line that cannot be read makes every record bad, not guessed") {
+  using namespace std::string_literals;
+  auto d = decode_text(*decoder(csv()), "key,\0n,f\na,1,2\nb,2,3\n"s);
+  REQUIRE(d.bad.size() == 3);
+  CHECK(d.bad[0] == "NUL byte at byte 5");
+  CHECK(d.bad[1] == "the header line could not be read (NUL byte at byte 5)");
+  CHECK(d.rows.empty());
+  // Invalid UTF-8 in the header is replaced: that column matches no field.
+  auto r = decode_text(*decoder(csv()), "key,n\xFF,f\na,1,2\n");
+  CHECK(r.bad.empty());
+  REQUIRE(r.rows.size() == 1);
+  CHECK(r.rows[0] == std::vector<value>{S("a"), N, F(2.0)});
+}
+} // TEST_SUITE
