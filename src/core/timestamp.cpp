@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/core/timestamp.hpp"
 
+#include "weir/core/time_zone.hpp"
+
 #include <cstdint>
 
 namespace weir {
@@ -70,7 +72,11 @@ void append_digits(std::string& out, std::int64_t v, int width) {
 
 } // namespace
 
-std::optional<event_time> parse_iso8601(std::string_view s) noexcept {
+namespace {
+
+// `zone` (null: UTC) applies when the text names no zone.
+std::optional<event_time> parse_iso8601_in(std::string_view s, const time_zone* zone) noexcept {
+  auto local = [zone](std::int64_t ms) { return zone ? zone->to_utc(ms) : ms; };
   std::size_t pos = 0;
   unsigned year = 0, month = 0, day = 0;
   if (!digits(s, pos, 4, year) || !expect(s, pos, '-')
@@ -81,7 +87,7 @@ std::optional<event_time> parse_iso8601(std::string_view s) noexcept {
     return std::nullopt;
   std::int64_t ms = days_from_civil(year, month, day) * ms_per_day;
   if (pos == s.size())
-    return ms;
+    return local(ms);
   if (s[pos] != 'T' && s[pos] != 't' && s[pos] != ' ')
     return std::nullopt;
   ++pos;
@@ -113,7 +119,7 @@ std::optional<event_time> parse_iso8601(std::string_view s) noexcept {
     return std::nullopt;
   ms += (static_cast<std::int64_t>(hour) * 3600 + minute * 60 + second) * 1000;
   if (pos == s.size())
-    return ms;
+    return local(ms);
   if (s[pos] == 'Z' || s[pos] == 'z')
     return pos + 1 == s.size() ? std::optional<event_time>{ms} : std::nullopt;
   if (s[pos] != '+' && s[pos] != '-')
@@ -133,6 +139,16 @@ std::optional<event_time> parse_iso8601(std::string_view s) noexcept {
   const std::int64_t offset_ms = (off_h * 60 + off_m) * 60'000LL;
   // Local time = UTC + offset, so UTC = local - offset.
   return negative ? ms + offset_ms : ms - offset_ms;
+}
+
+} // namespace
+
+std::optional<event_time> parse_iso8601(std::string_view s) noexcept {
+  return parse_iso8601_in(s, nullptr);
+}
+
+std::optional<event_time> parse_iso8601(std::string_view s, const time_zone& zone) noexcept {
+  return parse_iso8601_in(s, zone.is_utc() ? nullptr : &zone);
 }
 
 void append_iso8601(std::string& out, event_time ms) {

@@ -15,20 +15,25 @@ enum col : std::size_t {
 
 class apache_combined_decoder final : public record_decoder {
 public:
-  explicit apache_combined_decoder(row_committer rc)
-    : schema_(apache_combined_schema()), rc_(std::move(rc)) {}
+  explicit apache_combined_decoder(common_options co)
+    : schema_(apache_combined_schema()), rc_(std::move(co.rc)),
+      invalid_utf8_(co.invalid_utf8) {}
 
   const schema_ptr& output_schema() const override { return schema_; }
 
   std::size_t next_record(std::string_view buffer, bool at_eof,
                           std::size_t& lines) override {
-    return next_line(buffer, at_eof, lines);
+    return next_line(buffer, at_eof, lines, resume_);
   }
 
-  status decode(std::string_view record, batch_builder& out,
+  status decode(std::string_view text, batch_builder& out,
                 std::string& reason) override {
-    if (is_blank(record))
+    if (is_blank(text))
       return status::skipped;
+    auto checked = check_text(text, invalid_utf8_, utf8_scratch_, reason);
+    if (!checked)
+      return status::bad;
+    const std::string_view record = *checked;
     if (!parse(record, reason))
       return status::bad;
     auto str_or_null = [&](std::size_t c, std::string_view s) {
@@ -41,30 +46,20 @@ public:
     str_or_null(c_ident, ident_);
     str_or_null(c_user, user_);
     out.col(c_ts).append_int(ts_);
-    // Request line "METHOD path protocol"; see the header for odd ones.
-    std::string_view req = request_;
-    if (req == "-") {
-      out.col(c_method).append_null();
-      out.col(c_path).append_null();
-      out.col(c_protocol).append_null();
-    } else {
-      auto first = req.find(' ');
-      if (first == std::string_view::npos) {
-        out.col(c_method).append_null();
-        out.col(c_path).append_string(req);
-        out.col(c_protocol).append_null();
-      } else {
-        auto last = req.rfind(' ');
-        out.col(c_method).append_string(req.substr(0, first));
-        if (last == first) {
-          out.col(c_path).append_string(req.substr(first + 1));
-          out.col(c_protocol).append_null();
-        } else {
-          out.col(c_path).append_string(req.substr(first + 1, last - first - 1));
-          out.col(c_protocol).append_string(req.substr(last + 1));
-        }
-      }
-    }
+    // Request line "METHOD path protocol"; anything else (see the header)
+    // keeps its text in path, with null method and protocol.
+    std::string_view method, path, protocol;
+    split_request(request_, method, path, protocol);
+    auto str_or_absent = [&](std::size_t c, std::string_view s, bool present) {
+      if (present)
+        out.col(c).append_string(s);
+      else
+        out.col(c).append_null();
+    };
+    const bool any = !(request_.empty() || request_ == "-");
+    str_or_absent(c_method, method, !method.empty());
+    str_or_absent(c_path, path, any);
+    str_or_absent(c_protocol, protocol, !protocol.empty());
     out.col(c_status).append_int(status_);
     if (bytes_null_)
       out.col(c_bytes).append_null();
@@ -76,6 +71,43 @@ public:
   }
 
 private:
+  // METHOD: one or more of A-Z, '-', '_' (RFC 9110 tokens as servers log
+  // them); PROTOCOL: "HTTP/" and more.
+  static bool is_method(std::string_view m) noexcept {
+    if (m.empty())
+      return false;
+    for (char c : m)
+      if (!((c >= 'A' && c <= 'Z') || c == '-' || c == '_'))
+        return false;
+    return true;
+  }
+
+  // `METHOD target PROTOCOL` or `METHOD target` (HTTP/0.9): the parts, the
+  // target keeping inner spaces. Otherwise method and protocol stay empty
+  // and path is the whole request as logged ("-" and "" give all empty).
+  static void split_request(std::string_view req, std::string_view& method,
+                            std::string_view& path, std::string_view& protocol) {
+    method = path = protocol = {};
+    if (req.empty() || req == "-")
+      return;
+    path = req;
+    const auto first = req.find(' ');
+    if (first == std::string_view::npos || !is_method(req.substr(0, first)))
+      return;
+    std::string_view rest = req.substr(first + 1);
+    const auto last = rest.rfind(' ');
+    if (last != std::string_view::npos && rest.substr(last + 1).substr(0, 5) == "HTTP/") {
+      protocol = rest.substr(last + 1);
+      rest = rest.substr(0, last);
+    }
+    if (rest.empty()) {
+      protocol = {};
+      return;
+    }
+    method = req.substr(0, first);
+    path = rest;
+  }
+
   // Fills the members from one line; false with `reason` if malformed.
   bool parse(std::string_view s, std::string& reason) {
     std::size_t pos = 0;
@@ -224,6 +256,9 @@ private:
 
   schema_ptr schema_;
   row_committer rc_;
+  invalid_utf8_policy invalid_utf8_;
+  scan_resume resume_;
+  std::string utf8_scratch_;
   // Parsed fields of the current line; strings reuse their capacity.
   std::string_view client_, ident_, user_; // views into the record
   std::string request_, referrer_, agent_;  // unescaped copies
@@ -233,8 +268,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<record_decoder> make_apache_combined_decoder(row_committer rc) {
-  return std::make_unique<apache_combined_decoder>(std::move(rc));
+std::unique_ptr<record_decoder> make_apache_combined_decoder(common_options co) {
+  return std::make_unique<apache_combined_decoder>(std::move(co));
 }
 
 } // namespace weir::format::internal

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "internal/decoder_common.hpp"
 
+#include <charconv>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,9 +19,9 @@ struct cell {
 
 class csv_decoder final : public record_decoder {
 public:
-  csv_decoder(schema_ptr s, bool header, char delimiter, row_committer rc)
-    : schema_(std::move(s)), rc_(std::move(rc)), delim_(delimiter),
-      expect_header_(header) {
+  csv_decoder(schema_ptr s, bool header, char delimiter, common_options co)
+    : schema_(std::move(s)), rc_(std::move(co.rc)), delim_(delimiter),
+      expect_header_(header), invalid_utf8_(co.invalid_utf8), zone_(std::move(co.zone)) {
     if (!header)
       for (std::size_t i = 0; i < schema_->size(); ++i)
         map_.push_back(i);
@@ -29,26 +31,43 @@ public:
 
   // A record ends at the first '\n' outside quotes. A quote only opens a
   // quoted field at the start of a field, as in RFC 4180; inside, `""` is an
-  // escaped quote and the state machine naturally re-enters the field.
+  // escaped quote and the state machine naturally re-enters the field. The
+  // scan resumes where the previous call stopped (scan_resume), so a long
+  // quoted field is scanned once. A quote still open at end of file makes
+  // only its own line the record (decode reports it bad, "unterminated
+  // quote"): the lines after it are read as records again rather than
+  // swallowed into one bad record.
   std::size_t next_record(std::string_view buffer, bool at_eof,
                           std::size_t& lines) override {
-    enum { field_start, unquoted, quoted, quote_seen } st = field_start;
+    enum { field_start, unquoted, quoted, quote_seen };
+    int st = field_start;
     std::size_t newlines = 0;
-    for (std::size_t i = 0; i < buffer.size(); ++i) {
+    std::size_t i = 0;
+    if (resume_.scanned > 0 && resume_.scanned <= buffer.size()) {
+      i = resume_.scanned;
+      st = resume_.state;
+      newlines = resume_.newlines;
+    }
+    for (; i < buffer.size(); ++i) {
       const char c = buffer[i];
       switch (st) {
         case field_start:
         case unquoted:
         case quote_seen:
           if (c == '\n') {
+            resume_.reset();
             lines = newlines + 1;
             return i + 1;
           }
           if (c == delim_)
             st = field_start;
-          else if (c == '"')
+          else if (c == '"') {
+            if (st == field_start) {
+              quote_open_at_ = i;
+              newlines_at_open_ = newlines;
+            }
             st = st == field_start || st == quote_seen ? quoted : unquoted;
-          else
+          } else
             st = unquoted;
           break;
         case quoted:
@@ -59,17 +78,48 @@ public:
           break;
       }
     }
+    if (!at_eof) {
+      resume_.scanned = buffer.size();
+      resume_.state = st;
+      resume_.newlines = newlines;
+      return 0;
+    }
+    resume_.reset();
+    if (st == quoted) {
+      // Cut after the line on which the open quote started.
+      if (const void* nl = std::memchr(buffer.data() + quote_open_at_, '\n',
+                                       buffer.size() - quote_open_at_)) {
+        lines = newlines_at_open_ + 1;
+        return static_cast<std::size_t>(static_cast<const char*>(nl) - buffer.data()) + 1;
+      }
+    }
     lines = newlines;
-    // At EOF an unterminated quote runs to the end; decode reports it.
-    return at_eof ? buffer.size() : 0;
+    return buffer.size();
   }
 
-  status decode(std::string_view record, batch_builder& out,
+  status decode(std::string_view text, batch_builder& out,
                 std::string& reason) override {
-    if (record.empty())
+    if (text.empty())
       return status::skipped;
-    if (!split(record, reason))
+    if (!header_error_.empty()) {
+      reason = header_error_;
       return status::bad;
+    }
+    // Header names that are not UTF-8 match no field anyway: read the header
+    // with replacement whatever the policy.
+    auto checked = check_text(text, expect_header_ ? invalid_utf8_policy::replace : invalid_utf8_,
+                              utf8_scratch_, reason);
+    if (checked && split(*checked, reason)) {
+      // a header or a record: below
+    } else if (expect_header_) {
+      // Without its header no record can be mapped to fields: every one is
+      // bad, loudly, rather than read by a guessed column order.
+      expect_header_ = false;
+      header_error_ = "the header line could not be read (" + reason + ")";
+      return status::bad;
+    } else {
+      return status::bad;
+    }
     if (expect_header_) {
       expect_header_ = false;
       map_.assign(cells_.size(), no_field);
@@ -129,7 +179,8 @@ private:
           ++i;
         }
         if (!closed) {
-          reason = "unterminated quote in column " + std::to_string(cells_.size() + 1);
+          reason = "unterminated quote in column " + std::to_string(cells_.size() + 1)
+                   + " (no closing quote before the end of the file)";
           return false;
         }
         cells_.push_back({std::string_view{scratch_}.substr(begin), true});
@@ -159,6 +210,15 @@ private:
     const auto& fd = schema_->at(f);
     reason = "field '" + fd.name + "': cannot parse " + quote_for_reason(text)
              + " as " + std::string{to_string(fd.type)};
+    if (fd.type == type_id::int64 || fd.type == type_id::timestamp) {
+      if (is_integer_text(text))
+        reason += " (out of int64 range)";
+    } else if (fd.type == type_id::float64) {
+      double d = 0;
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+      if (ec == std::errc::result_out_of_range && p == text.data() + text.size())
+        reason += " (out of float64 range)";
+    }
     return false;
   }
 
@@ -202,7 +262,7 @@ private:
           c.append_int(v);
           return true;
         }
-        if (auto ts = parse_iso8601(cl.text)) {
+        if (auto ts = parse_iso8601(cl.text, zone_)) {
           c.append_int(*ts);
           return true;
         }
@@ -219,6 +279,13 @@ private:
   row_committer rc_;
   char delim_;
   bool expect_header_;
+  invalid_utf8_policy invalid_utf8_;
+  time_zone zone_;
+  scan_resume resume_;
+  std::string header_error_;          ///< set when the header line was bad
+  std::size_t quote_open_at_ = 0;    ///< where the last quoted field opened
+  std::size_t newlines_at_open_ = 0; ///< line breaks of the record before it
+  std::string utf8_scratch_;
   std::vector<std::size_t> map_; ///< column index -> schema field or no_field
   std::vector<cell> cells_;
   std::string scratch_;
@@ -227,8 +294,8 @@ private:
 } // namespace
 
 std::unique_ptr<record_decoder> make_csv_decoder(schema_ptr s, bool header,
-                                                 char delimiter, row_committer rc) {
-  return std::make_unique<csv_decoder>(std::move(s), header, delimiter, std::move(rc));
+                                                 char delimiter, common_options co) {
+  return std::make_unique<csv_decoder>(std::move(s), header, delimiter, std::move(co));
 }
 
 } // namespace weir::format::internal

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/format/format.hpp"
 
+#include "weir/core/timestamp.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -69,12 +71,18 @@ void append_csv_cell(std::string_view s, std::string& out) {
   out += '"';
 }
 
-void append_csv_value(const column& c, std::size_t row, std::string& out) {
+void append_csv_value(const column& c, std::size_t row, std::string& out,
+                      timestamp_format ts) {
   if (c.is_null(row))
     return;
   switch (c.type) {
-    case type_id::int64:
     case type_id::timestamp:
+      if (ts == timestamp_format::iso8601) {
+        append_iso8601(out, c.ints[row]);
+        break;
+      }
+      [[fallthrough]];
+    case type_id::int64:
       out += std::to_string(c.ints[row]);
       break;
     case type_id::float64:
@@ -91,14 +99,22 @@ void append_csv_value(const column& c, std::size_t row, std::string& out) {
   }
 }
 
-void append_json_column(const column& c, std::size_t row, std::string& out) {
+void append_json_column(const column& c, std::size_t row, std::string& out,
+                        timestamp_format ts) {
   if (c.is_null(row)) {
     out += "null";
     return;
   }
   switch (c.type) {
-    case type_id::int64:
-    case type_id::timestamp: {
+    case type_id::timestamp:
+      if (ts == timestamp_format::iso8601) {
+        out += '"';
+        append_iso8601(out, c.ints[row]);
+        out += '"';
+        break;
+      }
+      [[fallthrough]];
+    case type_id::int64: {
       char buf[24];
       auto [p, ec] = std::to_chars(buf, buf + sizeof buf, c.ints[row]);
       (void) ec;
@@ -122,6 +138,8 @@ void append_json_column(const column& c, std::size_t row, std::string& out) {
 
 class jsonl_encoder final : public record_encoder {
 public:
+  explicit jsonl_encoder(timestamp_format ts) : ts_(ts) {}
+
   std::string header(const schema&) const override { return {}; }
 
   void encode(const record_batch& batch, std::size_t row,
@@ -133,14 +151,19 @@ public:
         out += ',';
       append_json_string(fields[i].name, out);
       out += ':';
-      append_json_column(batch.columns[i], row, out);
+      append_json_column(batch.columns[i], row, out, ts_);
     }
     out += "}\n";
   }
+
+private:
+  timestamp_format ts_;
 };
 
 class csv_encoder final : public record_encoder {
 public:
+  explicit csv_encoder(timestamp_format ts) : ts_(ts) {}
+
   std::string header(const schema& s) const override {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -157,10 +180,13 @@ public:
     for (std::size_t i = 0; i < batch.columns.size(); ++i) {
       if (i > 0)
         out += ',';
-      append_csv_value(batch.columns[i], row, out);
+      append_csv_value(batch.columns[i], row, out, ts_);
     }
     out += '\n';
   }
+
+private:
+  timestamp_format ts_;
 };
 
 } // namespace
@@ -264,12 +290,12 @@ void append_bad_record_json(const bad_record& r, std::string& out) {
   out += "}\n";
 }
 
-std::unique_ptr<record_encoder> make_encoder(format_kind kind) {
+std::unique_ptr<record_encoder> make_encoder(format_kind kind, timestamp_format ts) {
   switch (kind) {
     case format_kind::jsonl:
-      return std::make_unique<jsonl_encoder>();
+      return std::make_unique<jsonl_encoder>(ts);
     case format_kind::csv:
-      return std::make_unique<csv_encoder>();
+      return std::make_unique<csv_encoder>(ts);
     case format_kind::apache_combined:
       return nullptr;
   }

@@ -3,7 +3,100 @@
 
 #include "internal/decoder_common.hpp"
 
+#include <simdjson.h>
+
 namespace weir::format {
+
+namespace internal {
+
+namespace {
+
+// Length of the well-formed sequence at s[i], or, negated, the length of the
+// maximal subpart of an ill-formed one (at least 1): Unicode Table 3-7.
+std::ptrdiff_t utf8_step(std::string_view s, std::size_t i) noexcept {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80)
+    return 1;
+  std::size_t need = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    need = 1;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    need = 2;
+    if (b0 == 0xE0)
+      lo = 0xA0;
+    else if (b0 == 0xED)
+      hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    need = 3;
+    if (b0 == 0xF0)
+      lo = 0x90;
+    else if (b0 == 0xF4)
+      hi = 0x8F;
+  } else {
+    return -1;
+  }
+  std::size_t j = i + 1;
+  for (std::size_t k = 0; k < need; ++k, ++j) {
+    if (j >= s.size())
+      return -static_cast<std::ptrdiff_t>(j - i);
+    const auto b = static_cast<unsigned char>(s[j]);
+    if (b < lo || b > hi)
+      return -static_cast<std::ptrdiff_t>(j - i);
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  return static_cast<std::ptrdiff_t>(j - i);
+}
+
+} // namespace
+
+void replace_invalid_utf8(std::string_view s, std::string& out) {
+  out.clear();
+  out.reserve(s.size() + 16);
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto n = utf8_step(s, i);
+    if (n > 0) {
+      out.append(s.data() + i, static_cast<std::size_t>(n));
+      i += static_cast<std::size_t>(n);
+    } else {
+      out += "\xEF\xBF\xBD";
+      i += static_cast<std::size_t>(-n);
+    }
+  }
+}
+
+std::size_t first_invalid_utf8(std::string_view s) noexcept {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto n = utf8_step(s, i);
+    if (n < 0)
+      return i;
+    i += static_cast<std::size_t>(n);
+  }
+  return s.size();
+}
+
+std::optional<std::string_view> check_text(std::string_view record, invalid_utf8_policy p,
+                                           std::string& scratch, std::string& reason) {
+  if (const void* nul = std::memchr(record.data(), '\0', record.size())) {
+    reason = "NUL byte at byte "
+             + std::to_string(static_cast<const char*>(nul) - record.data() + 1);
+    return std::nullopt;
+  }
+  if (simdjson::validate_utf8(record.data(), record.size()))
+    return record;
+  if (p == invalid_utf8_policy::error) {
+    reason = "invalid UTF-8 at byte " + std::to_string(first_invalid_utf8(record) + 1)
+             + " (invalid_utf8 = \"replace\" reads it as U+FFFD)";
+    return std::nullopt;
+  }
+  replace_invalid_utf8(record, scratch);
+  return std::string_view{scratch};
+}
+
+} // namespace internal
 
 std::optional<format_kind> parse_format(std::string_view name) noexcept {
   if (name == "jsonl")
@@ -51,7 +144,10 @@ expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& op
     return make_error(errc::invalid_argument,
                       std::string{"format "} + std::string{to_string(opts.kind)}
                         + " needs a schema");
-  internal::row_committer rc;
+  internal::common_options co;
+  co.invalid_utf8 = opts.invalid_utf8;
+  co.zone = opts.zone;
+  auto& rc = co.rc;
   if (!opts.event_time_field.empty()) {
     auto idx = s->index_of(opts.event_time_field);
     if (!idx)
@@ -69,16 +165,16 @@ expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& op
   }
   switch (opts.kind) {
     case format_kind::jsonl:
-      return internal::make_jsonl_decoder(std::move(s), std::move(rc), opts.control_lines);
+      return internal::make_jsonl_decoder(std::move(s), std::move(co), opts.control_lines);
     case format_kind::csv:
       if (opts.csv_delimiter == '"' || opts.csv_delimiter == '\r'
           || opts.csv_delimiter == '\n')
         return make_error(errc::invalid_argument,
                           "csv delimiter must not be a quote or a line break");
       return internal::make_csv_decoder(std::move(s), opts.csv_header,
-                                        opts.csv_delimiter, std::move(rc));
+                                        opts.csv_delimiter, std::move(co));
     case format_kind::apache_combined:
-      return internal::make_apache_combined_decoder(std::move(rc));
+      return internal::make_apache_combined_decoder(std::move(co));
   }
   return make_error(errc::invalid_argument, "unknown format");
 }

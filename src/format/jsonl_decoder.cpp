@@ -3,6 +3,7 @@
 
 #include <simdjson.h>
 
+#include <charconv>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +34,96 @@ std::string_view json_type_name(simdjson::dom::element_type t) noexcept {
   return "unknown";
 }
 
+std::string_view json_type_name(simdjson::ondemand::json_type t) noexcept {
+  using jt = simdjson::ondemand::json_type;
+  switch (t) {
+    case jt::array:
+      return "array";
+    case jt::object:
+      return "object";
+    case jt::number:
+      return "number";
+    case jt::string:
+      return "string";
+    case jt::boolean:
+      return "bool";
+    case jt::null:
+      return "null";
+  }
+  return "unknown";
+}
+
+// True if `tok` is a JSON number (RFC 8259 grammar) that simdjson's DOM
+// parser refuses for its size: an integer outside [INT64_MIN, UINT64_MAX],
+// or a float beyond the range of a double.
+bool is_out_of_range_number(std::string_view tok) noexcept {
+  std::size_t i = 0;
+  const std::size_t n = tok.size();
+  auto digit = [&](std::size_t k) { return k < n && tok[k] >= '0' && tok[k] <= '9'; };
+  if (i < n && tok[i] == '-')
+    ++i;
+  if (!digit(i))
+    return false;
+  if (tok[i] == '0')
+    ++i;
+  else
+    while (digit(i))
+      ++i;
+  bool integer = true;
+  if (i < n && tok[i] == '.') {
+    integer = false;
+    ++i;
+    if (!digit(i))
+      return false;
+    while (digit(i))
+      ++i;
+  }
+  if (i < n && (tok[i] == 'e' || tok[i] == 'E')) {
+    integer = false;
+    ++i;
+    if (i < n && (tok[i] == '+' || tok[i] == '-'))
+      ++i;
+    if (!digit(i))
+      return false;
+    while (digit(i))
+      ++i;
+  }
+  if (i != n)
+    return false;
+  if (integer) {
+    std::int64_t v = 0;
+    std::uint64_t u = 0;
+    if (std::from_chars(tok.data(), tok.data() + n, v).ec == std::errc{})
+      return false;
+    return tok[0] == '-' || std::from_chars(tok.data(), tok.data() + n, u).ec != std::errc{};
+  }
+  double d = 0;
+  return std::from_chars(tok.data(), tok.data() + n, d).ec == std::errc::result_out_of_range;
+}
+
+// Length of the array or object starting at `s[0]` in valid JSON.
+std::size_t container_length(std::string_view s) noexcept {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      if (--depth == 0)
+        return i + 1;
+    }
+  }
+  return s.size();
+}
+
 struct string_hash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const noexcept {
@@ -42,10 +133,12 @@ struct string_hash {
 
 class jsonl_decoder final : public record_decoder {
 public:
-  jsonl_decoder(schema_ptr s, row_committer rc, bool control_lines)
-    : schema_(std::move(s)), rc_(std::move(rc)), control_lines_(control_lines),
+  jsonl_decoder(schema_ptr s, common_options co, bool control_lines)
+    : schema_(std::move(s)), rc_(std::move(co.rc)), control_lines_(control_lines),
+      invalid_utf8_(co.invalid_utf8), zone_(std::move(co.zone)),
       slots_(schema_->size()),
       present_(schema_->size(), 0) {
+    slow_.resize(schema_->size());
     for (std::size_t i = 0; i < schema_->size(); ++i)
       index_.emplace(schema_->at(i).name, i);
   }
@@ -54,21 +147,24 @@ public:
 
   std::size_t next_record(std::string_view buffer, bool at_eof,
                           std::size_t& lines) override {
-    return next_line(buffer, at_eof, lines);
+    return next_line(buffer, at_eof, lines, resume_);
   }
 
-  status decode(std::string_view record, batch_builder& out,
+  status decode(std::string_view text, batch_builder& out,
                 std::string& reason) override {
-    if (is_blank(record))
+    if (is_blank(text))
       return status::skipped;
+    auto checked = check_text(text, invalid_utf8_, utf8_scratch_, reason);
+    if (!checked)
+      return status::bad;
+    const std::string_view record = *checked;
     // simdjson reads up to SIMDJSON_PADDING bytes past the end: parse from a
     // reused buffer with that much slack rather than from the file buffer.
-    if (padded_.size() < record.size() + simdjson::SIMDJSON_PADDING)
-      padded_.resize(record.size() + simdjson::SIMDJSON_PADDING);
-    std::memcpy(padded_.data(), record.data(), record.size());
-    std::memset(padded_.data() + record.size(), 0, simdjson::SIMDJSON_PADDING);
+    pad(padded_, record);
     simdjson::dom::element doc;
-    if (auto err = parser_.parse(padded_.data(), record.size(), false).get(doc)) {
+    if (auto err = parse_dom(padded_, record.size(), doc)) {
+      if (err == simdjson::NUMBER_ERROR)
+        return decode_big_numbers(record, out, reason);
       reason = std::string{"invalid JSON: "} + simdjson::error_message(err);
       return status::bad;
     }
@@ -166,7 +262,7 @@ private:
         }
         if (t == et::STRING) {
           auto text = v.get_string().value_unsafe();
-          if (auto ts = parse_iso8601(text)) {
+          if (auto ts = parse_iso8601(text, zone_)) {
             c.append_int(*ts);
             return true;
           }
@@ -182,9 +278,258 @@ private:
     return type_error(i, v, reason);
   }
 
+  static void pad(std::vector<char>& buf, std::string_view record) {
+    if (buf.size() < record.size() + simdjson::SIMDJSON_PADDING)
+      buf.resize(record.size() + simdjson::SIMDJSON_PADDING);
+    std::memcpy(buf.data(), record.data(), record.size());
+    std::memset(buf.data() + record.size(), 0, simdjson::SIMDJSON_PADDING);
+  }
+
+  // DOM parse; a document nested deeper than simdjson's default limit (1024)
+  // is parsed again by a parser whose limit is the record's length, so that
+  // nesting never makes a record bad (simdjson's DOM builder is iterative:
+  // depth costs memory, not stack).
+  simdjson::error_code parse_dom(const std::vector<char>& buf, std::size_t n,
+                                 simdjson::dom::element& doc) {
+    auto err = parser_.parse(buf.data(), n, false).get(doc);
+    if (err != simdjson::DEPTH_ERROR)
+      return err;
+    if (!deep_parser_)
+      deep_parser_ = std::make_unique<simdjson::dom::parser>();
+    if (deep_parser_->max_depth() < n + 2 || deep_parser_->capacity() < n)
+      if (auto e = deep_parser_->allocate(n, n + 2))
+        return e;
+    return deep_parser_->parse(buf.data(), n, false).get(doc);
+  }
+
+  // The slow path for a record with a number simdjson's DOM refuses (an
+  // integer beyond 64 bits, a float beyond a double): such numbers are
+  // blanked out for a DOM pass that validates the rest of the document, then
+  // simdjson On-Demand, which parses a number only when asked, reads the
+  // declared fields. An undeclared field is thus never a reason to fail, and
+  // a float64 field reads any integer as the nearest double.
+  status decode_big_numbers(std::string_view record, batch_builder& out,
+                            std::string& reason) {
+    blanked_.assign(record.begin(), record.end());
+    bool in_string = false;
+    for (std::size_t i = 0; i < blanked_.size(); ++i) {
+      const char c = blanked_[i];
+      if (in_string) {
+        if (c == '\\')
+          ++i;
+        else if (c == '"')
+          in_string = false;
+        continue;
+      }
+      if (c == '"') {
+        in_string = true;
+        continue;
+      }
+      if (c != '-' && (c < '0' || c > '9'))
+        continue;
+      std::size_t j = i;
+      while (j < blanked_.size()
+             && ((blanked_[j] >= '0' && blanked_[j] <= '9') || blanked_[j] == '-'
+                 || blanked_[j] == '+' || blanked_[j] == '.' || blanked_[j] == 'e'
+                 || blanked_[j] == 'E'))
+        ++j;
+      if (is_out_of_range_number(std::string_view{blanked_}.substr(i, j - i))) {
+        blanked_[i] = '0';
+        std::fill(blanked_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  blanked_.begin() + static_cast<std::ptrdiff_t>(j), ' ');
+      }
+      i = j - 1;
+    }
+    pad(blank_padded_, blanked_);
+    simdjson::dom::element check;
+    if (auto err = parse_dom(blank_padded_, blanked_.size(), check)) {
+      reason = std::string{"invalid JSON: "} + simdjson::error_message(err);
+      return status::bad;
+    }
+    if (!check.is_object()) {
+      reason = "invalid JSON: expected an object, got "
+               + std::string{json_type_name(check.type())};
+      return status::bad;
+    }
+    // The document is valid JSON but for the big numbers: read it.
+    if (od_max_depth_ < record.size() + 2) {
+      od_max_depth_ = record.size() + 2;
+      if (auto e = od_parser_.allocate(record.size(), od_max_depth_)) {
+        reason = std::string{"invalid JSON: "} + simdjson::error_message(e);
+        return status::bad;
+      }
+    }
+    for (auto& sl : slow_)
+      sl = slow_slot{};
+    auto fail = [&](simdjson::error_code e) {
+      reason = std::string{"invalid JSON: "} + simdjson::error_message(e);
+      return status::bad;
+    };
+    simdjson::ondemand::document doc;
+    if (auto e = od_parser_.iterate(padded_.data(), record.size(), padded_.size()).get(doc))
+      return fail(e);
+    simdjson::ondemand::object obj;
+    if (auto e = doc.get_object().get(obj))
+      return fail(e);
+    for (auto f : obj) {
+      simdjson::ondemand::field field;
+      if (auto e = std::move(f).get(field))
+        return fail(e);
+      std::string_view key;
+      if (auto e = field.unescaped_key().get(key))
+        return fail(e);
+      if (control_lines_ && key == "control") {
+        reason = "control line advance_processing_time needs an integer proc_time";
+        return status::bad;
+      }
+      auto it = index_.find(key);
+      if (it == index_.end())
+        continue;
+      read_slow(it->second, field.value(), slow_[it->second]);
+    }
+    for (std::size_t i = 0; i < schema_->size(); ++i) {
+      auto& c = out.col(i);
+      const auto& sl = slow_[i];
+      if (!sl.error.empty()) {
+        out.rollback_row();
+        reason = sl.error;
+        return status::bad;
+      }
+      std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, std::monostate>)
+            c.append_null();
+          else if constexpr (std::is_same_v<T, bool>)
+            c.append_bool(x);
+          else if constexpr (std::is_same_v<T, std::int64_t>)
+            c.append_int(x);
+          else if constexpr (std::is_same_v<T, double>)
+            c.append_float(x);
+          else
+            c.append_string(x);
+        },
+        sl.v);
+    }
+    return rc_.commit(out, reason);
+  }
+
+  struct slow_slot {
+    value v;           ///< monostate: null or missing
+    std::string error; ///< the bad-record reason, if the value does not fit
+  };
+
+  // One declared field's value in the slow path (the last duplicate wins).
+  void read_slow(std::size_t i, simdjson::ondemand::value v, slow_slot& sl) {
+    using jt = simdjson::ondemand::json_type;
+    sl = slow_slot{};
+    const auto& f = schema_->at(i);
+    jt t{};
+    if (auto e = v.type().get(t)) {
+      sl.error = std::string{"invalid JSON: "} + simdjson::error_message(e);
+      return;
+    }
+    auto mismatch = [&](std::string_view got) {
+      sl.error = "field '" + f.name + "': expected " + std::string{to_string(f.type)}
+                 + ", got " + std::string{got};
+    };
+    if (t == jt::null)
+      return;
+    const std::string_view tok = t == jt::number ? v.raw_json_token() : std::string_view{};
+    auto number_text = [&] {
+      std::string_view x = tok;
+      while (!x.empty() && (x.back() == ' ' || x.back() == '\t' || x.back() == '\r'
+                            || x.back() == '\n'))
+        x.remove_suffix(1);
+      return x;
+    };
+    auto read_int = [&] {
+      std::int64_t x = 0;
+      if (!v.get_int64().get(x)) {
+        sl.v = x;
+        return;
+      }
+      mismatch(is_integer_text(number_text()) ? "integer out of int64 range" : "float");
+    };
+    switch (f.type) {
+      case type_id::int64:
+        if (t != jt::number)
+          return mismatch(json_type_name(t));
+        return read_int();
+      case type_id::float64: {
+        if (t != jt::number)
+          return mismatch(json_type_name(t));
+        double d = 0;
+        if (v.get_double().get(d)) {
+          sl.error = "field '" + f.name + "': number " + quote_for_reason(number_text())
+                     + " is out of float64 range";
+          return;
+        }
+        sl.v = d;
+        return;
+      }
+      case type_id::boolean: {
+        bool b = false;
+        if (t != jt::boolean || v.get_bool().get(b))
+          return mismatch(json_type_name(t));
+        sl.v = b;
+        return;
+      }
+      case type_id::string: {
+        if (t == jt::array || t == jt::object) {
+          const std::string_view raw = v.raw_json_token();
+          const std::string_view whole{raw.data(),
+                                       static_cast<std::size_t>(
+                                         padded_.data() + padded_.size() - raw.data())};
+          const std::string_view text = whole.substr(0, container_length(whole));
+          std::string mini(text.size(), '\0');
+          std::size_t len = 0;
+          if (simdjson::minify(text.data(), text.size(), mini.data(), len)) {
+            sl.error = "field '" + f.name + "': cannot minify the nested value";
+            return;
+          }
+          mini.resize(len);
+          sl.v = std::move(mini);
+          return;
+        }
+        std::string_view str;
+        if (t != jt::string || v.get_string().get(str))
+          return mismatch(json_type_name(t));
+        sl.v = std::string{str};
+        return;
+      }
+      case type_id::timestamp: {
+        if (t == jt::number)
+          return read_int();
+        std::string_view str;
+        if (t != jt::string || v.get_string().get(str))
+          return mismatch(json_type_name(t));
+        if (auto ts = parse_iso8601(str, zone_)) {
+          sl.v = *ts;
+          return;
+        }
+        sl.error = "field '" + f.name + "': cannot parse " + quote_for_reason(str)
+                   + " as an ISO-8601 timestamp";
+        return;
+      }
+      case type_id::null_type:
+        return;
+    }
+  }
+
   schema_ptr schema_;
   row_committer rc_;
   bool control_lines_ = false;
+  invalid_utf8_policy invalid_utf8_;
+  time_zone zone_;
+  scan_resume resume_;
+  std::string utf8_scratch_;
+  std::unique_ptr<simdjson::dom::parser> deep_parser_;
+  simdjson::ondemand::parser od_parser_;
+  std::size_t od_max_depth_ = 0;
+  std::string blanked_;
+  std::vector<char> blank_padded_;
+  std::vector<slow_slot> slow_;
   event_time control_time_ = 0;
   std::unordered_map<std::string, std::size_t, string_hash, std::equal_to<>> index_;
   simdjson::dom::parser parser_;
@@ -195,9 +540,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, row_committer rc,
+std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, common_options co,
                                                    bool control_lines) {
-  return std::make_unique<jsonl_decoder>(std::move(s), std::move(rc), control_lines);
+  return std::make_unique<jsonl_decoder>(std::move(s), std::move(co), control_lines);
 }
 
 } // namespace weir::format::internal

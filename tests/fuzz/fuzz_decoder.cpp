@@ -94,6 +94,14 @@ decoder_options options_for(std::uint64_t h) {
   static constexpr char delimiters[] = {',', ',', ';', '\t'};
   o.csv_delimiter = delimiters[(h >> 2) & 3];
   o.control_lines = (h & 16) != 0;
+  if ((h >> 8) & 1)
+    o.invalid_utf8 = weir::format::invalid_utf8_policy::replace;
+  if ((h >> 9) & 1) {
+    // A zone with summer time, when the system has it (the fuzzer runs
+    // where /usr/share/zoneinfo may be absent: then a fixed offset).
+    auto z = weir::time_zone::parse("Europe/Berlin");
+    o.zone = z ? *z : *weir::time_zone::parse("+02:00");
+  }
   return o;
 }
 
@@ -156,7 +164,10 @@ void check_encodings(const weir::record_batch& batch) {
     check_reads_back(back, out, "an encoded jsonl row");
     out = csv->header(*batch.schema);
     csv->encode(batch, row, out);
-    check_reads_back(csv_back, out, "an encoded csv row");
+    // CSV cannot carry a NUL (a jsonl "\u0000" decodes to one), which makes
+    // a csv record bad: the read-back only holds without.
+    if (out.find('\0') == std::string::npos)
+      check_reads_back(csv_back, out, "an encoded csv row");
   }
 }
 

@@ -20,7 +20,13 @@ to a link to ../shared, so the TOML's relative paths ("../shared/...",
 A case that is not one of ../shared/cases keeps its own input and
 expected*.jsonl in its folder, which is linked as ../case (the TOML reads
 "../case/input.jsonl").
+
+With --batch-size N the job runs with `--batch-size N` (a case registered
+once per batch size checks that its output, dead letters included, does not
+depend on it). A case folder with expected_bad_records.txt also runs without
+--quiet and checks that the summary's "bad records" count is that number.
 """
+import re
 import argparse
 import json
 import math
@@ -100,17 +106,29 @@ def run(args):
             print("error case: exit 2 and the exact diagnostic")
             return 0
 
-        cmd = [args.weir, "run", str(case_dir / "pipeline.toml"), "--quiet"]
+        bad_count_file = case_dir / "expected_bad_records.txt"
+        cmd = [args.weir, "run", str(case_dir / "pipeline.toml")]
+        if not bad_count_file.exists():
+            cmd.append("--quiet")
+        if args.batch_size:
+            cmd += ["--batch-size", str(args.batch_size)]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             print(f"weir exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
             return 1
+        problems = []
+        if bad_count_file.exists():
+            want_bad = int(bad_count_file.read_text().strip())
+            m = re.search(r"bad records\s+([\d,]+)", proc.stderr)
+            if not m:
+                problems.append("the summary has no 'bad records' line:\n" + proc.stderr)
+            elif int(m.group(1).replace(",", "")) != want_bad:
+                problems.append(f"the summary counts {m.group(1)} bad records, expected {want_bad}")
         shared_case = case_dir if local else shared / "cases" / case_dir.name
         expected = sorted(shared_case.glob("expected*.jsonl"))
         if not expected:
             print(f"no expected*.jsonl in {shared_case}")
             return 1
-        problems = []
         for exp in expected:
             out = work / "out" / exp.name
             if not out.exists():
@@ -134,6 +152,7 @@ def main():
     p.add_argument("--weir", required=True)
     p.add_argument("--case", required=True)
     p.add_argument("--shared", required=True)
+    p.add_argument("--batch-size", type=int, default=0)
     sys.exit(run(p.parse_args()))
 
 

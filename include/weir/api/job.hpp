@@ -122,6 +122,7 @@ struct operator_options {
 struct file_source_spec;    // weir/connectors/file_source.hpp
 struct file_sink_spec;      // weir/connectors/file_sink.hpp
 struct kafka_sink_spec;     // weir/connectors/kafka_sink.hpp
+struct stdout_sink_spec;    // weir/connectors/file_sink.hpp
 struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
 struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
 
@@ -221,6 +222,8 @@ public:
 
   /// Prints the stream as JSON lines on stdout.
   void print(operator_options opts = {}) const;
+  /// As `print`, with the sink's options (timestamp format).
+  void print(const stdout_sink_spec& spec, operator_options opts = {}) const;
 
   /// Prints a summary table on stdout at the end of the job.
   [[nodiscard]] expected<std::monostate> sink_to_summary(summary_sink_spec spec,

@@ -18,10 +18,19 @@ struct file_sink_spec {
   /// Without checkpoints: written output reaches the file at least this
   /// often (0: after every batch).
   std::chrono::milliseconds flush_interval{1000};
+  /// Timestamp fields (window_start and window_end too) as integer ms or
+  /// ISO-8601 UTC text.
+  format::timestamp_format timestamp_format = format::timestamp_format::epoch_ms;
+};
+
+/// The stdout sink's options (`data_stream::print`).
+struct stdout_sink_spec {
+  format::timestamp_format timestamp_format = format::timestamp_format::epoch_ms;
 };
 
 /// Makes a sink operator that writes every row it receives to the file
-/// `path`, encoded as `format` (jsonl or csv, see `format::make_encoder`).
+/// `path`, encoded as `format` (jsonl or csv, see `format::make_encoder`),
+/// timestamp fields as `ts`.
 ///
 /// The output is written under the in-progress name `<path>.inprogress`
 /// and renamed to `path` only by `finish()` (the input ended) or `stop()`
@@ -50,7 +59,8 @@ struct file_sink_spec {
 [[nodiscard]] expected<stream_operator_ptr>
 make_file_sink(std::string path, format::format_kind format,
                schema_ptr input_schema = nullptr,
-               std::chrono::milliseconds flush_interval = std::chrono::seconds{1});
+               std::chrono::milliseconds flush_interval = std::chrono::seconds{1},
+               format::timestamp_format ts = format::timestamp_format::epoch_ms);
 
 /// The in-progress name `make_file_sink` writes `path` under.
 std::string in_progress_path(const std::string& path);
@@ -60,6 +70,7 @@ std::string in_progress_path(const std::string& path);
 /// and flushed as it arrives. Precondition: `format` is not apache_combined
 /// (then the sink falls back to jsonl). Emits nothing downstream.
 stream_operator_ptr make_stdout_sink(format::format_kind format,
-                                     schema_ptr input_schema = nullptr);
+                                     schema_ptr input_schema = nullptr,
+                                     format::timestamp_format ts = format::timestamp_format::epoch_ms);
 
 } // namespace weir

@@ -42,6 +42,7 @@ namespace weir {
 /// Errors: `errc::invalid_argument` for `apache_combined` or an empty path.
 [[nodiscard]] expected<stream_operator_ptr>
 make_transactional_file_sink(std::string path, format::format_kind format,
-                             schema_ptr input_schema = nullptr);
+                             schema_ptr input_schema = nullptr,
+                             format::timestamp_format ts = format::timestamp_format::epoch_ms);
 
 } // namespace weir

@@ -10,6 +10,8 @@
 
 namespace weir {
 
+class time_zone; // weir/core/time_zone.hpp
+
 /// Days since 1970-01-01 of the proleptic Gregorian date y-m-d (Howard
 /// Hinnant, "chrono-Compatible Low-Level Date Algorithms", days_from_civil).
 /// Valid for any y; m in 1..12, d in 1..31.
@@ -43,6 +45,11 @@ constexpr unsigned days_in_month(std::int64_t y, unsigned m) noexcept {
 /// seconds). Returns nullopt for anything else, including trailing text.
 /// Years 0000 to 9999. O(length); never allocates.
 std::optional<event_time> parse_iso8601(std::string_view text) noexcept;
+
+/// As `parse_iso8601`, but a date or date-time without a zone is local time
+/// in `zone` (time_zone::to_utc: overlaps take the earlier offset, gaps move
+/// later). A zone in the text wins.
+std::optional<event_time> parse_iso8601(std::string_view text, const time_zone& zone) noexcept;
 
 /// Renders ms since the epoch as `YYYY-MM-DDThh:mm:ss.sssZ` (UTC), the
 /// inverse of `parse_iso8601` for years 0000 to 9999; other years are

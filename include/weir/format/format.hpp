@@ -4,6 +4,7 @@
 #include "weir/connectors/source_reader.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/record_batch.hpp"
+#include "weir/core/time_zone.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -26,6 +27,16 @@ std::string_view to_string(format_kind k) noexcept;
 /// bytes (int64, null for "-"), referrer, agent (string).
 schema_ptr apache_combined_schema();
 
+/// What a decoder does with text that is not valid UTF-8 (a source's
+/// `invalid_utf8` key): `error` makes the record bad ("invalid UTF-8 at byte
+/// N"); `replace` reads each maximal ill-formed subsequence as U+FFFD.
+enum class invalid_utf8_policy { error, replace };
+
+/// How an encoder writes timestamp fields (a sink's `timestamp_format`):
+/// integer ms since the epoch, or ISO-8601 UTC text with milliseconds
+/// ("2023-03-05T15:13:37.320Z", format_iso8601).
+enum class timestamp_format { epoch_ms, iso8601 };
+
 /// Options of a decoder.
 struct decoder_options {
   format_kind kind = format_kind::jsonl;
@@ -42,6 +53,12 @@ struct decoder_options {
   /// replay clock to N ms (decode returns `status::control`); any other
   /// control line is a bad record.
   bool control_lines = false;
+  /// Invalid UTF-8 in a record: bad (default) or replaced by U+FFFD. A NUL
+  /// byte makes a record bad either way.
+  invalid_utf8_policy invalid_utf8 = invalid_utf8_policy::error;
+  /// The zone of ISO-8601 timestamps written without one (jsonl and csv;
+  /// apache_combined stamps always carry their offset). Default UTC.
+  time_zone zone;
 };
 
 /// Splits a byte stream into records and decodes each into a batch_builder.
@@ -54,8 +71,20 @@ struct decoder_options {
 /// integer (ms since epoch) or an ISO-8601 string ("2023-03-05T15:13:37.320Z",
 /// "2015-05-17 10:05:03", an offset like +02:00 is honoured, none means UTC).
 ///
+/// The record contract (DESIGN.md §8), in every format: a record holding a
+/// NUL byte is bad ("NUL byte at byte N"); one that is not valid UTF-8 is bad
+/// ("invalid UTF-8 at byte N") or, with `invalid_utf8_policy::replace`, read
+/// with U+FFFD for each maximal invalid subsequence. An integer beyond int64
+/// is bad in an int64 or timestamp field and the nearest double in a float64
+/// field; a float beyond a double's range is bad. Nothing is clamped.
+///
 /// Per format:
 /// - **jsonl**: one JSON object per line (simdjson DOM, full validation).
+///   Undeclared keys are skipped whatever their size, depth or content: a
+///   document nested deeper than simdjson's default 1024 levels is parsed
+///   again with a limit of its length, and one holding a number the DOM
+///   refuses (beyond 64 bits, beyond a double) is validated with such numbers
+///   blanked out and its declared fields read with simdjson On-Demand.
 ///   Fields are looked up by name; unknown keys are ignored, a duplicate key
 ///   keeps its last value, JSON null is null. int64 accepts JSON integers
 ///   only (`1.5` and also `3.0` are bad, as is an integer above INT64_MAX);
@@ -70,13 +99,19 @@ struct decoder_options {
 ///   is null; `""` is the empty string for string fields and null otherwise.
 ///   Numbers parse strictly (std::from_chars, whole cell); bool accepts
 ///   true/false (any case) and 1/0. A quote inside an unquoted cell is kept
-///   literally; text after a closing quote is bad.
+///   literally; text after a closing quote is bad. A quote still open at the
+///   end of the file ends its record at the end of the line it opened on
+///   (bad, "unterminated quote"), and the lines after are records again.
 /// - **apache_combined**: `client ident user [dd/Mon/yyyy:HH:MM:SS +zzzz]
 ///   "METHOD path protocol" status bytes "referrer" "agent"`; "-" is null for
 ///   ident, user and bytes, and kept as the string "-" for referrer and agent.
 ///   Inside quotes `\"` and `\\` are unescaped, other escapes (`\xhh`) kept.
-///   A request of one token (not "-") goes to `path` with null method and
-///   protocol; "-" makes all three null. Text after the agent is ignored.
+///   A request that is not `METHOD target [PROTOCOL]` is parsed with nulls,
+///   not bad: "-" and "" make method, path and protocol null; a request whose
+///   first word is not a method (A-Z, '-', '_'), or that has one word, goes
+///   whole to `path` with null method and protocol; the protocol is the last
+///   word only if it starts with "HTTP/" (else null, the target keeping any
+///   inner spaces). Text after the agent is ignored.
 class record_decoder {
 public:
   virtual ~record_decoder() = default;
@@ -85,7 +120,9 @@ public:
 
   /// Length in bytes of the first complete record in `buffer`, including its
   /// terminating newline ("\n" or "\r\n"); 0 when `buffer` holds no complete
-  /// record yet. At end of file (`at_eof`) a final record without newline is
+  /// record yet. After a 0 the next call must pass the same record start
+  /// (with more bytes after it): the scan resumes where it stopped, so a
+  /// record growing over many chunks costs O(its length). At end of file (`at_eof`) a final record without newline is
   /// complete. Sets `lines` to the number of newlines the record spans.
   virtual std::size_t next_record(std::string_view buffer, bool at_eof,
                                   std::size_t& lines) = 0;
@@ -158,7 +195,14 @@ public:
 /// quotes a cell holding ',', '"', CR or LF, writes null as an empty cell and
 /// the empty string as `""` (so the csv decoder reads both back). Returns
 /// nullptr for apache_combined, which is read-only.
-std::unique_ptr<record_encoder> make_encoder(format_kind kind);
+///
+/// `ts`: timestamp fields (window_start and window_end too) as integer ms
+/// (default) or as ISO-8601 UTC text with milliseconds,
+/// "2023-03-05T15:13:37.320Z" (a JSON string in jsonl), which the decoders
+/// read back to the same ms; years outside 0000..9999 are written with more
+/// digits and do not read back.
+std::unique_ptr<record_encoder> make_encoder(
+  format_kind kind, timestamp_format ts = timestamp_format::epoch_ms);
 
 /// Encodes one value as a JSON value into `out` (strings escaped per RFC 8259:
 /// `"` `\\` and control characters escaped, \u00XX for those without a short

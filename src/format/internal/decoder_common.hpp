@@ -31,6 +31,19 @@ inline bool parse_double(std::string_view s, double& out) noexcept {
   return ec == std::errc{} && p == s.data() + s.size();
 }
 
+/// True if `s` is an optional sign and one or more digits (an integer
+/// literal, whatever its size).
+inline bool is_integer_text(std::string_view s) noexcept {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+'))
+    s.remove_prefix(1);
+  if (s.empty())
+    return false;
+  for (char c : s)
+    if (c < '0' || c > '9')
+      return false;
+  return true;
+}
+
 /// Parses "true"/"false" in any case, and "1"/"0".
 inline bool parse_bool(std::string_view s, bool& out) noexcept {
   auto iequals = [](std::string_view a, std::string_view b) {
@@ -78,16 +91,53 @@ inline bool is_blank(std::string_view s) noexcept {
   return true;
 }
 
+/// Replaces each maximal subpart of an ill-formed UTF-8 sequence in `s` with
+/// U+FFFD (Unicode §3.9 "U+FFFD substitution of maximal subparts", as the
+/// WHATWG decoder does), writing the result to `out`.
+void replace_invalid_utf8(std::string_view s, std::string& out);
+
+/// 0-based offset of the first byte of `s` that starts an ill-formed UTF-8
+/// sequence; `s.size()` if `s` is valid UTF-8.
+std::size_t first_invalid_utf8(std::string_view s) noexcept;
+
+/// The record contract's text check (DESIGN.md §8), run on every record
+/// before it is decoded: a NUL byte makes the record bad; invalid UTF-8 makes
+/// it bad under `invalid_utf8_policy::error` and is replaced by U+FFFD (per
+/// maximal subpart) under `replace`, the replaced text living in `scratch`.
+/// Returns the text to decode, or nullopt with `reason` set. O(length), fast
+/// path simdjson::validate_utf8.
+std::optional<std::string_view> check_text(std::string_view record, invalid_utf8_policy p,
+                                           std::string& scratch, std::string& reason);
+
+/// Remembers how far `next_line` / a CSV scan got into a record that was not
+/// complete yet, so that a record growing over many chunks (a line of several
+/// MiB) is scanned once, not once per chunk. Valid while the caller passes the
+/// same record start with more bytes appended (record_decoder::next_record's
+/// contract); reset when a record is returned.
+struct scan_resume {
+  std::size_t scanned = 0; ///< bytes of the pending record already scanned
+  std::size_t newlines = 0;
+  int state = 0;           ///< scanner-specific
+  void reset() noexcept { *this = scan_resume{}; }
+};
+
 /// Length of the first '\n'-terminated line of `buffer` (newline included);
 /// at EOF the rest of a non-empty buffer; 0 if incomplete.
 inline std::size_t next_line(std::string_view buffer, bool at_eof,
-                             std::size_t& lines) noexcept {
-  if (const void* nl = std::memchr(buffer.data(), '\n', buffer.size())) {
+                             std::size_t& lines, scan_resume& resume) noexcept {
+  std::size_t from = resume.scanned <= buffer.size() ? resume.scanned : 0;
+  if (const void* nl = std::memchr(buffer.data() + from, '\n', buffer.size() - from)) {
+    resume.reset();
     lines = 1;
     return static_cast<std::size_t>(static_cast<const char*>(nl) - buffer.data()) + 1;
   }
   lines = 0;
-  return at_eof ? buffer.size() : 0;
+  if (at_eof) {
+    resume.reset();
+    return buffer.size();
+  }
+  resume.scanned = buffer.size();
+  return 0;
 }
 
 /// The event-time column of a decoder, if any, and the rule that completes a
@@ -113,10 +163,17 @@ struct row_committer {
   }
 };
 
-std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, row_committer rc,
+/// What every decoder gets besides its format's own options.
+struct common_options {
+  row_committer rc;
+  invalid_utf8_policy invalid_utf8 = invalid_utf8_policy::error;
+  time_zone zone; ///< for timestamps written without a zone
+};
+
+std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, common_options co,
                                                    bool control_lines = false);
 std::unique_ptr<record_decoder> make_csv_decoder(schema_ptr s, bool header,
-                                                 char delimiter, row_committer rc);
-std::unique_ptr<record_decoder> make_apache_combined_decoder(row_committer rc);
+                                                 char delimiter, common_options co);
+std::unique_ptr<record_decoder> make_apache_combined_decoder(common_options co);
 
 } // namespace weir::format::internal

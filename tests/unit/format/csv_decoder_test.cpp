@@ -132,7 +132,7 @@ TEST_CASE("csv rejects an unterminated quote and text after a closing quote") {
   auto d = decode_text(*dec, "\"ab\"c,d\nx,\"open\n");
   REQUIRE(d.bad.size() == 2);
   CHECK(d.bad[0] == "unexpected text after the closing quote in column 1");
-  CHECK(d.bad[1] == "unterminated quote in column 2");
+  CHECK(d.bad[1] == "unterminated quote in column 2 (no closing quote before the end of the file)");
   CHECK(d.rows.empty());
 }
 

@@ -20,6 +20,7 @@ namespace {
 using namespace weir::config;
 
 const key_list file_sink_formats = {"jsonl", "csv"};
+const key_list timestamp_formats = {"epoch_ms", "iso8601"};
 
 struct file_sink_def : kind_spec {
   file_sink_spec file;
@@ -35,6 +36,7 @@ kind_descriptor describe_sinks_file() {
     {"format", "string", false, "\"jsonl\"", "jsonl | csv"},
     {"flush_interval", "duration", false, "\"1s\"",
      "without checkpoints: output reaches the file at least this often; 0: every batch"},
+    {"timestamp_format", "string", false, "\"epoch_ms\"", "epoch_ms | iso8601 (timestamp fields, window_start and window_end)"},
   };
   d.parse = [](parse_context& c) {
     auto s = std::make_unique<file_sink_def>();
@@ -50,6 +52,9 @@ kind_descriptor describe_sinks_file() {
       s->file.format = f->value == "csv" ? format::format_kind::csv : format::format_kind::jsonl;
     if (auto fi = c.soft.duration("flush_interval"))
       s->file.flush_interval = *fi;
+    if (auto f = c.soft.choice("timestamp_format", timestamp_formats))
+      s->file.timestamp_format = f->value == "iso8601" ? format::timestamp_format::iso8601
+                                                       : format::timestamp_format::epoch_ms;
     return s;
   };
   d.plan = [](plan_context& c, const kind_spec& ks) {
@@ -75,9 +80,10 @@ expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
                       "apache_combined is an input format only; write jsonl or csv");
   auto factory = [spec, schema = output_schema()](bool transactional) {
     return [spec, schema, transactional] {
-      auto op = transactional ? make_transactional_file_sink(spec.path, spec.format, schema)
+      auto op = transactional ? make_transactional_file_sink(spec.path, spec.format, schema,
+                                                             spec.timestamp_format)
                               : make_file_sink(spec.path, spec.format, schema,
-                                               spec.flush_interval);
+                                               spec.flush_interval, spec.timestamp_format);
       if (!op)
         throw std::runtime_error(op.error().message);
       return std::move(*op);

@@ -20,8 +20,9 @@ constexpr std::size_t flush_bytes = 1 << 20;
 /// write the header once, hand full buffers to `write_out`.
 class text_sink : public stream_operator {
 public:
-  text_sink(format::format_kind format, schema_ptr input_schema)
-    : encoder_(format::make_encoder(format)), schema_(std::move(input_schema)) {}
+  text_sink(format::format_kind format, schema_ptr input_schema,
+            format::timestamp_format ts = format::timestamp_format::epoch_ms)
+    : encoder_(format::make_encoder(format, ts)), schema_(std::move(input_schema)) {}
 
   void process_batch(const record_batch_ptr& batch, output_collector&) override {
     if (!batch)
@@ -67,8 +68,8 @@ event_time wall_ms() {
 class file_sink final : public text_sink {
 public:
   file_sink(std::string path, format::format_kind format, schema_ptr input_schema,
-            std::chrono::milliseconds flush_interval)
-    : text_sink(format, std::move(input_schema)),
+            std::chrono::milliseconds flush_interval, format::timestamp_format ts)
+    : text_sink(format, std::move(input_schema), ts),
       path_(std::move(path)),
       flush_interval_(flush_interval) {}
 
@@ -220,7 +221,8 @@ std::string in_progress_path(const std::string& path) {
 expected<stream_operator_ptr> make_file_sink(std::string path,
                                              format::format_kind format,
                                              schema_ptr input_schema,
-                                             std::chrono::milliseconds flush_interval) {
+                                             std::chrono::milliseconds flush_interval,
+                                             format::timestamp_format ts) {
   if (format == format::format_kind::apache_combined)
     return make_error(errc::invalid_argument,
                       "apache_combined cannot be written; use jsonl or csv");
@@ -228,13 +230,14 @@ expected<stream_operator_ptr> make_file_sink(std::string path,
     return make_error(errc::invalid_argument, "a file sink needs a path");
   return stream_operator_ptr{
     std::make_unique<file_sink>(std::move(path), format, std::move(input_schema),
-                                flush_interval)};
+                                flush_interval, ts)};
 }
 
-stream_operator_ptr make_stdout_sink(format::format_kind format, schema_ptr input_schema) {
+stream_operator_ptr make_stdout_sink(format::format_kind format, schema_ptr input_schema,
+                                     format::timestamp_format ts) {
   if (format == format::format_kind::apache_combined)
     format = format::format_kind::jsonl;
-  return std::make_unique<stdout_sink>(format, std::move(input_schema));
+  return std::make_unique<stdout_sink>(format, std::move(input_schema), ts);
 }
 
 } // namespace weir

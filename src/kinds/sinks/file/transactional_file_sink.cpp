@@ -119,11 +119,11 @@ sink_state decode_state(const std::string& bytes) {
 class transactional_file_sink final : public stream_operator {
 public:
   transactional_file_sink(std::string path, format::format_kind format,
-                          schema_ptr input_schema)
+                          schema_ptr input_schema, format::timestamp_format ts)
     : dir_(std::move(path)),
       staging_(dir_ / ".staging"),
       ext_(format == format::format_kind::csv ? "csv" : "jsonl"),
-      encoder_(format::make_encoder(format)),
+      encoder_(format::make_encoder(format, ts)),
       schema_(std::move(input_schema)) {}
 
   ~transactional_file_sink() override {
@@ -359,14 +359,15 @@ private:
 
 expected<stream_operator_ptr> make_transactional_file_sink(std::string path,
                                                            format::format_kind format,
-                                                           schema_ptr input_schema) {
+                                                           schema_ptr input_schema,
+                                                           format::timestamp_format ts) {
   if (format == format::format_kind::apache_combined)
     return make_error(errc::invalid_argument,
                       "apache_combined cannot be written; use jsonl or csv");
   if (path.empty())
     return make_error(errc::invalid_argument, "a file sink needs a path");
   return stream_operator_ptr{std::make_unique<transactional_file_sink>(
-    std::move(path), format, std::move(input_schema))};
+    std::move(path), format, std::move(input_schema), ts)};
 }
 
 } // namespace weir

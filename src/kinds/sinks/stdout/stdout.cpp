@@ -15,6 +15,11 @@ namespace {
 using namespace weir::config;
 
 const key_list stdout_formats = {"jsonl"};
+const key_list timestamp_formats = {"epoch_ms", "iso8601"};
+
+struct stdout_sink_def : kind_spec {
+  stdout_sink_spec spec;
+};
 } // namespace
 
 kind_descriptor describe_sinks_stdout() {
@@ -23,12 +28,19 @@ kind_descriptor describe_sinks_stdout() {
   d.type = "stdout";
   d.keys = {
     {"format", "string", false, "\"jsonl\"", "jsonl"},
+    {"timestamp_format", "string", false, "\"epoch_ms\"", "epoch_ms | iso8601 (timestamp fields, window_start and window_end)"},
   };
   d.parse = [](parse_context& c) {
     c.soft.choice("format", stdout_formats);
-    return std::make_unique<kind_spec>();
+    auto s = std::make_unique<stdout_sink_def>();
+    if (auto f = c.soft.choice("timestamp_format", timestamp_formats))
+      s->spec.timestamp_format = f->value == "iso8601" ? format::timestamp_format::iso8601
+                                                       : format::timestamp_format::epoch_ms;
+    return s;
   };
-  d.plan = [](plan_context& c, const kind_spec&) { c.inputs.front().print(c.options); };
+  d.plan = [](plan_context& c, const kind_spec& ks) {
+    c.inputs.front().print(spec_cast<stdout_sink_def>(ks).spec, c.options);
+  };
   return d;
 }
 
@@ -38,10 +50,14 @@ namespace weir {
 
 // The API's method: the sink this kind plans (make_stdout_sink is beside
 // the file sink, ../file/file_sink.cpp, with which it shares its encoding).
-void data_stream::print(operator_options opts) const {
+void data_stream::print(operator_options opts) const { print(stdout_sink_spec{}, opts); }
+
+void data_stream::print(const stdout_sink_spec& spec, operator_options opts) const {
+  const auto ts = spec.timestamp_format;
   auto id = internal::add_operator_node(
     *graph_, opts,
-    {"stdout_sink", nullptr, [] { return make_stdout_sink(format::format_kind::jsonl); }, true, 1},
+    {"stdout_sink", nullptr,
+     [ts] { return make_stdout_sink(format::format_kind::jsonl, nullptr, ts); }, true, 1},
     {{node_, port_}});
   if (!id)
     throw std::invalid_argument(id.error().message);

@@ -21,6 +21,7 @@ namespace {
 using namespace weir::config;
 
 const key_list source_formats = {"jsonl", "csv", "apache_combined"};
+const key_list invalid_utf8_choices = {"error", "replace"};
 
 struct file_source_def : kind_spec {
   located path;
@@ -214,6 +215,18 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
         d.decoder.csv_delimiter = v->value[0];
     }
   }
+  // The record contract's options (src/format, format.hpp).
+  if (auto v = r.choice("invalid_utf8", invalid_utf8_choices))
+    d.decoder.invalid_utf8 = v->value == "replace" ? format::invalid_utf8_policy::replace
+                                                   : format::invalid_utf8_policy::error;
+  if (auto v = r.string("time_zone", false, true)) {
+    if (auto z = time_zone::parse(v->value))
+      d.decoder.zone = *z;
+    else
+      r.fail(pos_of(*v->node), "time_zone: " + z.error().message,
+             {"hint: \"UTC\", a fixed offset like \"+02:00\", or an IANA name like "
+              "\"Europe/Berlin\""});
+  }
   if (auto v = soft.integer("parallelism", 1, max_key_groups);
       v && *v != 1 && d.files != format::file_set_mode::partitioned)
     soft.fail(pos_of(*soft.get("parallelism")),
@@ -267,6 +280,8 @@ kind_descriptor describe_sources_file() {
     {"partitions", "array of strings", false, "[]", "the partitions known up front"},
     {"processing_time", "table", false, "", "a replay clock"},
     {"processing_time.field", "string", true, "", "a timestamp or int64 field giving processing time"},
+    {"invalid_utf8", "string", false, "\"error\"", "error (a bad record) | replace (U+FFFD per invalid sequence)"},
+    {"time_zone", "string", false, "\"UTC\"", "zone of timestamps written without one: UTC, \"+02:00\" or an IANA name"},
   };
   d.parse = parse;
   d.plan = plan;
