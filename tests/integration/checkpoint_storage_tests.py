@@ -11,7 +11,8 @@ uninterrupted run.
 
 usage: checkpoint_storage_tests.py --weir BIN TEST
   disk-full  the file size limit (RLIMIT_FSIZE, SIGXFSZ ignored: write()
-             fails with EFBIG as on a full disk) stops LMDB from growing after
+             fails with EFBIG as on a full disk; LMDB reports a short write as
+             EIO) stops LMDB from growing after
              some checkpoints completed; with tolerable_failures = 0 the first
              failed checkpoint fails the job with a message naming the
              directory and the error; the last completed checkpoint stays
@@ -166,7 +167,8 @@ def test_disk_full(args):
                                  f"(failed):\n{err[-3000:]}")
         # The message names the failed checkpoint, the directory and the error.
         m = re.search(r"checkpoint (\d+) failed: .*checkpoint storage " + re.escape(job.state)
-                      + r".*File too large.*tolerable_failures = 0", err)
+                      + r".*(File too large|Input/output error).*is the disk full\?.*"
+                      + r"tolerable_failures = 0", err)
         check(m, f"no clear message about the failed checkpoint:\n{err[-3000:]}")
         failed_id = int(m.group(1))
         stored = job.checkpoints()
