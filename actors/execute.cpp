@@ -45,6 +45,7 @@ job_result job::execute() {
       checkpoint::store_options so;
       so.dir = cp.dir;
       so.retain = cp.retain;
+      so.map_size = cp.max_size;
       auto store = checkpoint::lmdb_checkpoint_store::open(so);
       if (!store) {
         result.error = "cannot open checkpoint storage " + cp.dir + ": "
@@ -93,6 +94,7 @@ job_result job::execute() {
     std::chrono::steady_clock::now() - started);
   result.checkpoints_completed = ctx->result.checkpoints_completed;
   result.checkpoints_aborted = ctx->result.checkpoints_aborted;
+  result.checkpoints_failed = ctx->result.checkpoints_failed;
   result.last_checkpoint_id = ctx->result.last_checkpoint_id;
   result.restored_checkpoint_id = ctx->result.restored_checkpoint_id;
   result.restarts = ctx->result.restarts;

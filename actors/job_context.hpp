@@ -67,6 +67,7 @@ struct job_context {
   struct outcome {
     std::uint64_t checkpoints_completed = 0;
     std::uint64_t checkpoints_aborted = 0;
+    std::uint64_t checkpoints_failed = 0;
     std::uint64_t last_checkpoint_id = 0;
     std::uint64_t restored_checkpoint_id = 0;
     std::size_t restarts = 0;

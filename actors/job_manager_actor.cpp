@@ -4,6 +4,7 @@
 #include "state_writer_actor.hpp"
 #include "task_actor.hpp"
 #include "weir/checkpoint/checkpoint_coordinator.hpp"
+#include "weir/checkpoint/checkpoint_failure_manager.hpp"
 #include "weir/checkpoint/checkpoint_report.hpp"
 #include "weir/core/log.hpp"
 #include "weir/core/messages.hpp"
@@ -17,6 +18,7 @@
 #include <caf/system_messages.hpp>
 #include <spdlog/logger.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -91,6 +93,8 @@ struct job_manager_state {
   bool sources_stopped = false; ///< ... and the sources were told
   caf::actor writer;
   std::optional<checkpoint::checkpoint_coordinator> coordinator;
+  /// Counts failed checkpoints against [checkpoint] tolerable_failures.
+  std::optional<checkpoint::checkpoint_failure_manager> failures;
 };
 
 using jm_actor = caf::stateful_actor<job_manager_state>;
@@ -116,6 +120,8 @@ void record_outcome(job_manager_state& st) {
   auto& r = st.ctx->result;
   r.checkpoints_completed += st.coordinator->completed_count();
   r.checkpoints_aborted += st.coordinator->aborted_count();
+  if (st.failures)
+    r.checkpoints_failed += st.failures->total();
   if (const auto& last = st.coordinator->last_completed())
     r.last_checkpoint_id = last->checkpoint_id;
 }
@@ -228,6 +234,7 @@ void deploy(jm_actor* self) {
     for (const auto& v : plan.vertices)
       total += static_cast<std::uint32_t>(v.parallelism);
     st.coordinator.emplace(co, total);
+    st.failures.emplace(g.options.checkpoint.tolerable_failures);
   }
   std::vector<std::vector<std::vector<std::shared_ptr<const operator_restore>>>> restores;
   if (!read_restore_points(self, restores)) {
@@ -272,12 +279,78 @@ void deploy(jm_actor* self) {
   }
 }
 
+/// Stops the job for a reason of the job manager's own (too many failed
+/// checkpoints), as a subtask failure would: every subtask is stopped, then
+/// the job restarts from its latest completed checkpoint (job.restart) or
+/// ends with `why` as its error.
+void fail_job(jm_actor* self, std::string why) {
+  auto& st = self->state;
+  if (st.failed || st.restarting)
+    return;
+  const auto& ro = st.ctx->graph->options.restart;
+  if (st.running > 0 && st.ctx->store && st.attempt < ro.attempts) {
+    log::runtime().warn("job '{}': {}; restarting from the latest checkpoint (attempt {} of {})",
+                        st.ctx->graph->options.name, why, st.attempt + 1, ro.attempts);
+    st.restarting = true;
+  } else {
+    st.failed = true;
+    st.ctx->fail(std::move(why));
+  }
+  for (auto& a : st.subtasks)
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+/// The newest checkpoint known complete, in this attempt or an earlier one
+/// (or restored from); 0 if none.
+std::uint64_t last_completed_id(const job_manager_state& st) {
+  std::uint64_t id = std::max(st.ctx->result.last_checkpoint_id,
+                              st.ctx->result.restored_checkpoint_id);
+  if (st.coordinator && st.coordinator->last_completed())
+    id = std::max(id, st.coordinator->last_completed()->checkpoint_id);
+  return id;
+}
+
+/// Checkpoint `id` failed (its state or manifest could not be stored, or it
+/// timed out): says so, and fails the job once more checkpoints in a row
+/// have failed than [checkpoint] tolerable_failures allows. The completed
+/// checkpoints in storage are untouched (a failed LMDB transaction changes
+/// nothing), so the job or a rerun resumes from the last of them.
+void checkpoint_failed(jm_actor* self, std::uint64_t id, const std::string& reason) {
+  auto& st = self->state;
+  if (!st.failures || st.restarting || st.failed)
+    return;
+  const auto& name = st.ctx->graph->options.name;
+  const auto counted = st.failures->total();
+  auto fatal = st.failures->failed(id, reason);
+  if (st.failures->total() == counted)
+    return; // this checkpoint was counted already
+  const auto last = last_completed_id(st);
+  const std::string intact = last > 0 ? "the last completed checkpoint, #" + std::to_string(last)
+                                          + ", is intact"
+                                      : "no checkpoint has completed yet";
+  if (!fatal) {
+    log::checkpoint().warn("job '{}': checkpoint {} failed: {}; tolerated ({} of {} in a row, "
+                           "[checkpoint] tolerable_failures); {}",
+                           name, id, reason, st.failures->consecutive(),
+                           st.failures->tolerable(), intact);
+    return;
+  }
+  log::checkpoint().error("job '{}': {}; {}", name, *fatal, intact);
+  fail_job(self, *fatal + "; " + intact
+                   + (last > 0 ? " (a rerun on the same checkpoint dir resumes from it)" : ""));
+}
+
 void trigger_checkpoint_now(jm_actor* self) {
   auto& st = self->state;
   if (!st.coordinator || st.restarting || st.failed)
     return;
   auto now = wall_now();
-  abort_checkpoints(self, st.coordinator->expire(now));
+  auto expired = st.coordinator->expire(now);
+  abort_checkpoints(self, expired);
+  for (const auto& a : expired)
+    checkpoint_failed(self, a.checkpoint_id, a.reason);
+  if (st.restarting || st.failed)
+    return;
   if (st.stopping)
     return; // the stop triggers the last one
   auto r = st.coordinator->trigger(now);
@@ -334,6 +407,21 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
   auto& st = self->state;
   if (!st.coordinator || st.restarting)
     return;
+  if (!r.ok) {
+    // The subtask's state could not be stored: the checkpoint is declined.
+    std::string who = "task " + std::to_string(r.task);
+    if (r.task < st.task_subtask.size()) {
+      auto [v, s] = st.task_subtask[r.task];
+      const auto& vertex = st.ctx->plan.vertices[v];
+      who = "operator '" + vertex.name + "' subtask " + std::to_string(s + 1) + "/"
+            + std::to_string(vertex.parallelism);
+    }
+    auto reason = who + " could not store its state: " + r.error;
+    if (auto a = st.coordinator->decline(r.checkpoint_id, r.task, reason))
+      abort_checkpoints(self, {*a});
+    checkpoint_failed(self, r.checkpoint_id, reason);
+    return;
+  }
   auto res = st.coordinator->acknowledge(r.checkpoint_id, r.task, std::move(r.ack), wall_now());
   if (res.status != checkpoint::ack_status::all_acked || !res.manifest)
     return;
@@ -346,13 +434,14 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
         if (!s.coordinator || s.attempt != attempt)
           return;
         if (!c.ok) {
-          log::checkpoint().warn("job '{}': checkpoint {} failed: {}",
-                                 s.ctx->graph->options.name, id, c.error);
           if (auto a = s.coordinator->manifest_failed(id, c.error))
             abort_checkpoints(self, {*a});
+          checkpoint_failed(self, id, c.error);
           return;
         }
         if (auto done = s.coordinator->manifest_committed(id, wall_now())) {
+          if (s.failures)
+            s.failures->completed(id);
           log::checkpoint().debug("job '{}': checkpoint {} completed",
                                   s.ctx->graph->options.name, id);
           abort_checkpoints(self, done->subsumed);
@@ -360,11 +449,14 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
             self->send(t, notify_checkpoint_complete{id});
         }
       },
-      [self, id](caf::error& err) {
+      [self, id, attempt](caf::error& err) {
         auto& s = self->state;
-        if (s.coordinator)
-          if (auto a = s.coordinator->manifest_failed(id, to_string(err)))
-            abort_checkpoints(self, {*a});
+        if (!s.coordinator || s.attempt != attempt)
+          return;
+        auto why = "state writer: " + to_string(err);
+        if (auto a = s.coordinator->manifest_failed(id, why))
+          abort_checkpoints(self, {*a});
+        checkpoint_failed(self, id, why);
       });
 }
 

@@ -175,6 +175,8 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
     std::string cp = with_commas(r.checkpoints_completed) + " completed";
     if (r.checkpoints_aborted > 0)
       cp += ", " + with_commas(r.checkpoints_aborted) + " aborted";
+    if (r.checkpoints_failed > 0)
+      cp += " (" + with_commas(r.checkpoints_failed) + " failed)";
     if (r.last_checkpoint_id > 0)
       cp += ", last #" + std::to_string(r.last_checkpoint_id);
     if (r.stopped)

@@ -53,7 +53,8 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;
 
 /// The reply to a write: on success `ack` is what the task sends to the job
 /// manager (`checkpoint_coordinator::acknowledge`); on failure the task
-/// declines the checkpoint with `error`.
+/// forwards it all the same, and the job manager declines the checkpoint on
+/// the task's behalf and counts it as failed (`tolerable_failures`).
 struct write_snapshot_result {
   std::uint64_t checkpoint_id = 0;
   std::uint32_t task = 0;

@@ -117,14 +117,18 @@ public:
     self_->request(spec_.state_writer, caf::infinite, write_state_atom::value, std::move(req))
       .then(
         [this, jm](write_snapshot_result& r) {
-          if (r.ok)
-            self_->send(jm, std::move(r));
-          else
-            self_->send(jm, weir::decline_checkpoint{r.checkpoint_id, spec_.task_index, r.error});
+          // Failed or not, the job manager gets the result: a failed write
+          // declines the checkpoint and counts as a failed checkpoint
+          // ([checkpoint] tolerable_failures).
+          self_->send(jm, std::move(r));
           guarded([](subtask& st) { st.on_snapshot_written(); });
         },
         [this, jm, n, task](caf::error& err) {
-          self_->send(jm, weir::decline_checkpoint{n, task, "state writer: " + to_string(err)});
+          write_snapshot_result r;
+          r.checkpoint_id = n;
+          r.task = task;
+          r.error = "state writer: " + to_string(err);
+          self_->send(jm, std::move(r));
           guarded([](subtask& st) { st.on_snapshot_written(); });
         });
   }

@@ -12,8 +12,27 @@ find_package(doctest REQUIRED)
 find_package(libdivide REQUIRED) # header-only: libdivide::libdivide
 
 # CAF 0.17.6 ships no CMake config and no .pc file.
-find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
-find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
+# WEIR_CAF_PREFIX: a CAF installed elsewhere, used instead of Debian's. The
+# ThreadSanitizer build needs one built with -fsanitize=thread (`./dev tsan`
+# builds it from Debian's source package): TSan cannot see the
+# synchronisation inside an uninstrumented libcaf_core and reports every
+# message hand-off between actors as a race.
+set(WEIR_CAF_PREFIX "" CACHE PATH "Prefix of the CAF to use instead of the system's")
+if(WEIR_CAF_PREFIX)
+  find_path(CAF_INCLUDE_DIR caf/all.hpp PATHS ${WEIR_CAF_PREFIX}/include NO_DEFAULT_PATH
+            REQUIRED)
+  find_library(CAF_CORE_LIBRARY caf_core PATHS ${WEIR_CAF_PREFIX}/lib NO_DEFAULT_PATH
+               REQUIRED)
+else()
+  find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
+  find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
+  if(WEIR_SANITIZERS MATCHES "thread")
+    message(WARNING "WEIR_SANITIZERS=thread with the system's CAF (${CAF_CORE_LIBRARY}), "
+                    "which is not built with -fsanitize=thread: expect a report at every "
+                    "message between actors. Build CAF with TSan (./dev tsan does) and set "
+                    "WEIR_CAF_PREFIX.")
+  endif()
+endif()
 add_library(weir::caf INTERFACE IMPORTED)
 set_target_properties(weir::caf PROPERTIES
   INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"

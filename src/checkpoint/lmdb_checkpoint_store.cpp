@@ -6,6 +6,7 @@
 #include <lmdb.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <exception>
 #include <filesystem>
 #include <set>
@@ -107,7 +108,10 @@ struct lmdb_checkpoint_store::impl {
                       + mdb_strerror(rc);
     if (rc == MDB_MAP_FULL)
       msg += " (the LMDB map of " + std::to_string(map_size >> 20)
-             + " MiB is full; raise the map size or retain fewer checkpoints)";
+             + " MiB is full; raise [checkpoint] max_size or retain fewer checkpoints)";
+    else if (rc == ENOSPC || rc == EFBIG || rc == EDQUOT || rc == EIO)
+      // LMDB turns a short write (the disk filled up midway) into EIO.
+      msg += " (writing " + dir + "/data.mdb failed: is the disk full?)";
     return make_error(errc::io_error, std::move(msg));
   }
 

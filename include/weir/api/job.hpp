@@ -52,6 +52,14 @@ struct checkpoint_options {
   std::chrono::milliseconds timeout{60000}; ///< a checkpoint not complete by then is aborted
   std::chrono::milliseconds min_pause{0};   ///< between one completion and the next trigger
   bool fresh = false; ///< start over: discard what `dir` holds instead of resuming
+  /// Failed checkpoints in a row the job survives (storage failed: disk or
+  /// map full, I/O error; or timed out); the next one fails the job, which
+  /// then restarts per `restart_options` or stops (Flink's tolerable
+  /// checkpoint failure number). 0: the first failed checkpoint fails it.
+  std::size_t tolerable_failures = 0;
+  /// Most bytes the LMDB environment may hold (its map size; the file grows
+  /// only as used). A checkpoint that does not fit fails.
+  std::size_t max_size = std::size_t{64} << 30;
 };
 
 /// Restart strategy after a subtask failure (Flink's fixed-delay strategy):
@@ -367,6 +375,9 @@ struct job_result {
   std::chrono::milliseconds duration{0};
   std::uint64_t checkpoints_completed = 0;
   std::uint64_t checkpoints_aborted = 0;
+  /// Of the aborted ones, those that failed (storage, timeout): what
+  /// `checkpoint_options::tolerable_failures` counts.
+  std::uint64_t checkpoints_failed = 0;
   std::uint64_t last_checkpoint_id = 0;   ///< 0 = none
   std::uint64_t restored_checkpoint_id = 0; ///< where the last attempt started; 0 = fresh
   std::size_t restarts = 0;
