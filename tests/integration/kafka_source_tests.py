@@ -15,6 +15,8 @@ One broker serves every scenario of a run (its JVM start costs seconds):
                   fire once it is idle (idle_timeout), and do not without it
   new-partition   a partition added while the job runs is read
                   (partition_discovery_interval)
+  errors          a missing topic and unreachable brokers fail the job with
+                  exit code 1 and one message naming them, within seconds
 
 usage: kafka_source_tests.py --weir BIN --repo DIR --shared DIR [--kills N] [--seed S] TEST...
 """
@@ -448,11 +450,49 @@ def test_new_partition(args, broker, work):
     print(f"new-partition: ok, partition 2 added while running was read {took:.1f} s later")
 
 
+ERRORS = """
+[job]
+name = "kafka-errors"
+status_interval = "0s"
+
+[[source]]
+name = "events"
+type = "kafka"
+topics = ["{topic}"]
+bootstrap_servers = "{bootstrap}"
+connect_timeout = "2s"
+format = "raw"
+
+[[sink]]
+name = "out"
+input = "events"
+type = "stdout"
+"""
+
+
+def test_errors(args, broker, work):
+    for what, topic, bootstrap, want in [
+        ("a missing topic", "no-such-topic", broker.bootstrap,
+         "topic 'no-such-topic' does not exist"),
+        ("unreachable brokers", "x", "127.0.0.1:1",
+         "cannot reach the Kafka brokers at 127.0.0.1:1 within 2 s"),
+    ]:
+        toml = work / "errors.toml"
+        toml.write_text(ERRORS.format(topic=topic, bootstrap=bootstrap))
+        t0 = time.monotonic()
+        p = run_weir(args, toml, timeout=60, expect=1)
+        took = time.monotonic() - t0
+        check(want in p.stderr, f"{what}: stderr lacks {want!r}:\n{p.stderr[-2000:]}")
+        check(took < 20, f"{what}: weir took {took:.1f} s to fail")
+        print(f"errors: ok, {what} fails the job in {took:.1f} s (exit 1): {want}")
+
+
 TESTS = {
     "dashboard": test_dashboard,
     "crash": test_crash,
     "idle-partition": test_idle_partition,
     "new-partition": test_new_partition,
+    "errors": test_errors,
 }
 
 
