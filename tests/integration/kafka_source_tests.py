@@ -15,6 +15,7 @@ One broker serves every scenario of a run (its JVM start costs seconds):
                   fire once it is idle (idle_timeout), and do not without it
   new-partition   a partition added while the job runs is read
                   (partition_discovery_interval)
+  start-timestamp start = "timestamp" reads from the first record at or after it
   errors          a missing topic and unreachable brokers fail the job with
                   exit code 1 and one message naming them, within seconds
 
@@ -487,12 +488,51 @@ def test_errors(args, broker, work):
         print(f"errors: ok, {what} fails the job in {took:.1f} s (exit 1): {want}")
 
 
+START = """
+[job]
+name = "kafka-start"
+status_interval = "0s"
+
+[[source]]
+name = "events"
+type = "kafka"
+topics = ["{topic}"]
+bootstrap_servers = "{bootstrap}"
+format = "raw"
+start = "timestamp"
+start_timestamp = {ts}
+bounded = "latest"
+
+[[sink]]
+name = "out"
+input = "events"
+type = "stdout"
+"""
+
+
+def test_start_timestamp(args, broker, work):
+    broker.create_topic("start-input", partitions=2)
+    broker.produce("start-input", [f"old{i}" for i in range(4)], partition=0)
+    time.sleep(1.0)
+    ts = int(time.time() * 1000)
+    time.sleep(1.0)
+    broker.produce("start-input", [f"new{i}" for i in range(3)], partition=0)
+    broker.produce("start-input", [f"new{i}" for i in range(3, 5)], partition=1)
+    toml = work / "start.toml"
+    toml.write_text(START.format(topic="start-input", bootstrap=broker.bootstrap, ts=ts))
+    p = run_weir(args, toml, timeout=60)
+    got = sorted(json.loads(l)["value"] for l in p.stdout.splitlines() if l.strip())
+    check(got == [f"new{i}" for i in range(5)], f"start = timestamp read {got}")
+    print("start-timestamp: ok, only the records at or after start_timestamp were read")
+
+
 TESTS = {
     "dashboard": test_dashboard,
     "crash": test_crash,
     "idle-partition": test_idle_partition,
     "new-partition": test_new_partition,
     "errors": test_errors,
+    "start-timestamp": test_start_timestamp,
 }
 
 
