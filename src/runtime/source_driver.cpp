@@ -51,6 +51,12 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
     changes = {};
   for (const auto& s : changes.begun)
     gen.declare(s);
+  const auto* declared = reader_->partitions();
+  if (declared && (!partitions_synced_ || *declared != synced_partitions_)) {
+    gen.set_partitions(*declared, clock.now());
+    synced_partitions_ = *declared;
+    partitions_synced_ = true;
+  }
   if (batch->num_rows > 0) {
     if (processing_time_field_) {
       // Replay clock: the batch arrives at its first row's processing time;
@@ -66,7 +72,19 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
     if (batch->has_timestamps()) {
       const auto now = clock.now();
       const column* part = partition_field_ ? &batch->columns[*partition_field_] : nullptr;
-      if (part == nullptr) {
+      const auto* runs = declared ? reader_->partition_runs() : nullptr;
+      if (runs != nullptr) {
+        // Partitions the reader names (Kafka): each run's largest timestamp.
+        std::size_t begin = 0;
+        for (const auto& run : *runs) {
+          auto m = min_watermark;
+          for (auto r = begin; r < run.end; ++r)
+            m = std::max(m, batch->timestamps[r]);
+          if (run.end > begin)
+            gen.on_record(*run.partition, m, now);
+          begin = run.end;
+        }
+      } else if (part == nullptr) {
         // One partition (or one split): only the batch's largest timestamp matters.
         partition_name_.clear();
         if (auto split = reader_->batch_split())
@@ -100,8 +118,13 @@ void source_driver::emit_progress(operator_chain& chain) {
     chain.emit_watermark(0, *wm);
   // Every partition idle, or no split being read (a subtask of a partitioned
   // directory source waiting for files): nothing is held back.
+  // A reader that declares its partitions and owns none (more subtasks than
+  // Kafka partitions) holds nothing back either, as Flink marks a reader
+  // without splits idle.
+  const auto* declared = reader_->partitions();
   if (watermarks_.all_idle()
-      || (!partition_field_ && reader_->has_split_partitions() && watermarks_.empty()))
+      || (!partition_field_ && reader_->has_split_partitions() && watermarks_.empty())
+      || (declared && declared->empty()))
     chain.set_output_idle(true);
 }
 
@@ -196,6 +219,7 @@ void source_driver::restore(const std::string& state, subtask_clock& clock) {
   if (clock.is_replay())
     clock.advance(d.clock);
   watermarks_.restore(d.watermarks);
+  partitions_synced_ = false; // forget restored partitions the reader no longer reads
 }
 
 } // namespace weir::runtime
