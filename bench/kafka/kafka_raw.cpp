@@ -4,6 +4,8 @@
 //
 //   weir_kafka_raw create  --brokers B --topic T --partitions P
 //       creates the topic (replication 1); an existing topic is an error
+//   weir_kafka_raw delete  --brokers B --topic T
+//       deletes the topic (the benchmark's output topics, once counted)
 //   weir_kafka_raw produce --brokers B --topic T --partitions P --file F [-X k=v]...
 //       one message per line of F (newline left out), line i into
 //       partition i % P, idempotent producer; prints {"messages":N,"bytes":B}
@@ -13,7 +15,9 @@
 //       reached the end offset it had at the start (what weir's
 //       `bounded = "latest"` and Flink's setBounded(latest) stop at);
 //       prints {"messages":N,"bytes":B,"seconds":S} (S from before the
-//       consumer is made to the last message).
+//       consumer is made to the last message). A partition also ends at
+//       its end of partition (a transactional topic's last offset is a
+//       commit marker, never delivered).
 //
 // -X passes a librdkafka property through, as the weir source's
 // `properties` table and Flink's KafkaSource properties do.
@@ -50,6 +54,7 @@ struct options {
 int usage() {
   std::fprintf(stderr,
                "usage: weir_kafka_raw create  --brokers B --topic T --partitions P\n"
+               "       weir_kafka_raw delete  --brokers B --topic T\n"
                "       weir_kafka_raw produce --brokers B --topic T --partitions P --file F "
                "[-X k=v]...\n"
                "       weir_kafka_raw consume --brokers B --topic T [-X k=v]...\n");
@@ -100,9 +105,9 @@ std::unique_ptr<RdKafka::Conf> make_conf(const options& o,
 
 // -- create -------------------------------------------------------------------------------
 
-int create_topic(const options& o) {
-  if (o.partitions <= 0)
-    fail("create needs --partitions > 0");
+// Runs one admin call (CreateTopics or DeleteTopics) and fails with its error.
+template <typename Call, typename Results>
+void admin(const options& o, rd_kafka_admin_op_t op, Call call, Results results) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   if (rd_kafka_conf_set(conf, "bootstrap.servers", o.brokers.c_str(), err, sizeof err)
@@ -111,38 +116,65 @@ int create_topic(const options& o) {
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (rk == nullptr)
     fail(err);
-  rd_kafka_NewTopic_t* topic =
-    rd_kafka_NewTopic_new(o.topic.c_str(), o.partitions, 1, err, sizeof err);
-  if (topic == nullptr)
-    fail(err);
   rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
-  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk, op);
   rd_kafka_AdminOptions_set_operation_timeout(opts, 30000, err, sizeof err);
-  rd_kafka_CreateTopics(rk, &topic, 1, opts, queue);
+  call(rk, opts, queue);
   rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, 60000);
   std::string error;
   if (ev == nullptr) {
-    error = "no answer to CreateTopics within 60 s";
+    error = "no answer within 60 s";
   } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
     error = rd_kafka_event_error_string(ev);
   } else {
     size_t n = 0;
-    const rd_kafka_topic_result_t** results =
-      rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+    const rd_kafka_topic_result_t** r = results(ev, &n);
     for (size_t i = 0; i < n; ++i)
-      if (rd_kafka_topic_result_error(results[i]) != RD_KAFKA_RESP_ERR_NO_ERROR)
-        error = std::string(rd_kafka_topic_result_name(results[i])) + ": "
-                + rd_kafka_topic_result_error_string(results[i]);
+      if (rd_kafka_topic_result_error(r[i]) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        error = std::string(rd_kafka_topic_result_name(r[i])) + ": "
+                + rd_kafka_topic_result_error_string(r[i]);
   }
   if (ev != nullptr)
     rd_kafka_event_destroy(ev);
   rd_kafka_AdminOptions_destroy(opts);
-  rd_kafka_NewTopic_destroy(topic);
   rd_kafka_queue_destroy(queue);
   rd_kafka_destroy(rk);
   if (!error.empty())
-    fail("cannot create topic " + o.topic + ": " + error);
+    fail(error);
+}
+
+int create_topic(const options& o) {
+  if (o.partitions <= 0)
+    fail("create needs --partitions > 0");
+  char err[512];
+  rd_kafka_NewTopic_t* topic =
+    rd_kafka_NewTopic_new(o.topic.c_str(), o.partitions, 1, err, sizeof err);
+  if (topic == nullptr)
+    fail(err);
+  admin(
+    o, RD_KAFKA_ADMIN_OP_CREATETOPICS,
+    [&](rd_kafka_t* rk, rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
+      rd_kafka_CreateTopics(rk, &topic, 1, opts, q);
+    },
+    [](rd_kafka_event_t* ev, size_t* n) {
+      return rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), n);
+    });
+  rd_kafka_NewTopic_destroy(topic);
   std::printf("{\"topic\":\"%s\",\"partitions\":%d}\n", o.topic.c_str(), o.partitions);
+  return 0;
+}
+
+int delete_topic(const options& o) {
+  rd_kafka_DeleteTopic_t* topic = rd_kafka_DeleteTopic_new(o.topic.c_str());
+  admin(
+    o, RD_KAFKA_ADMIN_OP_DELETETOPICS,
+    [&](rd_kafka_t* rk, rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
+      rd_kafka_DeleteTopics(rk, &topic, 1, opts, q);
+    },
+    [](rd_kafka_event_t* ev, size_t* n) {
+      return rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), n);
+    });
+  rd_kafka_DeleteTopic_destroy(topic);
   return 0;
 }
 
@@ -214,7 +246,8 @@ int consume(const options& o) {
   // required by the consumer and never committed to.
   auto conf = make_conf(o, {{"group.id", "weir-bench-raw"},
                             {"enable.auto.commit", "false"},
-                            {"enable.auto.offset.store", "false"}});
+                            {"enable.auto.offset.store", "false"},
+                            {"enable.partition.eof", "true"}});
   std::string err;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer{
     RdKafka::KafkaConsumer::create(conf.get(), err)};
@@ -266,8 +299,17 @@ int consume(const options& o) {
   auto last = std::chrono::steady_clock::now();
   while (open > 0) {
     std::unique_ptr<RdKafka::Message> m{consumer->consume(100)};
-    if (m->err() == RdKafka::ERR__TIMED_OUT || m->err() == RdKafka::ERR__PARTITION_EOF)
+    if (m->err() == RdKafka::ERR__TIMED_OUT)
       continue;
+    if (m->err() == RdKafka::ERR__PARTITION_EOF) {
+      const auto p = static_cast<std::size_t>(m->partition());
+      if (!done[p] && m->offset() >= end_of[p]) {
+        done[p] = true;
+        --open;
+        last = std::chrono::steady_clock::now();
+      }
+      continue;
+    }
     if (m->err() != RdKafka::ERR_NO_ERROR)
       fail("consume " + o.topic + ": " + m->errstr());
     const auto p = static_cast<std::size_t>(m->partition());
@@ -297,6 +339,8 @@ int main(int argc, char** argv) {
     return usage();
   if (o.command == "create")
     return create_topic(o);
+  if (o.command == "delete")
+    return delete_topic(o);
   if (o.command == "produce")
     return produce(o);
   if (o.command == "consume")
