@@ -102,6 +102,7 @@ struct operator_options {
 // caller of the method taking it includes:
 struct file_source_spec;    // weir/connectors/file_source.hpp
 struct file_sink_spec;      // weir/connectors/file_sink.hpp
+struct kafka_sink_spec;     // weir/connectors/kafka_sink.hpp
 struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
 struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
 
@@ -190,6 +191,14 @@ public:
 
   /// Writes the stream to a file.
   [[nodiscard]] expected<std::monostate> sink_to_file(file_sink_spec spec, operator_options opts = {}) const;
+
+  /// Writes the stream to a Kafka topic, one message per row (the kafka
+  /// sink kind; weir/connectors/kafka_sink.hpp). Parallelism as for
+  /// operators: one producer per subtask. Errors: `errc::invalid_argument`
+  /// for an empty topic or bootstrap_servers or apache_combined; a key or
+  /// header expression that does not compile keeps its `errc` and offset.
+  [[nodiscard]] expected<std::monostate> sink_to_kafka(kafka_sink_spec spec,
+                                                       operator_options opts = {}) const;
 
   /// Prints the stream as JSON lines on stdout.
   void print(operator_options opts = {}) const;

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The spec of a Kafka sink (`type = "kafka"`), for `data_stream::sink_to_kafka`
+// (src/kinds/sinks/kafka/).
+
+#include "weir/core/expected.hpp"
+#include "weir/core/schema.hpp"
+#include "weir/format/format.hpp"
+#include "weir/operators/stream_operator.hpp"
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace weir {
+
+/// What a Kafka sink promises (Flink's `DeliveryGuarantee`).
+enum class kafka_delivery {
+  none,          ///< produced as rows arrive; never flushed at barriers
+  at_least_once, ///< flushed at every barrier: a checkpoint covers every row before it
+  exactly_once,  ///< a transaction per checkpoint, committed when it completes
+};
+
+/// A Kafka sink: one producer per subtask writing `topic`.
+struct kafka_sink_spec {
+  std::string topic;
+  std::string bootstrap_servers;
+  /// librdkafka properties passed through as given (Flink's Kafka properties),
+  /// e.g. {"linger.ms", "5"}, {"transaction.timeout.ms", "120000"}.
+  std::vector<std::pair<std::string, std::string>> properties;
+  /// An expression (DESIGN.md §3) giving each message's key; empty = no key.
+  /// A string is sent as its bytes, any other type as its text; null = no key.
+  std::string key;
+  /// The message value: jsonl (one JSON object, no newline) or csv (one line,
+  /// no header).
+  format::format_kind format = format::format_kind::jsonl;
+  /// Header name -> expression; a null value sends the header without a value.
+  std::vector<std::pair<std::string, std::string>> headers;
+  kafka_delivery delivery = kafka_delivery::at_least_once;
+  /// exactly_once: the transactional.id of subtask i is
+  /// `<prefix>-<job>-<sink>-<i>`.
+  std::string transactional_id_prefix = "weir";
+  /// exactly_once: where each transaction also writes its marker (key = the
+  /// transactional id, value = the checkpoint id); empty = `<topic>.weir-progress`.
+  /// Created (compacted, one partition per sink subtask) when missing.
+  std::string progress_topic;
+};
+
+/// What the runtime knows of the job when it makes a sink subtask.
+struct kafka_sink_job {
+  std::string job_name;
+  std::string sink_name;
+  bool checkpoints = false;
+  std::chrono::milliseconds checkpoint_interval{0};
+};
+
+/// Makes one subtask's Kafka sink. The delivery guarantees, the recovery
+/// protocol of exactly_once and the errors are described in
+/// src/kinds/sinks/kafka/README.md. The operator emits nothing downstream;
+/// any Kafka failure throws std::runtime_error naming the topic (and the
+/// partition when there is one), failing the subtask.
+///
+/// Errors: `errc::invalid_argument` for apache_combined, an empty topic or
+/// bootstrap_servers, `exactly_once` without checkpoints, or a key or header
+/// expression that does not compile against `input_schema` (its offset kept).
+[[nodiscard]] expected<stream_operator_ptr>
+make_kafka_sink(const kafka_sink_spec& spec, const kafka_sink_job& job,
+                schema_ptr input_schema);
+
+} // namespace weir

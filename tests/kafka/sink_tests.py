@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The Kafka sink's guarantees on a real broker (tests/kafka/kafka_broker.py),
+the real `weir` binary and real SIGKILLs.
+
+A keyed windowed job (file source, replayable from checkpoints -> tumbling
+windows per key at parallelism 2 -> Kafka topic B at parallelism 2)
+checkpoints every 100 ms and is SIGKILLed at random moments, each time
+restarted on the same checkpoint directory; some runs are killed by the sink
+itself between a checkpoint's completion and its transaction's commit
+(WEIR_FAULT=kill_after_checkpoint_complete:N, test-only). When a run
+completes, a read_committed consumer of B (kcat -C -X
+isolation.level=read_committed -e) is compared with an uninterrupted run
+into a file.
+
+usage: sink_tests.py --weir BIN TEST [--kills N] [--seed S]
+  exactly-once   delivery = "exactly_once": every expected record exactly once
+                 (default 6 kills, at least 2 of them at commit time)
+  at-least-once  delivery = "at_least_once": nothing missing; duplicates counted
+  soak           exactly-once with --kills (default 50)
+The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
+"""
+import argparse
+import collections
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kafka_broker import KafkaBroker  # noqa: E402
+
+RECORDS = 300_000
+
+PIPELINE = """
+[job]
+name = "kafka-sink-test"
+parallelism = 2
+status_interval = "0s"
+
+[checkpoint]
+interval = "100ms"
+dir = "{work}/state"
+retain = 3
+
+[[source]]
+name = "input"
+type = "file"
+path = "{work}/input.jsonl"
+format = "jsonl"
+schema = {{ seq = "int64", key = "string", ts = "timestamp", value = "int64" }}
+event_time = {{ field = "ts" }}
+watermark = {{ max_out_of_orderness = "1s" }}
+
+[[operator]]
+name = "per_key"
+type = "window"
+input = "input"
+key_by = ["key"]
+window = {{ type = "tumbling", size = "1s" }}
+aggregate = {{ n = "count(*)", total = "sum(value)" }}
+
+{sink}
+"""
+
+KAFKA_SINK = """
+[[sink]]
+name = "out"
+input = "per_key"
+type = "kafka"
+topic = "{topic}"
+bootstrap_servers = "{bootstrap}"
+key = "key"
+headers = {{ window = "window_start" }}
+delivery = "{delivery}"
+properties = {{ "linger.ms" = 5 }}
+"""
+
+FILE_SINK = """
+[[sink]]
+name = "out"
+input = "per_key"
+type = "file"
+path = "{work}/reference.jsonl"
+"""
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def generate(path, n, seed):
+    rnd = random.Random(seed)
+    with open(path, "w") as f:
+        for i in range(n):
+            ts = i * 2 + rnd.randint(0, 500)  # out of order within the 1 s bound
+            f.write(json.dumps({"seq": i, "key": "k%d" % rnd.randint(0, 49), "ts": ts,
+                                "value": rnd.randint(1, 100)}) + "\n")
+
+
+class Test:
+    def __init__(self, args, broker, seed):
+        self.args = args
+        self.broker = broker
+        self.rnd = random.Random(seed)
+        self.work = tempfile.mkdtemp(prefix="weir-kafka-sink-")
+        generate(os.path.join(self.work, "input.jsonl"), RECORDS, seed)
+
+    def write(self, sink):
+        path = os.path.join(self.work, "pipeline.toml")
+        with open(path, "w") as f:
+            f.write(PIPELINE.format(work=self.work, sink=sink))
+        return path
+
+    def reference(self):
+        toml = self.write(FILE_SINK.format(work=self.work))
+        p = subprocess.run([self.args.weir, "run", toml, "--fresh", "-q"], capture_output=True,
+                           text=True, timeout=600)
+        check(p.returncode == 0, f"the reference run failed:\n{p.stderr[-3000:]}")
+        with open(os.path.join(self.work, "reference.jsonl")) as f:
+            ref = f.read().splitlines()
+        check(len(ref) > 10000, f"the reference run wrote only {len(ref)} windows")
+        shutil.rmtree(os.path.join(self.work, "state"), ignore_errors=True)
+        return collections.Counter(ref)
+
+    def cycle(self, topic, delivery, kills_wanted, commit_kills_wanted):
+        """Runs the job on `topic` until one run completes; returns (kills, commit kills,
+        runs, resumed runs)."""
+        self.broker.create_topic(topic, partitions=2)
+        toml = self.write(KAFKA_SINK.format(topic=topic, bootstrap=self.broker.bootstrap,
+                                            delivery=delivery))
+        kills = commit_kills = runs = resumed = 0
+        fresh = True
+        while True:
+            argv = [self.args.weir, "run", toml] + (["--fresh"] if fresh else [])
+            env = dict(os.environ)
+            # Alternate: a random SIGKILL, or (exactly-once) the sink's own kill
+            # after a checkpoint completed and before its commit.
+            at_commit = (delivery == "exactly_once" and commit_kills < commit_kills_wanted
+                         and runs % 2 == 1)
+            if at_commit:
+                env["WEIR_FAULT"] = f"kill_after_checkpoint_complete:{self.rnd.randint(1, 4)}"
+            log_path = os.path.join(self.work, f"{topic}-run-{runs}.log")
+            runs += 1
+            with open(log_path, "w") as log:
+                p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
+                killed = False
+                if kills < kills_wanted and not at_commit:
+                    time.sleep(self.rnd.uniform(0.3, 1.5))
+                    if p.poll() is None:
+                        p.send_signal(signal.SIGKILL)
+                        killed = True
+                try:
+                    p.wait(timeout=600)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    raise Failure(f"a run did not end within 600 s (log {log_path})")
+            with open(log_path) as log:
+                err = log.read()
+            if not fresh and "restoring from checkpoint" in err:
+                resumed += 1
+            fresh = False
+            if killed or p.returncode == -signal.SIGKILL:
+                kills += 1
+                if not killed:
+                    check("WEIR_FAULT" in err, f"weir died of SIGKILL unasked:\n{err[-2000:]}")
+                    commit_kills += 1
+                continue
+            check(p.returncode == 0, f"a run failed (exit {p.returncode}):\n{err[-3000:]}")
+            return kills, commit_kills, runs, resumed, err
+
+    def close(self):
+        if os.environ.get("WEIR_KEEP_FAILED") and sys.exc_info()[0] is not None:
+            print(f"kept {self.work} (WEIR_KEEP_FAILED)")
+            return
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def compare_exactly_once(got, want, what):
+    if got == want:
+        return
+    missing = want - got
+    extra = got - want
+    raise Failure(f"{what}: topic differs from the uninterrupted run: "
+                  f"{sum(got.values())} records vs {sum(want.values())}, "
+                  f"{sum(missing.values())} missing, {sum(extra.values())} extra\n"
+                  f"  first missing: {list(missing)[:3]}\n  first extra: {list(extra)[:3]}")
+
+
+def run_guarantee(args, seed, delivery):
+    with KafkaBroker() as broker:
+        t = Test(args, broker, seed)
+        try:
+            want = t.reference()
+            total_kills = total_commit = total_runs = total_resumed = 0
+            cycle = 0
+            commit_wanted = max(2, args.kills // 3) if delivery == "exactly_once" else 0
+            dup_total = 0
+            while True:
+                topic = f"b-{delivery}-{cycle}"
+                left = max(args.kills - total_kills, 0)
+                k, ck, runs, resumed, _ = t.cycle(topic, delivery, left,
+                                                  max(commit_wanted - total_commit, 0))
+                total_kills += k
+                total_commit += ck
+                total_runs += runs
+                total_resumed += resumed
+                got = collections.Counter(broker.consume(topic, read_committed=True))
+                what = f"cycle {cycle} ({k} kills, {ck} at commit time, {runs} runs)"
+                if delivery == "exactly_once":
+                    compare_exactly_once(got, want, what)
+                else:
+                    missing = want - got
+                    check(not missing, f"{what}: {sum(missing.values())} records missing, "
+                                       f"first: {list(missing)[:3]}")
+                    dups = sum(got.values()) - sum(want.values())
+                    unexpected = set(got) - set(want)
+                    check(not unexpected, f"{what}: records the uninterrupted run did not "
+                                          f"write: {list(unexpected)[:3]}")
+                    dup_total += dups
+                    print(f"{what}: nothing missing, {dups} duplicates of "
+                          f"{sum(want.values())} records")
+                cycle += 1
+                if total_kills >= args.kills and total_commit >= commit_wanted:
+                    break
+            check(total_resumed > 0, "no run ever resumed from a checkpoint")
+            extra = f", {dup_total} duplicates in all" if delivery != "exactly_once" else ""
+            print(f"ok: {delivery}: {total_kills} SIGKILLs ({total_commit} between a "
+                  f"checkpoint's completion and its commit) in {total_runs} runs "
+                  f"({total_resumed} resumed) over {cycle} cycles; the read_committed "
+                  f"topic holds every expected record "
+                  f"{'exactly once' if delivery == 'exactly_once' else 'at least once'} "
+                  f"({sum(want.values())} windows){extra}")
+        finally:
+            t.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weir", required=True)
+    ap.add_argument("--kills", type=int)
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("test", choices=["exactly-once", "at-least-once", "soak"])
+    args = ap.parse_args()
+    seed = args.seed if args.seed is not None else int(
+        os.environ.get("WEIR_SEED", random.randrange(1 << 30)))
+    if args.kills is None:
+        args.kills = 50 if args.test == "soak" else 6
+    print(f"seed {seed} (replay: --seed {seed})")
+    try:
+        run_guarantee(args, seed, "at_least_once" if args.test == "at-least-once"
+                      else "exactly_once")
+    except Failure as e:
+        print(f"FAIL: {e}\n(seed {seed})")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
