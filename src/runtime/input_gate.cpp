@@ -51,8 +51,7 @@ bool input_gate::all_idle() const noexcept {
 std::optional<event_time> input_gate::recompute() {
   if (watermarks_.empty())
     return std::nullopt;
-  // Minimum over active channels; ended channels count as +inf. When every
-  // live channel is idle nothing advances.
+  // Minimum over active channels; ended channels count as +inf.
   event_time m = max_watermark;
   bool any_active = false;
   for (std::size_t c = 0; c < watermarks_.size(); ++c) {
@@ -61,7 +60,18 @@ std::optional<event_time> input_gate::recompute() {
     any_active = true;
     m = std::min(m, watermarks_[c]);
   }
-  if (!any_active || m <= combined_)
+  if (!any_active) {
+    // Every live channel is idle: advance to the largest watermark among
+    // them, as Flink's StatusWatermarkValve does when the last active channel
+    // goes idle. Otherwise a channel that went idle while another (not yet
+    // idle) still held the minimum back would never count: its watermark
+    // would be lost.
+    m = min_watermark;
+    for (std::size_t c = 0; c < watermarks_.size(); ++c)
+      if (!ended_[c])
+        m = std::max(m, watermarks_[c]);
+  }
+  if (m <= combined_)
     return std::nullopt;
   combined_ = m;
   return m;

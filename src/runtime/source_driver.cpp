@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/runtime/source_driver.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 #include <string_view>
@@ -35,6 +36,12 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
   auto batch = reader_->poll_next(batch_size_);
   if (!batch)
     return false;
+  const auto* declared = reader_->partitions();
+  if (declared && (!partitions_synced_ || *declared != synced_partitions_)) {
+    gen.set_partitions(*declared, clock.now());
+    synced_partitions_ = *declared;
+    partitions_synced_ = true;
+  }
   if (batch->num_rows > 0) {
     if (processing_time_field_) {
       // Replay clock: the batch arrives at its first row's processing time.
@@ -45,7 +52,19 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
     if (batch->has_timestamps()) {
       const auto now = clock.now();
       const column* part = partition_field_ ? &batch->columns[*partition_field_] : nullptr;
-      if (part == nullptr) {
+      const auto* runs = declared ? reader_->partition_runs() : nullptr;
+      if (runs != nullptr) {
+        // Partitions the reader names (Kafka): each run's largest timestamp.
+        std::size_t begin = 0;
+        for (const auto& run : *runs) {
+          auto m = min_watermark;
+          for (auto r = begin; r < run.end; ++r)
+            m = std::max(m, batch->timestamps[r]);
+          if (run.end > begin)
+            gen.on_record(*run.partition, m, now);
+          begin = run.end;
+        }
+      } else if (part == nullptr) {
         // One partition: only the batch's largest timestamp matters.
         partition_name_.clear();
         gen.on_record(partition_name_, batch->max_timestamp(), now);
@@ -68,7 +87,9 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
   // minimum over active partitions, emitted after each batch.
   if (auto wm = gen.poll())
     chain.emit_watermark(0, *wm);
-  if (gen.all_idle())
+  // A reader without partitions (more subtasks than Kafka partitions) holds
+  // nothing back, as Flink marks a reader without splits idle.
+  if (gen.all_idle() || (declared && declared->empty()))
     chain.set_output_idle(true);
   return true;
 }
@@ -158,6 +179,7 @@ void source_driver::restore(const std::string& state, subtask_clock& clock) {
   if (clock.is_replay())
     clock.advance(d.clock);
   watermarks_.restore(d.watermarks);
+  partitions_synced_ = false; // forget restored partitions the reader no longer reads
 }
 
 } // namespace weir::runtime

@@ -40,8 +40,10 @@ void subtask::open() {
                                      m->bad_records.fetch_add(1, std::memory_order_relaxed);
                                      if (policy == bad_record_policy::fail)
                                        throw std::runtime_error(
-                                         "bad record at " + r.origin + ":"
-                                         + std::to_string(r.line) + ": " + r.reason);
+                                         "bad record at " + r.origin
+                                         + (r.line > 0 ? ":" + std::to_string(r.line)
+                                                       : " offset " + std::to_string(r.offset))
+                                         + ": " + r.reason);
                                      if (policy == bad_record_policy::dead_letter && dlq)
                                        dlq->write(r);
                                    });
@@ -82,6 +84,7 @@ void subtask::take_snapshot(std::uint64_t n, event_time trigger_ts,
     if (k == 0 && source_) {
       chain_.set_current(0);
       source_->snapshot(clock_, e);
+      source_->reader().on_checkpoint(n);
     } else {
       chain_.snapshot_member(k, n, e.snapshot);
     }
@@ -124,6 +127,8 @@ void subtask::release_held() {
 
 void subtask::on_notify_complete(std::uint64_t checkpoint_id) {
   chain_.notify_checkpoint_complete(checkpoint_id);
+  if (source_)
+    source_->reader().notify_checkpoint_complete(checkpoint_id);
 }
 
 void subtask::on_cancel(std::uint64_t checkpoint_id) {

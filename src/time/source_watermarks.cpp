@@ -30,10 +30,25 @@ void source_watermarks::on_processing_time(event_time now) {
     started_ = now;
   const auto timeout = opts_.idle_timeout.count();
   for (auto& [name, p] : partitions_) {
-    // A declared partition that never produced counts from the start.
-    auto since = p.seen ? p.last_seen : started_;
+    // A partition without a record since the start (or the restore) counts
+    // from the start, or from its declaration if later.
+    auto since = p.last_seen != min_watermark ? p.last_seen : std::max(started_, p.declared_at);
     if (!p.idle && now - since > timeout)
       p.idle = true;
+  }
+}
+
+void source_watermarks::set_partitions(const std::vector<std::string>& names, event_time now) {
+  for (auto it = partitions_.begin(); it != partitions_.end();) {
+    if (std::find(names.begin(), names.end(), it->first) == names.end())
+      it = partitions_.erase(it);
+    else
+      ++it;
+  }
+  for (const auto& n : names) {
+    auto [it, added] = partitions_.try_emplace(n);
+    if (added)
+      it->second.declared_at = now;
   }
 }
 

@@ -187,8 +187,10 @@ class KafkaBroker:
     """One KRaft broker+controller; a context manager (start on enter, stop on exit)."""
 
     def __init__(self, workdir: str | os.PathLike | None = None,
-                 properties: dict[str, str] | None = None, start_timeout: float = 90.0):
+                 properties: dict[str, str] | None = None, start_timeout: float = 90.0,
+                 port: int | None = None):
         self.extra = dict(properties or {})
+        self.fixed_port = port  # the PLAINTEXT port; None: a free one
         self.start_timeout = start_timeout
         self._own_dir = workdir is None
         self.dir = Path(workdir) if workdir else None
@@ -260,7 +262,7 @@ class KafkaBroker:
         last = ""
         # Another process can take a picked port before the broker binds it: retry.
         for _attempt in range(3):
-            self.port, self.controller_port = free_port(), free_port()
+            self.port, self.controller_port = self.fixed_port or free_port(), free_port()
             while self.controller_port == self.port:
                 self.controller_port = free_port()
             shutil.rmtree(self.dir / "data", ignore_errors=True)
@@ -410,7 +412,8 @@ def _alive(pid: int) -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="verb", required=True)
-    sub.add_parser("start", help="start a broker in the background, print BOOTSTRAP=...")
+    st = sub.add_parser("start", help="start a broker in the background, print BOOTSTRAP=...")
+    st.add_argument("--port", type=int, help="the PLAINTEXT port (default: a free one)")
     sub.add_parser("stop", help="stop it and remove its directory")
     sub.add_parser("status", help="print BOOTSTRAP=... if running")
     sub.add_parser("classpath", help="fetch Kafka with Maven (once), print the class path")
@@ -432,7 +435,7 @@ def main(argv=None) -> int:
                 print(f"BOOTSTRAP={state['bootstrap']}")
                 print(f"kafka broker: already running (pid {state['pid']})", file=sys.stderr)
                 return 0
-            b = KafkaBroker().start()
+            b = KafkaBroker(port=a.port).start()
             STATE_FILE.write_text(json.dumps({"pid": b.pid, "dir": str(b.dir),
                                               "bootstrap": b.bootstrap}))
             print(f"BOOTSTRAP={b.bootstrap}")

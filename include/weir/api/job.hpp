@@ -101,6 +101,7 @@ struct operator_options {
 // Each connector's spec is declared in its kind's public header, which the
 // caller of the method taking it includes:
 struct file_source_spec;    // weir/connectors/file_source.hpp
+struct kafka_source_spec;   // weir/connectors/kafka_source.hpp
 struct file_sink_spec;      // weir/connectors/file_sink.hpp
 struct kafka_sink_spec;     // weir/connectors/kafka_sink.hpp
 struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
@@ -354,6 +355,16 @@ public:
   /// timestamp/int64.
   [[nodiscard]] expected<data_stream> from_file(file_source_spec spec,
                                                 operator_options opts = {});
+
+  /// Adds a Kafka source (src/kinds/sources/kafka/). Errors:
+  /// `errc::invalid_argument` for a duplicate name, neither or both of topics
+  /// and topic_pattern, a pattern that is not a regex, no bootstrap servers, a
+  /// missing schema, a field name used twice, an event-time field that is
+  /// absent or not a timestamp/int64, `start = committed` without a group, or
+  /// a property weir manages (group.id, enable.auto.commit, ...). The brokers
+  /// are first contacted when the job runs.
+  [[nodiscard]] expected<data_stream> from_kafka(kafka_source_spec spec,
+                                                 operator_options opts = {});
 
   /// Adds a generator source. Errors: `errc::invalid_argument` for a
   /// duplicate name, no fields, a duplicate field, a negative rate, an

@@ -151,6 +151,38 @@ public:
   virtual std::chrono::nanoseconds next_poll_delay() const {
     return std::chrono::nanoseconds{0};
   }
+
+  /// A reader of several partitions with a watermark each (Kafka; DESIGN.md
+  /// §6): the partitions it reads now, by name. The source subtask declares
+  /// each new one to its watermark generator (an unseen partition holds the
+  /// watermark back until it produces or goes idle) and forgets each that
+  /// left (a bounded partition that reached its end). An empty list marks the
+  /// source idle (a subtask that owns no partition). Null (the default): the
+  /// reader declares none (one partition, or a `partition_by` field).
+  virtual const std::vector<std::string>* partitions() const { return nullptr; }
+
+  /// Rows `[previous run's end, end)` of the batch just returned came from
+  /// partition `*partition` (a name that stays valid while the reader lives).
+  struct partition_run {
+    std::size_t end = 0;
+    const std::string* partition = nullptr;
+  };
+
+  /// With `partitions()`: the batch just returned, as runs of rows by
+  /// partition, covering every row in order; the subtask feeds each run's
+  /// largest timestamp to that partition's watermark generator.
+  virtual const std::vector<partition_run>* partition_runs() const { return nullptr; }
+
+  /// Checkpoint `checkpoint_id` recorded `positions()` just now (called right
+  /// after it, on the same thread).
+  virtual void on_checkpoint(std::uint64_t checkpoint_id) { (void) checkpoint_id; }
+
+  /// Checkpoint `checkpoint_id` is complete (durable): a reader may tell its
+  /// system what it covered (Kafka commits its offsets to the consumer
+  /// group). Flink's `SourceReader::notifyCheckpointComplete`.
+  virtual void notify_checkpoint_complete(std::uint64_t checkpoint_id) {
+    (void) checkpoint_id;
+  }
 };
 
 using source_reader_ptr = std::unique_ptr<source_reader>;

@@ -83,6 +83,9 @@ private:
   std::optional<std::size_t> partition_field_;
   std::optional<std::size_t> processing_time_field_;
   std::string partition_name_;
+  /// The reader's `partitions()` as last given to the watermark generator.
+  std::vector<std::string> synced_partitions_;
+  bool partitions_synced_ = false;
 };
 
 } // namespace weir::runtime

@@ -40,6 +40,13 @@ public:
   /// processing time `now` (ms).
   void on_record(const std::string& partition, event_time ts, event_time now);
 
+  /// Makes the partitions exactly `names` (a reader that declares its
+  /// partitions, like Kafka's): a new one is declared at processing time
+  /// `now` (it holds the watermark back until it produces, or until it goes
+  /// idle `idle_timeout` after `now`); one not in `names` is forgotten (it
+  /// ended: it no longer holds the watermark back).
+  void set_partitions(const std::vector<std::string>& names, event_time now);
+
   /// Marks partitions idle whose last record is older than `now - idle_timeout`.
   void on_processing_time(event_time now);
 
@@ -65,7 +72,10 @@ public:
 private:
   struct partition_state {
     event_time max_ts = min_watermark;
-    event_time last_seen = 0; ///< processing time of the last record
+    /// Processing time of the last record; min_watermark = none since the
+    /// generator started (or was restored).
+    event_time last_seen = min_watermark;
+    event_time declared_at = min_watermark; ///< set_partitions' `now`
     bool seen = false;
     bool idle = false;
   };

@@ -797,7 +797,7 @@ p.toml:15:69: error: aggregate 's': reduce takes two arguments, an expression ov
 )~");
 }
 
-TEST_CASE("source problems: unavailable type, missing file, schema and event time") {
+TEST_CASE("source problems: kafka keys missing, missing file, schema and event time") {
   CHECK(errors(R"~([[source]]
 name = "k"
 type = "kafka"
@@ -846,9 +846,13 @@ event_time = { field = "tss" }
 name = "out"
 input = "bad_time"
 type = "stdout"
-)~") == R"~(p.toml:3:8: error: source type 'kafka' is not supported yet
+)~") == R"~(p.toml:1:1: error: missing required key 'topics'
   in [[source]] #1 (name = "k")
-  hint: supported source types: "file", "generator", "nexmark"
+  hint: topics = ["logs"], or topic_pattern = "logs-.*"
+p.toml:1:1: error: missing required key 'bootstrap_servers'
+  in [[source]] #1 (name = "k")
+p.toml:1:1: error: missing required key 'format'
+  in [[source]] #1 (name = "k")
 p.toml:8:8: error: cannot read source file "no/such/file.jsonl": No such file or directory
   in [[source]] #2 (name = "missing")
 p.toml:10:17: error: schema.ts has unknown type "time"

@@ -59,4 +59,16 @@ TEST_CASE("when every live channel is idle the gate is idle and nothing advances
   CHECK(gate.all_idle());
   CHECK(gate.current() == 20);
 }
+
+TEST_CASE("when the last active channel goes idle the gate advances to the largest watermark") {
+  // A Kafka source subtask whose partitions all went idle at once never
+  // emitted its watermark; another went idle first with 28999 (Flink's
+  // StatusWatermarkValve: findAndOutputMaxWatermarkAcrossAllChannels).
+  input_gate gate{2};
+  gate.on_watermark(0, 28999);
+  CHECK_FALSE(gate.on_idle(0, true).has_value()); // channel 1 holds at -inf
+  CHECK(gate.on_idle(1, true) == 28999);
+  CHECK(gate.all_idle());
+  CHECK_FALSE(gate.on_watermark(1, 100).has_value()); // never back
+}
 }

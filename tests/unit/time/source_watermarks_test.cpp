@@ -75,4 +75,49 @@ TEST_CASE("the bound does not overflow for timestamps near the minimum") {
   gen.on_record("", min_watermark + 10, 0);
   CHECK_FALSE(gen.poll().has_value());
 }
+
+TEST_CASE("partitions a reader declares late hold the watermark back from their declaration") {
+  // Kafka: partitions come from metadata, some while the job runs.
+  source_watermarks gen{{0ms, 1000ms, {}}};
+  gen.set_partitions({"t/0", "t/1"}, 0);
+  gen.on_record("t/0", 5000, 0);
+  CHECK_FALSE(gen.poll().has_value()); // t/1 silent: -inf
+  gen.on_record("t/1", 3000, 100);
+  CHECK(gen.poll() == 2999);
+  gen.set_partitions({"t/0", "t/1", "t/2"}, 2000); // discovered at t = 2000
+  gen.on_record("t/1", 6000, 2500);
+  gen.on_processing_time(2500);
+  CHECK_FALSE(gen.poll().has_value()); // t/2 holds it, not idle before 3000
+  gen.on_record("t/0", 7000, 2900);
+  gen.on_record("t/1", 7000, 2900);
+  gen.on_processing_time(3001);
+  CHECK(gen.poll() == 6999); // t/2 idle 1 s after its declaration
+}
+
+TEST_CASE("a partition the reader no longer declares stops holding the watermark back") {
+  source_watermarks gen{{0ms, 0ms, {}}};
+  gen.set_partitions({"a", "b"}, 0);
+  gen.on_record("a", 1000, 0);
+  gen.on_record("b", 9000, 0);
+  CHECK(gen.poll() == 999);
+  gen.set_partitions({"b"}, 10); // a reached its end (bounded)
+  CHECK(gen.poll() == 8999);
+  gen.set_partitions({}, 20);
+  CHECK_FALSE(gen.all_idle()); // no partitions is not "all idle": the driver decides
+}
+
+TEST_CASE("a restored partition counts its idleness from the restart, not from time 0") {
+  source_watermarks first{{0ms, 1000ms, {"A", "B"}}};
+  first.on_record("A", 5000, 100);
+  first.on_record("B", 4000, 100);
+  CHECK(first.poll() == 3999);
+  source_watermarks gen{{0ms, 1000ms, {"A", "B"}}};
+  gen.restore(first.snapshot());
+  gen.on_processing_time(1'000'000); // the restarted job's first tick
+  gen.on_record("A", 8000, 1'000'100);
+  gen.on_processing_time(1'000'200);
+  CHECK_FALSE(gen.poll().has_value()); // B is not idle yet: it holds 3999
+  gen.on_processing_time(1'001'001);
+  CHECK(gen.poll() == 7999);
+}
 }

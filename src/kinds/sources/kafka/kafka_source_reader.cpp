@@ -1,0 +1,759 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kinds/sources/kafka/kafka_source_reader.hpp"
+
+#include "weir/core/log.hpp"
+
+#include <librdkafka/rdkafkacpp.h>
+#include <spdlog/logger.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace weir::kafka {
+
+std::size_t owner_of(std::string_view topic, std::int32_t partition, std::size_t parallelism) {
+  // FNV-1a, 64 bit: fixed across builds (std::hash is not).
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : topic) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return static_cast<std::size_t>((h + static_cast<std::uint64_t>(partition)) % parallelism);
+}
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+using RdKafka::ErrorCode;
+
+constexpr std::size_t max_raw_bytes = 4096;
+constexpr std::size_t extra_messages_per_poll = 4096;
+// An empty poll waits this long before the next (the job's buffer timeout
+// order of magnitude): an idle source does not spin.
+constexpr auto idle_poll_delay = std::chrono::milliseconds{10};
+// Transient errors (a broker down, librdkafka retrying) are logged at most
+// this often.
+constexpr auto warn_interval = std::chrono::seconds{10};
+
+// Cuts `s` to at most `n` bytes without splitting a UTF-8 sequence.
+std::string_view cut_utf8(std::string_view s, std::size_t n) noexcept {
+  if (s.size() <= n)
+    return s;
+  std::size_t end = n;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80)
+    --end;
+  return s.substr(0, end);
+}
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  auto ms = d.count();
+  if (ms % 1000 == 0)
+    return std::to_string(ms / 1000) + " s";
+  return std::to_string(ms) + " ms";
+}
+
+// Routes librdkafka's log lines and error events to the connectors logger.
+class event_logger final : public RdKafka::EventCb {
+public:
+  explicit event_logger(std::string who) : who_(std::move(who)) {}
+
+  void event_cb(RdKafka::Event& e) override {
+    switch (e.type()) {
+      case RdKafka::Event::EVENT_ERROR:
+        if (e.fatal()) {
+          fatal_ = RdKafka::err2str(e.err()) + ": " + e.str();
+        } else if (auto now = steady::now(); now - last_warn_ > warn_interval) {
+          last_warn_ = now;
+          log::connectors().warn("{}: {} (librdkafka retries)", who_, e.str());
+        }
+        break;
+      case RdKafka::Event::EVENT_LOG:
+        if (e.severity() <= RdKafka::Event::EVENT_SEVERITY_ERROR)
+          log::connectors().warn("{}: librdkafka: {} {}", who_, e.fac(), e.str());
+        else
+          log::connectors().debug("{}: librdkafka: {} {}", who_, e.fac(), e.str());
+        break;
+      default:
+        break;
+    }
+  }
+
+  const std::string& fatal() const noexcept { return fatal_; }
+
+private:
+  std::string who_;
+  std::string fatal_;
+  steady::time_point last_warn_{};
+};
+
+class commit_logger final : public RdKafka::OffsetCommitCb {
+public:
+  explicit commit_logger(std::string who) : who_(std::move(who)) {}
+  void offset_commit_cb(ErrorCode err, std::vector<RdKafka::TopicPartition*>&) override {
+    if (err != RdKafka::ERR_NO_ERROR && err != RdKafka::ERR__NO_OFFSET)
+      log::connectors().warn("{}: committing offsets to the group failed: {}", who_,
+                             RdKafka::err2str(err));
+  }
+
+private:
+  std::string who_;
+};
+
+struct partition_state {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::string name;     ///< "topic/partition": the split and watermark partition
+  std::int64_t next = -1; ///< the next offset to read; -1 = not resolved yet
+  std::int64_t end = -1;  ///< bounded: the stop offset (exclusive)
+  bool done = false;      ///< bounded: reached `end`
+};
+
+// Frees a TopicPartition list on every path.
+struct tp_list {
+  std::vector<RdKafka::TopicPartition*> v;
+  tp_list() = default;
+  tp_list(const tp_list&) = delete;
+  tp_list& operator=(const tp_list&) = delete;
+  ~tp_list() { RdKafka::TopicPartition::destroy(v); }
+  void add(const std::string& topic, std::int32_t partition, std::int64_t offset) {
+    v.push_back(RdKafka::TopicPartition::create(topic, partition, offset));
+  }
+};
+
+class reader final : public source_reader {
+public:
+  reader(reader_options o, bad_record_handler on_bad)
+    : o_(std::move(o)), on_bad_(std::move(on_bad)), builder_(o_.output),
+      events_(who()), commits_(who()) {
+    const auto& s = o_.spec;
+    auto index = [&](const std::string& name) -> std::optional<std::size_t> {
+      if (name.empty())
+        return std::nullopt;
+      return o_.output->index_of(name);
+    };
+    key_idx_ = index(s.metadata.key);
+    topic_idx_ = index(s.metadata.topic);
+    partition_idx_ = index(s.metadata.partition);
+    offset_idx_ = index(s.metadata.offset);
+    timestamp_idx_ = index(s.metadata.timestamp);
+    headers_idx_ = index(s.metadata.headers);
+    kafka_time_ = s.event_time_from_kafka
+                  || (!s.event_time_field.empty() && s.event_time_field == s.metadata.timestamp);
+    if (!s.raw) {
+      auto d = s.decoder;
+      d.csv_header = false; // one record per message
+      d.control_lines = false;
+      d.event_time_field = kafka_time_ ? "" : s.event_time_field;
+      auto dec = format::make_decoder(d);
+      if (!dec)
+        throw std::runtime_error(who() + ": " + dec.error().message);
+      decoder_ = std::move(*dec);
+    }
+    if (!s.topic_pattern.empty())
+      pattern_.emplace(s.topic_pattern, std::regex::ECMAScript);
+  }
+
+  ~reader() override {
+    if (consumer_) {
+      consumer_->close();
+      consumer_.reset();
+    }
+  }
+
+  reader(const reader&) = delete;
+  reader& operator=(const reader&) = delete;
+
+  const schema_ptr& output_schema() const override { return o_.output; }
+
+  void open(const operator_context&) override {
+    create_consumer();
+    discover(steady::now() + o_.spec.connect_timeout, true);
+    next_discovery_ = steady::now() + o_.spec.partition_discovery_interval;
+  }
+
+  void seek(const std::vector<source_position>& to) override {
+    for (const auto& p : to) {
+      if (p.unit != position_unit::partition_offset)
+        throw std::runtime_error(who() + ": the checkpoint's position of split '" + p.split
+                                 + "' counts " + std::string{to_string(p.unit)}
+                                 + "s, a Kafka source counts offsets");
+      restored_[p.split] = static_cast<std::int64_t>(p.value);
+    }
+  }
+
+  record_batch_ptr poll_next(std::size_t max_rows) override {
+    if (!started_)
+      start();
+    else if (!o_.spec.bounded && o_.spec.partition_discovery_interval.count() > 0
+             && steady::now() >= next_discovery_) {
+      discover(steady::now() + std::chrono::seconds{2}, false);
+      next_discovery_ = steady::now() + o_.spec.partition_discovery_interval;
+    }
+    runs_.clear();
+    if (o_.spec.bounded && active_.empty())
+      return nullptr;
+    if (max_rows == 0)
+      max_rows = 1;
+    idle_ = true;
+    std::size_t consumed = 0;
+    const std::size_t max_consumed = max_rows + extra_messages_per_poll;
+    while (builder_.rows() < max_rows && consumed < max_consumed) {
+      std::unique_ptr<RdKafka::Message> m{consumer_->consume(0)};
+      if (!events_.fatal().empty())
+        throw std::runtime_error(who() + ": fatal Kafka error: " + events_.fatal());
+      const auto err = m->err();
+      if (err == RdKafka::ERR__TIMED_OUT)
+        break;
+      ++consumed;
+      if (err == RdKafka::ERR_NO_ERROR) {
+        idle_ = false;
+        on_message(*m);
+      } else if (err == RdKafka::ERR__PARTITION_EOF) {
+        idle_ = false;
+        on_eof(*m);
+      } else if (!on_error(*m)) {
+        break; // transient: poll again after the idle delay
+      }
+      if (o_.spec.bounded && active_.empty())
+        break;
+    }
+    return builder_.finish();
+  }
+
+  std::vector<source_position> positions() const override {
+    std::vector<source_position> out;
+    if (!started_) {
+      // Nothing read yet: what a restore gave, if anything.
+      for (const auto& [split, v] : restored_)
+        out.push_back(source_position{split, position_unit::partition_offset,
+                                      static_cast<std::uint64_t>(v)});
+      return out;
+    }
+    for (const auto& p : parts_) {
+      if (p.next < 0)
+        continue;
+      out.push_back(source_position{p.name, position_unit::partition_offset,
+                                    static_cast<std::uint64_t>(p.next)});
+      if (o_.spec.bounded && p.end >= 0)
+        out.push_back(source_position{p.name + "@end", position_unit::partition_offset,
+                                      static_cast<std::uint64_t>(p.end)});
+    }
+    return out;
+  }
+
+  const std::vector<std::string>* partitions() const override { return &active_; }
+
+  const std::vector<partition_run>* partition_runs() const override { return &runs_; }
+
+  std::chrono::nanoseconds next_poll_delay() const override {
+    return idle_ ? std::chrono::nanoseconds{idle_poll_delay} : std::chrono::nanoseconds{0};
+  }
+
+  void on_checkpoint(std::uint64_t checkpoint_id) override {
+    if (o_.spec.group_id.empty() || !started_)
+      return;
+    std::vector<std::pair<const partition_state*, std::int64_t>> offsets;
+    for (const auto& p : parts_)
+      if (p.next >= 0)
+        offsets.emplace_back(&p, p.next);
+    pending_commits_.emplace_back(checkpoint_id, std::move(offsets));
+    // Checkpoints that never complete must not pile up.
+    while (pending_commits_.size() > 16)
+      pending_commits_.pop_front();
+  }
+
+  void notify_checkpoint_complete(std::uint64_t checkpoint_id) override {
+    if (pending_commits_.empty() || !consumer_)
+      return;
+    std::optional<std::size_t> found;
+    for (std::size_t i = 0; i < pending_commits_.size(); ++i)
+      if (pending_commits_[i].first == checkpoint_id)
+        found = i;
+    if (!found)
+      return;
+    tp_list l;
+    for (const auto& [p, off] : pending_commits_[*found].second)
+      l.add(p->topic, p->partition, off);
+    pending_commits_.erase(pending_commits_.begin(),
+                           pending_commits_.begin() + static_cast<std::ptrdiff_t>(*found) + 1);
+    if (l.v.empty())
+      return;
+    // For monitoring only (DESIGN.md §7): a failure is logged, not fatal.
+    if (auto err = consumer_->commitAsync(l.v); err != RdKafka::ERR_NO_ERROR)
+      log::connectors().warn("{}: committing offsets of checkpoint {} failed: {}", who(),
+                             checkpoint_id, RdKafka::err2str(err));
+  }
+
+private:
+  std::string who() const {
+    return "kafka source '" + o_.source_name + "' subtask " + std::to_string(o_.subtask + 1)
+           + "/" + std::to_string(o_.parallelism);
+  }
+
+  std::string topics_text() const {
+    if (!o_.spec.topic_pattern.empty())
+      return "topics matching '" + o_.spec.topic_pattern + "'";
+    std::string out;
+    for (const auto& t : o_.spec.topics)
+      out += (out.empty() ? "topic '" : ", '") + t + "'";
+    return out;
+  }
+
+  void set(RdKafka::Conf& conf, const std::string& k, const std::string& v) {
+    std::string err;
+    if (conf.set(k, v, err) != RdKafka::Conf::CONF_OK)
+      throw std::runtime_error(who() + ": librdkafka property " + k + " = '" + v + "': " + err);
+  }
+
+  bool has_property(std::string_view k) const {
+    for (const auto& [name, v] : o_.spec.properties)
+      if (name == k)
+        return true;
+    return false;
+  }
+
+  std::string property(std::string_view k, std::string dflt) const {
+    for (const auto& [name, v] : o_.spec.properties)
+      if (name == k)
+        dflt = v;
+    return dflt;
+  }
+
+  void create_consumer() {
+    const auto& s = o_.spec;
+    std::unique_ptr<RdKafka::Conf> conf{RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL)};
+    std::string err;
+    if (conf->set("event_cb", static_cast<RdKafka::EventCb*>(&events_), err)
+          != RdKafka::Conf::CONF_OK
+        || conf->set("offset_commit_cb", static_cast<RdKafka::OffsetCommitCb*>(&commits_), err)
+             != RdKafka::Conf::CONF_OK)
+      throw std::runtime_error(who() + ": " + err);
+    if (!s.bootstrap_servers.empty())
+      set(*conf, "bootstrap.servers", s.bootstrap_servers);
+    set(*conf, "client.id", "weir-" + o_.job_name + "-" + o_.source_name + "-"
+                              + std::to_string(o_.subtask));
+    // Weir's defaults, which `properties` may change.
+    set(*conf, "isolation.level", "read_committed");
+    set(*conf, "auto.offset.reset", "earliest");
+    for (const auto& [k, v] : s.properties)
+      set(*conf, k, v);
+    // What weir manages (the kind rejects these in `properties`): offsets
+    // live in checkpoints; the group only receives them for monitoring.
+    set(*conf, "group.id", s.group_id.empty() ? "weir-" + o_.job_name + "-" + o_.source_name
+                                              : s.group_id);
+    set(*conf, "enable.auto.commit", "false");
+    set(*conf, "enable.auto.offset.store", "false");
+    set(*conf, "enable.partition.eof", "true");
+    consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
+    if (!consumer_)
+      throw std::runtime_error(who() + ": cannot create a Kafka consumer: " + err);
+  }
+
+  int remaining_ms(steady::time_point deadline, int cap_ms) const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+    return static_cast<int>(std::clamp<std::int64_t>(left.count(), 1, cap_ms));
+  }
+
+  [[noreturn]] void unreachable(const std::string& what, ErrorCode err) const {
+    throw std::runtime_error(who() + ": cannot reach the Kafka brokers at "
+                             + (o_.spec.bootstrap_servers.empty() ? std::string{"(properties)"}
+                                                                  : o_.spec.bootstrap_servers)
+                             + " within " + seconds_text(o_.spec.connect_timeout) + " ("
+                             + what + "): " + RdKafka::err2str(err));
+  }
+
+  // The (topic, partition count) pairs to read: every topic of `topics`, or
+  // those matching the pattern. `strict` (at start): a missing or forbidden
+  // topic, or brokers unreachable until `deadline`, throw; otherwise (periodic
+  // discovery) a failure is logged and nothing changes.
+  void discover(steady::time_point deadline, bool strict) {
+    std::vector<std::pair<std::string, std::size_t>> found;
+    auto fail = [&](const std::string& msg) {
+      if (strict)
+        throw std::runtime_error(msg);
+      log::connectors().warn("{} (partition discovery)", msg);
+    };
+    if (pattern_) {
+      RdKafka::Metadata* raw = nullptr;
+      ErrorCode err = RdKafka::ERR__TIMED_OUT;
+      while (true) {
+        err = consumer_->metadata(true, nullptr, &raw, remaining_ms(deadline, 5000));
+        if (err == RdKafka::ERR_NO_ERROR || steady::now() >= deadline)
+          break;
+        std::this_thread::sleep_for(std::chrono::milliseconds{200});
+      }
+      std::unique_ptr<RdKafka::Metadata> md{raw};
+      if (err != RdKafka::ERR_NO_ERROR) {
+        if (strict)
+          unreachable("metadata of " + topics_text(), err);
+        return;
+      }
+      for (const auto* t : *md->topics())
+        if (t->err() == RdKafka::ERR_NO_ERROR && std::regex_match(t->topic(), *pattern_))
+          found.emplace_back(t->topic(), t->partitions()->size());
+      if (found.empty() && strict)
+        log::connectors().warn("{}: no topic matches '{}' yet", who(), o_.spec.topic_pattern);
+    } else {
+      for (const auto& name : o_.spec.topics) {
+        std::string e;
+        std::unique_ptr<RdKafka::Topic> topic{
+          RdKafka::Topic::create(consumer_.get(), name, nullptr, e)};
+        if (!topic)
+          return fail(who() + ": topic '" + name + "': " + e);
+        while (true) {
+          RdKafka::Metadata* raw = nullptr;
+          auto err = consumer_->metadata(false, topic.get(), &raw, remaining_ms(deadline, 5000));
+          std::unique_ptr<RdKafka::Metadata> md{raw};
+          ErrorCode terr = err;
+          std::size_t n = 0;
+          if (err == RdKafka::ERR_NO_ERROR) {
+            for (const auto* t : *md->topics())
+              if (t->topic() == name) {
+                terr = t->err();
+                n = t->partitions()->size();
+              }
+          }
+          if (terr == RdKafka::ERR_NO_ERROR && n > 0) {
+            found.emplace_back(name, n);
+            break;
+          }
+          if (terr == RdKafka::ERR_UNKNOWN_TOPIC_OR_PART)
+            return fail(who() + ": topic '" + name + "' does not exist (brokers "
+                        + o_.spec.bootstrap_servers + ")");
+          if (terr == RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED)
+            return fail(who() + ": not authorized to read topic '" + name + "': "
+                        + RdKafka::err2str(terr));
+          if (steady::now() >= deadline) {
+            if (!strict)
+              return;
+            if (err != RdKafka::ERR_NO_ERROR)
+              unreachable("metadata of topic '" + name + "'", err);
+            throw std::runtime_error(who() + ": topic '" + name + "' is not available within "
+                                     + seconds_text(o_.spec.connect_timeout) + ": "
+                                     + RdKafka::err2str(terr));
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds{200});
+        }
+      }
+    }
+    std::sort(found.begin(), found.end());
+    bool added = false;
+    for (const auto& [topic, n] : found) {
+      for (std::size_t i = 0; i < n; ++i) {
+        auto part = static_cast<std::int32_t>(i);
+        if (owner_of(topic, part, o_.parallelism) != o_.subtask)
+          continue;
+        auto name = topic + "/" + std::to_string(part);
+        if (known_.count(name) != 0)
+          continue;
+        known_.insert(name);
+        partition_state p;
+        p.topic = topic;
+        p.partition = part;
+        p.name = std::move(name);
+        parts_.push_back(std::move(p));
+        added = true;
+        if (started_)
+          log::connectors().info("{}: reads new partition {}", who(), parts_.back().name);
+      }
+    }
+    if (added && started_) {
+      resolve(deadline, true);
+      assign();
+    }
+  }
+
+  // Resolves the offsets of partitions not resolved yet: a checkpointed
+  // offset, else the start position (`discovered`: a partition that appeared
+  // while running starts at its earliest offset, as in Flink); bounded: the
+  // stop offset too.
+  void resolve(steady::time_point deadline, bool discovered) {
+    const auto& s = o_.spec;
+    std::vector<partition_state*> todo;
+    for (auto& p : parts_) {
+      if (p.next >= 0)
+        continue;
+      if (auto it = restored_.find(p.name); it != restored_.end())
+        p.next = it->second;
+      if (auto it = restored_.find(p.name + "@end"); it != restored_.end())
+        p.end = it->second;
+      todo.push_back(&p);
+    }
+    if (todo.empty())
+      return;
+    auto mode = discovered ? kafka_start_offset::earliest : s.start;
+    if (mode == kafka_start_offset::committed) {
+      tp_list l;
+      for (auto* p : todo)
+        if (p->next < 0)
+          l.add(p->topic, p->partition, RdKafka::Topic::OFFSET_INVALID);
+      if (!l.v.empty()) {
+        auto err = consumer_->committed(l.v, remaining_ms(deadline, 30000));
+        if (err != RdKafka::ERR_NO_ERROR)
+          unreachable("committed offsets of group '" + s.group_id + "'", err);
+        for (auto* tp : l.v)
+          for (auto* p : todo)
+            if (p->topic == tp->topic() && p->partition == tp->partition() && tp->offset() >= 0)
+              p->next = tp->offset();
+      }
+    } else if (mode == kafka_start_offset::timestamp) {
+      tp_list l;
+      for (auto* p : todo)
+        if (p->next < 0)
+          l.add(p->topic, p->partition, s.start_timestamp_ms);
+      if (!l.v.empty()) {
+        auto err = consumer_->offsetsForTimes(l.v, remaining_ms(deadline, 30000));
+        if (err != RdKafka::ERR_NO_ERROR)
+          unreachable("offsets for timestamp " + std::to_string(s.start_timestamp_ms), err);
+        for (auto* tp : l.v)
+          for (auto* p : todo)
+            if (p->topic == tp->topic() && p->partition == tp->partition() && tp->offset() >= 0)
+              p->next = tp->offset();
+        // No record at or after the timestamp: the partition's end (below).
+      }
+    }
+    // Earliest, latest, the end of a bounded partition, and what the modes
+    // above left open: the partition's low and high watermarks.
+    const bool fallback_latest = mode == kafka_start_offset::latest
+                                 || mode == kafka_start_offset::timestamp
+                                 || property("auto.offset.reset", "earliest") == "latest";
+    for (auto* p : todo) {
+      if (p->next >= 0 && (!s.bounded || p->end >= 0))
+        continue;
+      std::int64_t low = 0;
+      std::int64_t high = 0;
+      ErrorCode err = RdKafka::ERR__TIMED_OUT;
+      while (true) {
+        err = consumer_->query_watermark_offsets(p->topic, p->partition, &low, &high,
+                                                 remaining_ms(deadline, 5000));
+        if (err == RdKafka::ERR_NO_ERROR || steady::now() >= deadline)
+          break;
+        std::this_thread::sleep_for(std::chrono::milliseconds{200});
+      }
+      if (err != RdKafka::ERR_NO_ERROR)
+        unreachable("offsets of partition " + p->name, err);
+      if (p->next < 0)
+        p->next = fallback_latest && mode != kafka_start_offset::earliest ? high : low;
+      if (s.bounded && p->end < 0)
+        p->end = high;
+    }
+  }
+
+  void start() {
+    started_ = true;
+    resolve(steady::now() + o_.spec.connect_timeout, false);
+    assign();
+  }
+
+  // (Re)assigns every partition not done, from its next offset.
+  void assign() {
+    tp_list l;
+    active_.clear();
+    for (auto& p : parts_) {
+      if (o_.spec.bounded && p.end >= 0 && p.next >= p.end)
+        p.done = true;
+      if (p.done)
+        continue;
+      l.add(p.topic, p.partition, p.next);
+      active_.push_back(p.name);
+    }
+    auto err = consumer_->assign(l.v);
+    if (err != RdKafka::ERR_NO_ERROR)
+      throw std::runtime_error(who() + ": assigning partitions failed: " + RdKafka::err2str(err));
+    log::connectors().debug("{}: reads {} partition(s)", who(), active_.size());
+  }
+
+  partition_state* find(const std::string& topic, std::int32_t partition) {
+    if (last_ != nullptr && last_->partition == partition && last_->topic == topic)
+      return last_;
+    for (auto& p : parts_)
+      if (p.partition == partition && p.topic == topic)
+        return last_ = &p;
+    return nullptr;
+  }
+
+  void mark_done(partition_state& p) {
+    p.done = true;
+    active_.erase(std::remove(active_.begin(), active_.end(), p.name), active_.end());
+    tp_list l;
+    l.add(p.topic, p.partition, RdKafka::Topic::OFFSET_INVALID);
+    consumer_->pause(l.v);
+  }
+
+  void on_eof(RdKafka::Message& m) {
+    auto* p = find(m.topic_name(), m.partition());
+    // read_committed: the end of what is visible (the last stable offset).
+    if (p != nullptr && o_.spec.bounded && !p->done && m.offset() >= p->end)
+      mark_done(*p);
+  }
+
+  // A consumer error: false = stop polling for now (transient), true =
+  // go on; throws for what will not heal (DESIGN.md §8).
+  bool on_error(RdKafka::Message& m) {
+    const auto err = m.err();
+    const auto where = m.topic_name().empty()
+                         ? std::string{}
+                         : " topic '" + m.topic_name() + "' partition "
+                             + std::to_string(m.partition()) + ":";
+    switch (err) {
+      case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
+      case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
+      case RdKafka::ERR__UNKNOWN_TOPIC:
+      case RdKafka::ERR__UNKNOWN_PARTITION:
+      case RdKafka::ERR__FATAL:
+      case RdKafka::ERR__AUTHENTICATION:
+      case RdKafka::ERR_SASL_AUTHENTICATION_FAILED:
+        throw std::runtime_error(who() + ":" + where + " " + m.errstr());
+      default:
+        if (auto now = steady::now(); now - last_warn_ > warn_interval) {
+          last_warn_ = now;
+          log::connectors().warn("{}:{} {} (librdkafka retries)", who(), where, m.errstr());
+        }
+        return false;
+    }
+  }
+
+  void set_last_int(std::optional<std::size_t> idx, std::int64_t v) {
+    if (!idx)
+      return;
+    auto& c = builder_.col(*idx);
+    c.ints.back() = v;
+    c.validity.back() = 1;
+  }
+
+  void set_last_string(std::optional<std::size_t> idx, std::string_view v) {
+    if (!idx)
+      return;
+    // The row is committed with a null here: give its (last) slot a value.
+    auto& c = builder_.col(*idx);
+    c.chars.append(v);
+    c.offsets.back() = static_cast<std::uint32_t>(c.chars.size());
+    c.validity.back() = 1;
+  }
+
+  void on_message(RdKafka::Message& m) {
+    auto* p = find(m.topic_name(), m.partition());
+    if (p == nullptr || p->done)
+      return; // fetched before a pause
+    const auto offset = m.offset();
+    if (o_.spec.bounded && offset >= p->end) {
+      mark_done(*p);
+      return;
+    }
+    p->next = offset + 1;
+    std::string_view value;
+    if (m.payload() != nullptr)
+      value = std::string_view{static_cast<const char*>(m.payload()), m.len()};
+    while (!value.empty() && (value.back() == '\n' || value.back() == '\r'))
+      value.remove_suffix(1);
+    const auto ts = m.timestamp();
+    const bool has_ts = ts.type != RdKafka::MessageTimestamp::MSG_TIMESTAMP_NOT_AVAILABLE;
+    std::string reason;
+    auto st = format::record_decoder::status::ok;
+    if (kafka_time_ && !has_ts) {
+      st = format::record_decoder::status::bad;
+      reason = "the record has no Kafka timestamp";
+    } else if (decoder_) {
+      st = decoder_->decode(value, builder_, reason);
+    } else {
+      if (m.payload() == nullptr)
+        builder_.col(0).append_null();
+      else
+        builder_.col(0).append_string(value);
+      builder_.commit_row();
+    }
+    if (st == format::record_decoder::status::ok) {
+      if (kafka_time_)
+        builder_.timestamps().push_back(ts.timestamp);
+      if (key_idx_ && m.key_pointer() != nullptr)
+        set_last_string(key_idx_, std::string_view{static_cast<const char*>(m.key_pointer()),
+                                                   m.key_len()});
+      if (topic_idx_)
+        set_last_string(topic_idx_, p->topic);
+      set_last_int(partition_idx_, p->partition);
+      set_last_int(offset_idx_, offset);
+      if (has_ts)
+        set_last_int(timestamp_idx_, ts.timestamp);
+      if (headers_idx_)
+        set_last_string(headers_idx_, headers_json(m));
+      if (!runs_.empty() && runs_.back().partition == &p->name)
+        runs_.back().end = builder_.rows();
+      else
+        runs_.push_back(partition_run{builder_.rows(), &p->name});
+    } else if (st != format::record_decoder::status::skipped) {
+      // bad (or a control line, which a Kafka source does not read)
+      if (reason.empty())
+        reason = "not a record";
+      on_bad_(bad_record{p->name, 0, static_cast<std::uint64_t>(offset), reason,
+                         std::string{cut_utf8(value, max_raw_bytes)}});
+    }
+    if (o_.spec.bounded && p->next >= p->end)
+      mark_done(*p);
+  }
+
+  std::string headers_json(RdKafka::Message& m) const {
+    std::string out = "{";
+    if (auto* h = m.headers()) {
+      bool first = true;
+      for (const auto& e : h->get_all()) {
+        if (!first)
+          out += ',';
+        first = false;
+        format::append_json_string(e.key(), out);
+        out += ':';
+        if (e.value() == nullptr)
+          out += "null";
+        else
+          format::append_json_string(
+            std::string_view{static_cast<const char*>(e.value()), e.value_size()}, out);
+      }
+    }
+    out += '}';
+    return out;
+  }
+
+  reader_options o_;
+  bad_record_handler on_bad_;
+  batch_builder builder_;
+  std::unique_ptr<format::record_decoder> decoder_;
+  std::optional<std::regex> pattern_;
+  std::optional<std::size_t> key_idx_, topic_idx_, partition_idx_, offset_idx_, timestamp_idx_,
+    headers_idx_;
+  bool kafka_time_ = false;
+
+  event_logger events_;
+  commit_logger commits_;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+
+  std::deque<partition_state> parts_; ///< stable addresses: runs point at names
+  std::set<std::string> known_;
+  std::vector<std::string> active_;   ///< partitions(): assigned and not done
+  std::vector<partition_run> runs_;
+  partition_state* last_ = nullptr;
+  std::map<std::string, std::int64_t> restored_;
+  std::deque<std::pair<std::uint64_t,
+                       std::vector<std::pair<const partition_state*, std::int64_t>>>>
+    pending_commits_;
+  steady::time_point next_discovery_{};
+  steady::time_point last_warn_{};
+  bool started_ = false;
+  bool idle_ = false;
+};
+
+} // namespace
+
+source_reader_ptr make_reader(reader_options opts, bad_record_handler on_bad) {
+  return std::make_unique<reader>(std::move(opts), std::move(on_bad));
+}
+
+} // namespace weir::kafka
