@@ -252,6 +252,7 @@ def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), 
     runs = 0
     restores = 0  # runs started on a directory holding a checkpoint
     fresh = True
+    streak = 0  # kills since the last completed run
     while True:
         argv = [args.weir, "run", toml] + (["--fresh"] if fresh else [])
         resumable = not fresh and bool(job.checkpoint_ids())
@@ -260,11 +261,14 @@ def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), 
         runs += 1
         with open(log_path, "w") as log:
             p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
-            time.sleep(rnd.uniform(0.05, 0.6))
+            # The kill window widens with each kill since the last completed
+            # run, so a slow (loaded) machine still lets a run finish.
+            time.sleep(rnd.uniform(0.05, 0.6) * (1 + streak / 10))
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
                 kills += 1
+                streak += 1
                 log.write("\n[test] SIGKILL\n")
                 restores += resumable
                 continue
@@ -282,6 +286,7 @@ def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), 
         if kills >= kills_wanted:
             break
         fresh = True
+        streak = 0
     check(restores > 0, "no run ever resumed from a checkpoint")
     print(f"ok: {kills} SIGKILLs in {runs} runs ({restores} resumed), committed output "
           f"equals the uninterrupted run ({len(want['running'])} counts, "
