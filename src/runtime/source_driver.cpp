@@ -121,10 +121,11 @@ void source_driver::emit_progress(operator_chain& chain) {
   // A reader that declares its partitions and owns none (more subtasks than
   // Kafka partitions) holds nothing back either, as Flink marks a reader
   // without splits idle.
-  const auto* declared = reader_->partitions();
+  // Only the partitions already handed to the watermark generator count:
+  // before the first batch a reader may not know its partitions yet.
   if (watermarks_.all_idle()
       || (!partition_field_ && reader_->has_split_partitions() && watermarks_.empty())
-      || (declared && declared->empty()))
+      || (partitions_synced_ && synced_partitions_.empty()))
     chain.set_output_idle(true);
 }
 
