@@ -261,3 +261,26 @@ std::optional<milliseconds> parse_signed_duration(std::string_view text) noexcep
 }
 
 } // namespace weir::config
+
+namespace weir::config {
+
+schema_ptr schema_table(reader& r) {
+  auto entries = r.string_table("schema", false, "a type name");
+  if (!entries)
+    return nullptr;
+  std::vector<field> fields;
+  bool good = true;
+  for (const auto& e : *entries) {
+    auto ty = parse_type_id(e.text);
+    if (!ty || *ty == type_id::null_type) {
+      r.fail(pos_of(*e.node), "schema." + e.name + " has unknown type " + quote(e.text),
+             {"hint: types are bool, int64, float64, string, timestamp"});
+      good = false;
+      continue;
+    }
+    fields.push_back(field{e.name, *ty});
+  }
+  return good ? make_schema(std::move(fields)) : nullptr;
+}
+
+} // namespace weir::config

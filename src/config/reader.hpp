@@ -8,6 +8,7 @@
 #include "weir/config/diagnostic.hpp"
 #include "weir/config/loader.hpp"
 #include "weir/core/expected.hpp"
+#include "weir/core/schema.hpp"
 
 #include <toml++/toml.h>
 
@@ -379,5 +380,11 @@ private:
 
 /// A rate: a positive integer or float (rows or events per second).
 std::optional<double> positive_rate(reader& r, std::string_view key);
+
+/// A source's `schema = { name = "type", ... }` table as a schema, fields in
+/// file order (types: bool, int64, float64, string, timestamp). nullptr if
+/// the key is absent or any type is unknown (each unknown type reported at
+/// its value).
+schema_ptr schema_table(reader& r);
 
 } // namespace weir::config

@@ -118,21 +118,8 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
       r.missing("schema", {"hint: format " + quote(fmt->value)
                            + " needs the fields and their types: schema = { ts = "
                              "\"timestamp\", key = \"string\" }"});
-  } else if (auto entries = r.string_table("schema", false, "a type name")) {
-    std::vector<field> fields;
-    bool good = true;
-    for (const auto& e : *entries) {
-      auto ty = parse_type_id(e.text);
-      if (!ty || *ty == type_id::null_type) {
-        r.fail(pos_of(*e.node), "schema." + e.name + " has unknown type " + quote(e.text),
-               {"hint: types are bool, int64, float64, string, timestamp"});
-        good = false;
-        continue;
-      }
-      fields.push_back(field{e.name, *ty});
-    }
-    if (good)
-      s.decoder.schema = make_schema(std::move(fields));
+  } else if (auto schema = schema_table(r)) {
+    s.decoder.schema = std::move(schema);
   }
   if (auto* csv = soft.subtable("csv")) {
     auto cr = soft.sub(*csv, "csv");
