@@ -1,25 +1,29 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The Kafka sink's guarantees on a real broker (tests/kafka/kafka_broker.py),
-the real `weir` binary and real SIGKILLs.
+"""The Kafka sink's guarantees topic to topic, on a real broker
+(tests/kafka/kafka_broker.py), the real `weir` binary and real SIGKILLs.
 
-A keyed windowed job (file source, replayable from checkpoints -> tumbling
-windows per key at parallelism 2 -> Kafka topic B at parallelism 2)
+The input is produced into topic A (4 partitions, round robin). A keyed
+windowed job (Kafka source reading A, bounded = "latest", at parallelism 2 ->
+tumbling windows per key -> Kafka sink writing topic B at parallelism 2)
 checkpoints every 100 ms and is SIGKILLed at random moments, each time
-restarted on the same checkpoint directory; some runs are killed by the sink
-itself between a checkpoint's completion and its transaction's commit
+restarted on the same checkpoint directory (the source rewinds to its
+checkpointed offsets of A); some runs are killed by the sink itself between a
+checkpoint's completion and its transaction's commit
 (WEIR_FAULT=kill_after_checkpoint_complete:N, test-only). When a run
 completes, a read_committed consumer of B (kcat -C -X
-isolation.level=read_committed -e) is compared with an uninterrupted run
-into a file.
+isolation.level=read_committed -e) is compared with an uninterrupted run of
+the same job into a file, which is itself checked against the windows
+computed here from the input.
 
 usage: sink_tests.py --weir BIN TEST [--kills N] [--seed S]
   exactly-once   delivery = "exactly_once": every expected record exactly once
                  (default 6 kills, at least 2 of them at commit time)
   at-least-once  delivery = "at_least_once": nothing missing; duplicates counted
-  soak           exactly-once with --kills (default 50)
-  broker-restart the broker SIGKILLed and restarted under an exactly-once job with a
-                 restart strategy: the output is still exactly once
+  soak           exactly-once with --kills (default 50, a third at commit time)
+  broker-restart the broker SIGKILLed and restarted under an exactly-once job
+                 (reading A, writing B) with a restart strategy: the output is
+                 still exactly once
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
 import argparse
@@ -39,7 +43,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kafka_broker import KafkaBroker  # noqa: E402
 
-RECORDS = 300_000
+RECORDS = 200_000
+PARTITIONS_A = 4
+KEYS = 50
 
 PIPELINE = """
 [job]
@@ -55,9 +61,12 @@ retain = 3
 
 [[source]]
 name = "input"
-type = "file"
-path = "{work}/input.jsonl"
+type = "kafka"
+topics = ["{topic_a}"]
+bootstrap_servers = "{bootstrap}"
 format = "jsonl"
+bounded = "latest"
+group_id = "sink-test"
 schema = {{ seq = "int64", key = "string", ts = "timestamp", value = "int64" }}
 event_time = {{ field = "ts" }}
 watermark = {{ max_out_of_orderness = "1s" }}
@@ -110,13 +119,37 @@ def check(cond, msg):
         raise Failure(msg)
 
 
-def generate(path, n, seed):
+def generate(n, seed):
+    """The input rows: out of order within the 1 s bound, KEYS keys."""
     rnd = random.Random(seed)
-    with open(path, "w") as f:
-        for i in range(n):
-            ts = i * 2 + rnd.randint(0, 500)  # out of order within the 1 s bound
-            f.write(json.dumps({"seq": i, "key": "k%d" % rnd.randint(0, 49), "ts": ts,
-                                "value": rnd.randint(1, 100)}) + "\n")
+    rows = []
+    for i in range(n):
+        ts = i * 2 + rnd.randint(0, 500)
+        rows.append({"seq": i, "key": "k%d" % rnd.randint(0, KEYS - 1), "ts": ts,
+                     "value": rnd.randint(1, 100)})
+    return rows
+
+
+def expected_windows(rows):
+    """The job's windows computed here, independently of weir:
+    {(key, window_start): (count, sum)} of 1 s tumbling windows."""
+    w = {}
+    for r in rows:
+        k = (r["key"], r["ts"] // 1000 * 1000)
+        n, t = w.get(k, (0, 0))
+        w[k] = (n + 1, t + r["value"])
+    return w
+
+
+def as_windows(lines, what):
+    """{(key, window_start): (n, total)} of output lines; a line twice fails."""
+    out = {}
+    for line in lines:
+        r = json.loads(line)
+        k = (r["key"], r["window_start"])
+        check(k not in out, f"{what}: window {k} written twice")
+        out[k] = (r["n"], r["total"])
+    return out
 
 
 class Test:
@@ -125,19 +158,33 @@ class Test:
         self.broker = broker
         self.rnd = random.Random(seed)
         self.work = tempfile.mkdtemp(prefix="weir-kafka-sink-")
-        generate(os.path.join(self.work, "input.jsonl"), RECORDS, seed)
         self.republished = 0
+        self.took = 2.0  # an uninterrupted run's duration, measured by reference()
+        rows = generate(RECORDS, seed)
+        self.expected = expected_windows(rows)
+        # Topic A: line i to partition i % PARTITIONS_A (every partition out
+        # of order within the bound, so none of its records is late).
+        self.topic_a = "a-input"
+        broker.create_topic(self.topic_a, partitions=PARTITIONS_A, config=KEEP)
+        lines = [json.dumps(r) for r in rows]
+        for p in range(PARTITIONS_A):
+            broker.produce(self.topic_a, lines[p::PARTITIONS_A], partition=p)
 
     def write(self, sink, restart=""):
         path = os.path.join(self.work, "pipeline.toml")
         with open(path, "w") as f:
-            f.write(PIPELINE.format(work=self.work, sink=sink, restart=restart))
+            f.write(PIPELINE.format(work=self.work, sink=sink, restart=restart,
+                                    topic_a=self.topic_a, bootstrap=self.broker.bootstrap))
         return path
 
     def reference(self):
+        """An uninterrupted run of the job (from topic A) into a file; its output
+        must be the windows computed here."""
         toml = self.write(FILE_SINK.format(work=self.work))
+        t0 = time.monotonic()
         p = subprocess.run([self.args.weir, "run", toml, "--fresh", "-q"], capture_output=True,
                            text=True, timeout=600)
+        self.took = time.monotonic() - t0
         check(p.returncode == 0, f"the reference run failed:\n{p.stderr[-3000:]}")
         # With checkpoints the file sink writes a directory of committed parts.
         ref = []
@@ -145,12 +192,22 @@ class Test:
             with open(part) as f:
                 ref += f.read().splitlines()
         check(len(ref) > 10000, f"the reference run wrote only {len(ref)} windows")
+        got = as_windows(ref, "the uninterrupted run")
+        if got != self.expected:
+            missing = set(self.expected) - set(got)
+            wrong = [k for k in got if k in self.expected and got[k] != self.expected[k]]
+            raise Failure(f"the uninterrupted run is not the windows computed from the input: "
+                          f"{len(got)} vs {len(self.expected)} windows, {len(missing)} missing "
+                          f"(first {sorted(missing)[:3]}), {len(wrong)} with other values "
+                          f"(first {sorted(wrong)[:3]})")
         shutil.rmtree(os.path.join(self.work, "state"), ignore_errors=True)
+        print(f"reference: {RECORDS} records from {PARTITIONS_A} partitions of topic A, "
+              f"{len(ref)} windows, as computed from the input; the run took {self.took:.1f} s")
         return collections.Counter(ref)
 
     def cycle(self, topic, delivery, kills_wanted, commit_kills_wanted):
         """Runs the job on `topic` until one run completes; returns (kills, commit kills,
-        runs, resumed runs)."""
+        runs, resumed runs, last stderr)."""
         self.broker.create_topic(topic, partitions=2, config=KEEP)
         toml = self.write(KAFKA_SINK.format(topic=topic, bootstrap=self.broker.bootstrap,
                                             delivery=delivery))
@@ -167,11 +224,17 @@ class Test:
                 env["WEIR_FAULT"] = f"kill_after_checkpoint_complete:{self.rnd.randint(1, 4)}"
             log_path = os.path.join(self.work, f"{topic}-run-{runs}.log")
             runs += 1
+            check(runs < 30 + 4 * (kills_wanted + commit_kills_wanted),
+                  f"{runs} runs without finishing the kills")
             with open(log_path, "w") as log:
                 p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
                 killed = False
                 if kills < kills_wanted and not at_commit:
-                    time.sleep(self.rnd.uniform(0.3, 1.5))
+                    # Anywhere in a run (start-up included); the window widens
+                    # with each kill of the cycle, so a loaded machine still
+                    # gets runs past their start-up.
+                    time.sleep(self.rnd.uniform(0.2, max(0.5, self.took * 0.8))
+                               * (1 + kills / 5))
                     if p.poll() is None:
                         p.send_signal(signal.SIGKILL)
                         killed = True
@@ -241,6 +304,7 @@ def check_start_errors(t):
 
 
 def run_guarantee(args, seed, delivery):
+    t0 = time.monotonic()
     with KafkaBroker() as broker:
         t = Test(args, broker, seed)
         try:
@@ -251,6 +315,7 @@ def run_guarantee(args, seed, delivery):
             cycle = 0
             commit_wanted = max(2, args.kills // 3) if delivery == "exactly_once" else 0
             dup_total = 0
+            checked = 0
             while True:
                 topic = f"b-{delivery}-{cycle}"
                 left = max(args.kills - total_kills, 0)
@@ -261,9 +326,11 @@ def run_guarantee(args, seed, delivery):
                 total_runs += runs
                 total_resumed += resumed
                 got = collections.Counter(broker.consume(topic, read_committed=True))
+                checked += sum(got.values())
                 what = f"cycle {cycle} ({k} kills, {ck} at commit time, {runs} runs)"
                 if delivery == "exactly_once":
                     compare_exactly_once(got, want, what)
+                    print(f"{what}: every window exactly once")
                 else:
                     missing = want - got
                     check(not missing, f"{what}: {sum(missing.values())} records missing, "
@@ -288,31 +355,47 @@ def run_guarantee(args, seed, delivery):
                   f"the read_committed "
                   f"topic holds every expected record "
                   f"{'exactly once' if delivery == 'exactly_once' else 'at least once'} "
-                  f"({sum(want.values())} windows){extra}")
+                  f"({sum(want.values())} windows of {RECORDS} records read from "
+                  f"{PARTITIONS_A} partitions of topic A; {checked} records of B checked){extra}; "
+                  f"{time.monotonic() - t0:.0f} s in all")
         finally:
             t.close()
 
 
 def run_broker_restart(args, seed):
-    """The broker SIGKILLed and restarted under a running exactly-once job with a
-    restart strategy: the job finishes and the topic holds every window once."""
+    """The broker SIGKILLed and restarted under a running exactly-once job (topic A
+    to topic B) with a restart strategy: the job finishes and B holds every window
+    once. The broker stays down longer than the sink's message.timeout.ms, so the
+    job fails (and restarts from its checkpoint) rather than riding the outage out."""
+    t0 = time.monotonic()
     with KafkaBroker() as broker:
         t = Test(args, broker, seed)
         try:
             want = t.reference()
             topic = "b-broker-restart"
             broker.create_topic(topic, partitions=2, config=KEEP)
-            toml = t.write(KAFKA_SINK.format(topic=topic, bootstrap=broker.bootstrap,
-                                             delivery="exactly_once"),
-                           restart='restart = { attempts = 30, delay = "1s" }')
+            sink = KAFKA_SINK.format(topic=topic, bootstrap=broker.bootstrap,
+                                     delivery="exactly_once")
+            sink = sink.replace('properties = { "linger.ms" = 5 }',
+                                'properties = { "linger.ms" = 5, "message.timeout.ms" = 3000 }')
+            toml = t.write(sink, restart='restart = { attempts = 30, delay = "1s" }')
             log_path = os.path.join(t.work, "broker-restart.log")
             with open(log_path, "w") as log:
                 p = subprocess.Popen([args.weir, "run", toml, "--fresh"],
                                      stdout=subprocess.DEVNULL, stderr=log)
-                time.sleep(t.rnd.uniform(0.4, 1.0))
+                # Once the sink's producers are up (their transactions initialised),
+                # at a random moment of the run.
+                deadline = time.monotonic() + 120
+                while p.poll() is None and time.monotonic() < deadline:
+                    with open(log_path) as f:
+                        if f.read().count("transactional id '") >= 2:
+                            break
+                    time.sleep(0.05)
+                time.sleep(t.rnd.uniform(0.0, max(0.3, t.took * 0.4)))
                 check(p.poll() is None, "the job ended before the broker could be killed")
                 broker.kill()
-                time.sleep(3)
+                down = t.rnd.uniform(6, 9)
+                time.sleep(down)
                 broker.restart()
                 try:
                     p.wait(timeout=600)
@@ -325,9 +408,12 @@ def run_broker_restart(args, seed):
             got = collections.Counter(broker.consume(topic, read_committed=True))
             compare_exactly_once(got, want, "after the broker's restart")
             restarts = err.count("restarting from the latest checkpoint")
-            print(f"ok: broker killed and restarted under the job ({restarts} job restarts); "
-                  f"the read_committed topic holds every expected record exactly once "
-                  f"({sum(want.values())} windows)")
+            check(restarts > 0, f"the job never restarted although the broker was down "
+                                f"{down:.1f} s:\n{err[-2000:]}")
+            print(f"ok: broker killed for {down:.1f} s under the job reading topic A and "
+                  f"writing topic B ({restarts} job restarts); the read_committed topic holds "
+                  f"every expected record exactly once ({sum(want.values())} windows); "
+                  f"{time.monotonic() - t0:.0f} s in all")
         finally:
             t.close()
 
