@@ -172,6 +172,27 @@ def add_partitions(bootstrap: str, name: str, total: int) -> None:
             raise BrokerError(f"kafka broker: adding partitions to {topic}: error {err} {msg or ''}")
 
 
+# ACL resource types, operations (org.apache.kafka.common.acl).
+ACL_RESOURCE = {"topic": 2, "group": 3, "cluster": 4, "transactional_id": 5}
+ACL_OPERATION = {"all": 2, "read": 3, "write": 4, "create": 5, "describe": 8,
+                 "idempotent_write": 12}
+
+
+def add_acl(bootstrap: str, principal: str, resource: str, name: str, operation: str) -> None:
+    """Allows `principal` ("User:alice") `operation` on the resource `name` (literal)."""
+    body = struct.pack(">i", 1)
+    body += struct.pack(">b", ACL_RESOURCE[resource]) + _str(name) + struct.pack(">b", 3)
+    body += _str(principal) + _str("*")
+    body += struct.pack(">bb", ACL_OPERATION[operation], 3)  # ALLOW
+    r = _request(bootstrap, 30, 1, body)  # CreateAcls v1
+    r.take(">i")
+    for _ in range(r.take(">i")):
+        err, msg = r.take(">h"), r.string()
+        if err:
+            raise BrokerError(f"kafka broker: adding an ACL for {principal} on {resource} "
+                              f"{name}: error {err} {msg or ''}")
+
+
 def metadata_ok(bootstrap: str) -> bool:
     """True once the broker answers a Metadata request listing itself."""
     try:
@@ -188,8 +209,14 @@ class KafkaBroker:
 
     def __init__(self, workdir: str | os.PathLike | None = None,
                  properties: dict[str, str] | None = None, start_timeout: float = 90.0,
-                 port: int | None = None):
+                 port: int | None = None, sasl_users: dict[str, str] | None = None):
         self.extra = dict(properties or {})
+        # With sasl_users a second listener (SASL_PLAINTEXT, mechanism PLAIN)
+        # authenticates these users, and an ACL authorizer guards the broker:
+        # a user may do only what ACLs (add_acl) allow. The PLAINTEXT listener
+        # (ANONYMOUS, a super user) stays for the controller and the tests.
+        self.sasl_users = dict(sasl_users or {})
+        self.sasl_port = 0
         self.fixed_port = port  # the PLAINTEXT port; None: a free one
         self.start_timeout = start_timeout
         self._own_dir = workdir is None
@@ -201,6 +228,10 @@ class KafkaBroker:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
 
     def __enter__(self):
         return self.start()
@@ -236,6 +267,18 @@ class KafkaBroker:
             "log.cleaner.enable": "false",
             "auto.leader.rebalance.enable": "false",
         }
+        if self.sasl_users:
+            props["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
+            props["advertised.listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
+            props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+            props["sasl.enabled.mechanisms"] = "PLAIN"
+            users = " ".join(f'user_{u}="{pw}"' for u, pw in self.sasl_users.items())
+            props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};")
+            props["authorizer.class.name"] = (
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+            props["super.users"] = "User:ANONYMOUS"
+            props["allow.everyone.if.no.acl.found"] = "false"
         props.update(self.extra)
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
@@ -265,6 +308,10 @@ class KafkaBroker:
             self.port, self.controller_port = self.fixed_port or free_port(), free_port()
             while self.controller_port == self.port:
                 self.controller_port = free_port()
+            if self.sasl_users:
+                self.sasl_port = free_port()
+                while self.sasl_port in (self.port, self.controller_port):
+                    self.sasl_port = free_port()
             shutil.rmtree(self.dir / "data", ignore_errors=True)
             (self.dir / "server.properties").write_text(self._properties())
             fmt = self._java("kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
@@ -340,6 +387,9 @@ class KafkaBroker:
                      config: dict[str, str] | None = None) -> None:
         create_topic(self.bootstrap, name, partitions, config)
         self.wait_for_topic(name, partitions)
+
+    def add_acl(self, principal: str, resource: str, name: str, operation: str) -> None:
+        add_acl(self.bootstrap, principal, resource, name, operation)
 
     def add_partitions(self, name: str, total: int) -> None:
         add_partitions(self.bootstrap, name, total)

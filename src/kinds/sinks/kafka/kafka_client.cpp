@@ -272,6 +272,9 @@ void producer::check_topic(const std::string& topic) {
   const rd_kafka_metadata_t* md = nullptr;
   auto err = rd_kafka_metadata(rk_, 0, rkt, &md, startup_timeout_ms);
   rd_kafka_topic_destroy(rkt);
+  // Serves the error events queued meanwhile (a failed SASL login, say), so
+  // last_error_ can tell why the brokers did not answer.
+  rd_kafka_poll(rk_, 0);
   check();
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
     throw std::runtime_error("cannot reach Kafka at '" + bootstrap_ + "' for topic '" + topic

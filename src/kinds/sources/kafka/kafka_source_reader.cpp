@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <set>
@@ -72,15 +73,27 @@ public:
       case RdKafka::Event::EVENT_ERROR:
         if (e.fatal()) {
           fatal_ = RdKafka::err2str(e.err()) + ": " + e.str();
-        } else if (auto now = steady::now(); now - last_warn_ > warn_interval) {
+          break;
+        }
+        {
+          std::lock_guard lock{last_error_mutex_};
+          last_error_ = e.str();
+        }
+        if (auto now = steady::now(); now - last_warn_ > warn_interval) {
           last_warn_ = now;
           log::connectors().warn("{}: {} (librdkafka retries)", who_, e.str());
         }
         break;
       case RdKafka::Event::EVENT_LOG:
-        if (e.severity() <= RdKafka::Event::EVENT_SEVERITY_ERROR)
+        if (e.severity() <= RdKafka::Event::EVENT_SEVERITY_ERROR) {
+          // Log lines come at once from librdkafka's threads (error events
+          // only when polled): a failed SASL login is known here first.
+          {
+            std::lock_guard lock{last_error_mutex_};
+            last_error_ = e.str();
+          }
           log::connectors().warn("{}: librdkafka: {} {}", who_, e.fac(), e.str());
-        else
+        } else
           log::connectors().debug("{}: librdkafka: {} {}", who_, e.fac(), e.str());
         break;
       default:
@@ -90,9 +103,18 @@ public:
 
   const std::string& fatal() const noexcept { return fatal_; }
 
+  /// The last error librdkafka reported and retries (e.g. "SASL authentication
+  /// error: ..."), to say why brokers could not be reached; empty if none.
+  std::string last_error() const {
+    std::lock_guard lock{last_error_mutex_};
+    return last_error_;
+  }
+
 private:
   std::string who_;
   std::string fatal_;
+  mutable std::mutex last_error_mutex_;
+  std::string last_error_;
   steady::time_point last_warn_{};
 };
 
@@ -369,7 +391,12 @@ private:
                              + (o_.spec.bootstrap_servers.empty() ? std::string{"(properties)"}
                                                                   : o_.spec.bootstrap_servers)
                              + " within " + seconds_text(o_.spec.connect_timeout) + " ("
-                             + what + "): " + RdKafka::err2str(err));
+                             + what + "): " + RdKafka::err2str(err)
+                             + [&] {
+                                 auto last = events_.last_error();
+                                 return last.empty() ? std::string{}
+                                                     : " (last error: " + last + ")";
+                               }());
   }
 
   // The (topic, partition count) pairs to read: every topic of `topics`, or
