@@ -21,8 +21,11 @@ From a shell (the README's "Kafka in five minutes"):
     tests/kafka/broker.sh create-topic access-log 4
     tests/kafka/broker.sh stop             # kills it, removes its directory
 
-Topics are created and grown with the Kafka protocol directly (CreateTopics,
-CreatePartitions): no second JVM per admin call.
+Topics are created and grown, and ACLs added, with the Kafka protocol directly
+(CreateTopics, CreatePartitions, CreateAcls): no second JVM per admin call.
+KafkaBroker(sasl_users={"alice": "pw"}) adds a SASL_PLAINTEXT listener
+(mechanism PLAIN, broker.sasl_bootstrap) and Kafka's ACL authorizer: those
+users may do what broker.add_acl allows (tests/kafka/auth_tests.py).
 """
 from __future__ import annotations
 
