@@ -6,6 +6,7 @@
 #include "weir/config/loader.hpp"
 #include "weir/runtime/job_graph.hpp"
 
+#include "byte_size.hpp"
 #include "kind.hpp"
 #include "output_path.hpp"
 #include "reader.hpp"
@@ -146,8 +147,8 @@ std::optional<double> ratio(reader& r, std::string_view key) {
 /// Rows per batch at most: a batch is built in memory whole.
 constexpr std::int64_t max_batch_size = 1 << 20;
 
-/// A size in bytes: an integer and a binary unit, "512MiB", "64 GiB"
-/// (B, KiB, MiB, GiB, TiB); nullopt when malformed or beyond 2^62 bytes.
+} // namespace
+
 std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size() && text[i] >= '0' && text[i] <= '9')
@@ -171,7 +172,6 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   return std::nullopt;
 }
 
-/// `key` of `r` as a byte size of at least `min` bytes.
 std::optional<std::uint64_t> byte_size(reader& r, std::string_view key, std::uint64_t min,
                                        std::string_view min_text) {
   auto* n = r.get(key);
@@ -196,6 +196,8 @@ std::optional<std::uint64_t> byte_size(reader& r, std::string_view key, std::uin
   }
   return v;
 }
+
+namespace {
 
 // -- the model read from the file ---------------------------------------------
 
