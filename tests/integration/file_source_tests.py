@@ -372,12 +372,15 @@ SPLIT_DATASETS = [
 
 def split_toml(data, fmt, ts, key, value, source_extra, out, windows):
     # A bound of 60 days: nothing is late in any run (the USGS file is in
-    # reverse time order), so windows must match exactly.
+    # reverse time order), so windows must match exactly (no float sums:
+    # their rounding follows the order the splits interleave in).
     text = f"""
 [job]
 name = "splits"
 status_interval = "0s"
 batch_size = 256
+on_bad_record = "dead_letter"
+dead_letter = {{ path = "{out}.bad" }}
 
 [[source]]
 name = "in"
@@ -396,7 +399,7 @@ type = "window"
 input = "in"
 key_by = ["{key}"]
 window = {{ type = "tumbling", size = "1h" }}
-aggregate = {{ n = "count(*)", top = "max({value})", total = "sum({value})" }}
+aggregate = {{ n = "count(*)", top = "max({value})", low = "min({value})" }}
 """
     text += f"""
 [[sink]]
@@ -410,8 +413,9 @@ path = "{out}"
 
 def test_split_parallel(weir):
     """One file of ../shared/data read whole at parallelism 1 and as line
-    splits at parallelism 2 (and as 64 KiB splits): the same rows and the same
-    windows (compared sorted: splits interleave)."""
+    splits at parallelism 2 (and as 64 KiB splits): the same rows, the same
+    windows and the same dead letters, lines included (compared sorted: splits
+    interleave)."""
     box = Box(weir)
     try:
         for name, rel, fmt, ts, key, value in SPLIT_DATASETS:
@@ -425,20 +429,25 @@ def test_split_parallel(weir):
                          else 'split_size = "64KiB"\nparallelism = 2',
             }
             for windows in (False, True):
-                got = {}
+                got, bad = {}, {}
                 for run, extra in runs.items():
                     out = f"{name}-{run}-{int(windows)}.jsonl"
                     box.run(split_toml(data, fmt, ts, key, value, extra, out, windows))
                     got[run] = sorted(read_lines(box.path(out)))
+                    bad[run] = sorted(read_lines(box.path(out + ".bad")))
                 ref = got["p1"]
+                for run in ("p2", "sized"):
+                    check(bad[run] == bad["p1"], f"{name}: {run}'s dead letters differ from "
+                                                 f"p1's: {bad[run][:2]} vs {bad['p1'][:2]}")
                 check(len(ref) > (10 if windows else 9000), f"{name}: {len(ref)} rows at p1")
                 for run in ("p2", "sized"):
                     check(got[run] == ref,
                           f"{name} ({'windows' if windows else 'rows'}): {run} wrote "
                           f"{len(got[run])} rows vs {len(ref)} at p1; differing: "
                           f"{sorted(set(got[run]) ^ set(ref))[:2]}")
-            print(f"ok: {name}: rows and 1h windows equal at parallelism 1, as 2 splits "
-                  f"and as 64 KiB splits ({len(ref)} windows)")
+            print(f"ok: {name}: rows, 1h windows and dead letters ({len(bad['p1'])}, with "
+                  f"their lines) equal at parallelism 1, as 2 splits and as 64 KiB splits "
+                  f"({len(ref)} windows)")
     finally:
         box.close()
 
