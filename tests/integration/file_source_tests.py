@@ -499,11 +499,26 @@ def test_split_rules(weir):
         box.run(csv_src.replace("{extra}", 'split = "none"').replace("{out}", "q.jsonl"))
         check(len(read_lines(box.path("q.jsonl"))) == 201, "split = none misread the csv")
 
+        # Each split has its own watermark: a file whose second half is
+        # earlier in event time loses it to lateness read as one stream, and
+        # nothing as two splits.
+        box.write("halves.jsonl", records("a", 100_000, 2000) + records("a", 0, 2000))
+        counted = {}
+        for run, extra in (("one", 'split = "none"'), ("two", "parallelism = 2")):
+            box.run(source_toml(box.path("halves.jsonl"), extra, sink_path=f"h-{run}.jsonl",
+                                windows=True))
+            counted[run] = sum(json.loads(l)["n"] for l in read_lines(box.path(f"h-{run}.jsonl")))
+        check(counted["two"] == 4000 and counted["one"] < 4000,
+              f"as splits {counted['two']} of 4000 records counted, as one stream "
+              f"{counted['one']}: the file was not read as 2 splits")
+
         p = box.run(source_toml(box.path("bad.jsonl"), 'split = "none"\nparallelism = 2'),
                     expect=2)
         check("read as one stream" in p.stderr, p.stderr)
         print("ok: dead-letter lines and offsets exact across 8 KiB splits; csv splits only "
-              "with split = \"lines\" and fails on a quoted newline; split = \"none\" is one reader")
+              "with split = \"lines\" and fails on a quoted newline; split = \"none\" is one "
+              f"reader; a file whose second half is earlier loses {4000 - counted['one']} "
+              "records to lateness as one stream and none as 2 splits")
     finally:
         box.close()
 

@@ -39,6 +39,10 @@ struct file_source_def : kind_spec {
   std::chrono::milliseconds monitor_interval{0};
   format::file_split_mode split = format::file_split_mode::automatic;
   std::uint64_t split_size = 0;
+  /// The source's own `parallelism` key (0: absent). The loader passes a
+  /// parallelism to operators only, so the kind keeps it, as generated
+  /// sources do.
+  std::size_t parallelism = 0;
 };
 
 std::unique_ptr<kind_spec> parse(parse_context& c) {
@@ -231,6 +235,9 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
              {"hint: \"UTC\", a fixed offset like \"+02:00\", or an IANA name like "
               "\"Europe/Berlin\""});
   }
+  if (auto v = soft.integer("parallelism", 1, max_key_groups);
+      v && static_cast<std::size_t>(*v) <= c.max_parallelism)
+    d.parallelism = static_cast<std::size_t>(*v);
   if (auto v = soft.integer("parallelism", 1, max_key_groups); v && *v != 1) {
     const auto* at = soft.get("parallelism");
     if (d.many && d.files != format::file_set_mode::partitioned)
@@ -272,7 +279,7 @@ void plan(plan_context& c, const kind_spec& ks) {
   const bool may_split = !s.many && s.split != format::file_split_mode::none;
   auto res = c.target.from_file(
     std::move(spec),
-    operator_options{c.options.name, partitioned || may_split ? c.options.parallelism : 1});
+    operator_options{c.options.name, partitioned || may_split ? s.parallelism : 1});
   if (!res && !s.file_error)
     c.report_api(nullptr, "", res.error());
 }
