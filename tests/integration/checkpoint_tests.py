@@ -19,7 +19,7 @@ usage: checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
   directory-crash   400,000 records as a directory of 8 files, read in name order
                     (kills / 2 SIGKILLs) and as partitions at parallelism 2 (kills / 3)
   split-crash       400,000 records in one file read as 2 line splits, then as 1 MiB
-                    splits, at source parallelism 2 (kills / 2 SIGKILLs each)
+                    splits, at source parallelism 2 (kills / 3 SIGKILLs each)
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
 import argparse
@@ -254,7 +254,7 @@ def test_split_crash(args, seed):
         want = job.reference()
         job.files = "\nparallelism = 2"
         crash_loop(args, seed, job, want, fields=("windows", "sliding"),
-                   kills=max(1, args.kills // 2))
+                   kills=max(1, args.kills // 3))
         ids = job.checkpoint_ids()
         check(ids, "the split run left no checkpoint")
         p = subprocess.run([args.weir, "checkpoints", "show", os.path.join(job.work, "state"),
@@ -263,7 +263,7 @@ def test_split_crash(args, seed):
               f"the checkpoint holds no split position:\n{p.stdout[-2000:]}{p.stderr[-500:]}")
         job.files = '\nparallelism = 2\nsplit_size = "1MiB"'
         crash_loop(args, seed, job, want, fields=("windows", "sliding"),
-                   kills=max(1, args.kills // 2))
+                   kills=max(1, args.kills // 3))
     finally:
         job.close()
 
