@@ -501,8 +501,11 @@ def test_split_rules(weir):
 
         # Each split has its own watermark: a file whose second half is
         # earlier in event time loses it to lateness read as one stream, and
-        # nothing as two splits.
-        box.write("halves.jsonl", records("a", 100_000, 2000) + records("a", 0, 2000))
+        # nothing as two splits. (The first half is one byte longer than the
+        # second, so the middle byte lies in its last line and the splits'
+        # boundary is the halves': a split holding records of both would hold
+        # its watermark ahead of its earlier ones.)
+        box.write("halves.jsonl", " " + records("a", 500_000, 2000) + records("a", 100_000, 2000))
         counted = {}
         for run, extra in (("one", 'split = "none"'), ("two", "parallelism = 2")):
             box.run(source_toml(box.path("halves.jsonl"), extra, sink_path=f"h-{run}.jsonl",
@@ -515,6 +518,13 @@ def test_split_rules(weir):
         p = box.run(source_toml(box.path("bad.jsonl"), 'split = "none"\nparallelism = 2'),
                     expect=2)
         check("read as one stream" in p.stderr, p.stderr)
+        p = box.run(source_toml(box.path("bad.jsonl"), 'split = "none"\nsplit_size = "8KiB"'),
+                    expect=2)
+        check("split_size splits the file" in p.stderr, p.stderr)
+        os.makedirs(box.path("dir"))
+        box.write("dir/a.jsonl", records("a", 0, 3))
+        p = box.run(source_toml(box.path("dir"), 'split_size = "8KiB"'), expect=2)
+        check("applies to one file" in p.stderr, p.stderr)
         print("ok: dead-letter lines and offsets exact across 8 KiB splits; csv splits only "
               "with split = \"lines\" and fails on a quoted newline; split = \"none\" is one "
               f"reader; a file whose second half is earlier loses {4000 - counted['one']} "

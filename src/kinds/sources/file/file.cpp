@@ -43,6 +43,7 @@ struct file_source_def : kind_spec {
   /// parallelism to operators only, so the kind keeps it, as generated
   /// sources do.
   std::size_t parallelism = 0;
+  bool split_error = false; ///< a split key's error, reported at its key (not again by plan)
 };
 
 std::unique_ptr<kind_spec> parse(parse_context& c) {
@@ -61,8 +62,14 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
     d.split = format::file_split_mode::lines;
   else if (split && split->value == "none")
     d.split = format::file_split_mode::none;
-  if (auto v = byte_size(r, "split_size", std::uint64_t{1} << 10, "1KiB"))
+  if (auto v = byte_size(r, "split_size", std::uint64_t{1} << 10, "1KiB")) {
     d.split_size = *v;
+    if (d.split == format::file_split_mode::none) {
+      r.fail(pos_of(*r.get("split_size")), "split_size splits the file, and split = \"none\" "
+                                           "reads it as one stream");
+      d.split_error = true;
+    }
+  }
   if (auto p = r.string("path", c.keys_required, true)) {
     d.path = *p;
     // Checked now, not when the job starts: users prefer to hear it early.
@@ -251,12 +258,14 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
                   + std::to_string(*v),
                 {"hint: leave split out to read the file as splits, one per subtask"});
     else if (!d.many && d.split == format::file_split_mode::automatic
-             && d.decoder.kind == format::format_kind::csv)
+             && d.decoder.kind == format::format_kind::csv) {
       soft.fail(pos_of(*at),
                 "a csv file is read by one subtask unless split = \"lines\", got parallelism "
                   + std::to_string(*v),
                 {"hint: split = \"lines\" splits it at line boundaries, safe when no quoted "
                  "field holds a newline (a record spanning lines then fails the job)"});
+      d.split_error = true;
+    }
   }
   return spec;
 }
@@ -280,7 +289,7 @@ void plan(plan_context& c, const kind_spec& ks) {
   auto res = c.target.from_file(
     std::move(spec),
     operator_options{c.options.name, partitioned || may_split ? s.parallelism : 1});
-  if (!res && !s.file_error)
+  if (!res && !s.file_error && !s.split_error)
     c.report_api(nullptr, "", res.error());
 }
 
@@ -372,6 +381,8 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
     return invalid("monitor_interval applies to a directory or glob path, and '" + spec.path
                    + "' is a file");
   using format::file_split_mode;
+  if (spec.split == file_split_mode::none && spec.split_size > 0)
+    return invalid("split_size splits the file, and split = \"none\" reads it as one stream");
   if (many && (spec.split == file_split_mode::lines || spec.split_size > 0))
     return invalid("split and split_size apply to one file, and '" + spec.path
                    + "' is a directory or glob (files = \"partitioned\" reads each file as "
