@@ -18,6 +18,8 @@ usage: checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
   rescale           checkpoint taken at parallelism 4, restored at parallelism 2
   directory-crash   400,000 records as a directory of 8 files, read in name order
                     (kills / 2 SIGKILLs) and as partitions at parallelism 2 (kills / 3)
+  split-crash       400,000 records in one file read as 2 line splits, then as 1 MiB
+                    splits, at source parallelism 2 (kills / 3 SIGKILLs each)
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
 import argparse
@@ -242,6 +244,30 @@ def test_directory_crash(args, seed):
         job.close()
 
 
+def test_split_crash(args, seed):
+    """The input file read as line-boundary splits (issue 20): two splits at
+    source parallelism 2, then 1 MiB splits spread over the two subtasks, each
+    across SIGKILLs: the same windows as one uninterrupted reader (no record
+    is late either way; running counts follow read order)."""
+    job = Job(args, seed, records=400_000)
+    try:
+        want = job.reference()
+        job.files = "\nparallelism = 2"
+        crash_loop(args, seed, job, want, fields=("windows", "sliding"),
+                   kills=max(1, args.kills // 3))
+        ids = job.checkpoint_ids()
+        check(ids, "the split run left no checkpoint")
+        p = subprocess.run([args.weir, "checkpoints", "show", os.path.join(job.work, "state"),
+                            str(max(ids))], capture_output=True, text=True, timeout=60)
+        check("input.jsonl@0-" in p.stdout,
+              f"the checkpoint holds no split position:\n{p.stdout[-2000:]}{p.stderr[-500:]}")
+        job.files = '\nparallelism = 2\nsplit_size = "1MiB"'
+        crash_loop(args, seed, job, want, fields=("windows", "sliding"),
+                   kills=max(1, args.kills // 3))
+    finally:
+        job.close()
+
+
 def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), kills=None):
     kills_wanted = args.kills if kills is None else kills
     job.reset()
@@ -333,7 +359,7 @@ def test_rescale(args, seed):
 
 
 TESTS = {"crash": test_crash, "failure-injection": test_failure_injection, "rescale": test_rescale,
-         "directory-crash": test_directory_crash}
+         "directory-crash": test_directory_crash, "split-crash": test_split_crash}
 
 
 def main():

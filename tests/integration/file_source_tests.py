@@ -3,7 +3,9 @@
 """A file source over many files (issue 19): a directory or a glob read in name
 order, each file as a partition at parallelism 2, a directory watched for new
 files (`monitor_interval`), the load-time error for a path matching nothing,
-and idleness on the replay clock, all through the real `weir` binary.
+idleness on the replay clock, and one file read as line-boundary splits
+(issue 20: the same output at parallelism 1 and 2 on ../shared/data, exact
+dead-letter lines, the csv rules), all through the real `weir` binary.
 
 usage: file_source_tests.py --weir BIN TEST
 """
@@ -349,9 +351,192 @@ path = "{box.path(name)}"
         box.close()
 
 
+SHARED_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                           "shared", "data")
+
+APACHE_JSONL_SCHEMA = ('{ line = "int64", ts = "timestamp", client = "string", '
+                       'method = "string", path = "string", status = "int64", bytes = "int64" }')
+USGS_SCHEMA = ('{ time = "timestamp", mag = "float64", net = "string", id = "string", '
+               'place = "string", type = "string" }')
+
+# (name, path below ../shared/data, format lines, event-time field, key, value)
+SPLIT_DATASETS = [
+    ("apache-jsonl", "apache_access_logs/apache_logs_anon.jsonl",
+     f'format = "jsonl"\nschema = {APACHE_JSONL_SCHEMA}', "ts", "status", "bytes"),
+    ("apache-combined", "apache_access_logs/apache_logs_anon.log",
+     'format = "apache_combined"', "ts", "status", "bytes"),
+    ("usgs-csv", "usgs_earthquakes/all_month_2023-04-04.csv",
+     f'format = "csv"\nschema = {USGS_SCHEMA}\ncsv = {{ header = true }}', "time", "net", "mag"),
+]
+
+
+def split_toml(data, fmt, ts, key, value, source_extra, out, windows):
+    # A bound of 60 days: nothing is late in any run (the USGS file is in
+    # reverse time order), so windows must match exactly (no float sums:
+    # their rounding follows the order the splits interleave in).
+    text = f"""
+[job]
+name = "splits"
+status_interval = "0s"
+batch_size = 256
+on_bad_record = "dead_letter"
+dead_letter = {{ path = "{out}.bad" }}
+
+[[source]]
+name = "in"
+type = "file"
+path = "{data}"
+{fmt}
+event_time = {{ field = "{ts}" }}
+watermark = {{ max_out_of_orderness = "1440h" }}
+{source_extra}
+"""
+    if windows:
+        text += f"""
+[[operator]]
+name = "agg"
+type = "window"
+input = "in"
+key_by = ["{key}"]
+window = {{ type = "tumbling", size = "1h" }}
+aggregate = {{ n = "count(*)", top = "max({value})", low = "min({value})" }}
+"""
+    text += f"""
+[[sink]]
+name = "out"
+input = "{'agg' if windows else 'in'}"
+type = "file"
+path = "{out}"
+"""
+    return text
+
+
+def test_split_parallel(weir):
+    """One file of ../shared/data read whole at parallelism 1 and as line
+    splits at parallelism 2 (and as 64 KiB splits): the same rows, the same
+    windows and the same dead letters, lines included (compared sorted: splits
+    interleave)."""
+    box = Box(weir)
+    try:
+        for name, rel, fmt, ts, key, value in SPLIT_DATASETS:
+            data = os.path.join(SHARED_DATA, rel)
+            check(os.path.isfile(data), f"missing {data}")
+            csv = "csv" in name
+            runs = {
+                "p1": "",
+                "p2": 'split = "lines"\nparallelism = 2' if csv else "parallelism = 2",
+                "sized": 'split = "lines"\nsplit_size = "64KiB"\nparallelism = 2' if csv
+                         else 'split_size = "64KiB"\nparallelism = 2',
+            }
+            for windows in (False, True):
+                got, bad = {}, {}
+                for run, extra in runs.items():
+                    out = f"{name}-{run}-{int(windows)}.jsonl"
+                    box.run(split_toml(data, fmt, ts, key, value, extra, out, windows))
+                    got[run] = sorted(read_lines(box.path(out)))
+                    bad[run] = sorted(read_lines(box.path(out + ".bad")))
+                ref = got["p1"]
+                for run in ("p2", "sized"):
+                    check(bad[run] == bad["p1"], f"{name}: {run}'s dead letters differ from "
+                                                 f"p1's: {bad[run][:2]} vs {bad['p1'][:2]}")
+                check(len(ref) > (10 if windows else 9000), f"{name}: {len(ref)} rows at p1")
+                for run in ("p2", "sized"):
+                    check(got[run] == ref,
+                          f"{name} ({'windows' if windows else 'rows'}): {run} wrote "
+                          f"{len(got[run])} rows vs {len(ref)} at p1; differing: "
+                          f"{sorted(set(got[run]) ^ set(ref))[:2]}")
+            print(f"ok: {name}: rows, 1h windows and dead letters ({len(bad['p1'])}, with "
+                  f"their lines) equal at parallelism 1, as 2 splits and as 64 KiB splits "
+                  f"({len(ref)} windows)")
+    finally:
+        box.close()
+
+
+def test_split_rules(weir):
+    """Dead-letter lines stay exact in every split; csv splits only when asked
+    and fails on a quoted newline; split = "none" keeps one reader."""
+    box = Box(weir)
+    try:
+        text = records("a", 0, 3000).splitlines(keepends=True)
+        bad_lines = [17, 1500, 2999]
+        for ln in bad_lines:
+            text[ln - 1] = "not json at all\n"
+        box.write("bad.jsonl", "".join(text))
+        job = 'on_bad_record = "dead_letter"\ndead_letter = { path = "bad_records.jsonl" }'
+        box.run(source_toml(box.path("bad.jsonl"), "parallelism = 2\nsplit_size = \"8KiB\"",
+                            job=job, sink_path="rows.jsonl"))
+        dead = [json.loads(l) for l in read_lines(box.path("bad_records.jsonl"))]
+        check(sorted(d["line"] for d in dead) == bad_lines,
+              f"dead-letter lines {sorted(d['line'] for d in dead)}, not {bad_lines}")
+        check(len(read_lines(box.path("rows.jsonl"))) == 3000 - len(bad_lines), "rows lost")
+        offsets = {d["line"]: d["offset"] for d in dead}
+        want = {ln: len("".join(text[:ln - 1]).encode()) for ln in bad_lines}
+        check(offsets == want, f"dead-letter offsets {offsets}, not {want}")
+
+        csv_text = "key,ts,n\n" + "".join(f"k,{i * 10},{i}\n" for i in range(200))
+        box.write("in.csv", csv_text)
+        csv_src = '\n'.join([
+            "[job]", 'name = "csv"', 'status_interval = "0s"', "",
+            "[[source]]", 'name = "in"', 'type = "file"', f'path = "{box.path("in.csv")}"',
+            'format = "csv"', 'schema = { key = "string", ts = "timestamp", n = "int64" }',
+            "csv = { header = true }", "{extra}", "",
+            "[[sink]]", 'name = "out"', 'input = "in"', 'type = "file"', 'path = "{out}"', ""])
+        p = box.run(csv_src.replace("{extra}", "parallelism = 2").replace("{out}", "c.jsonl"),
+                    expect=2)
+        check('split = "lines"' in p.stderr and "pipeline.toml:" in p.stderr,
+              f"no load-time error for a csv file at parallelism 2:\n{p.stderr}")
+        box.run(csv_src.replace("{extra}", 'split = "lines"\nparallelism = 2')
+                .replace("{out}", "c.jsonl"))
+        check(sorted(read_lines(box.path("c.jsonl"))) ==
+              sorted(json.dumps({"key": "k", "ts": i * 10, "n": i}, separators=(",", ":"))
+                     for i in range(200)), "csv split rows differ")
+        box.write("in.csv", "key,ts,n\n" + "".join(f"k,{i},{i}\n" for i in range(20))
+                  + '"a\nb",5,5\n' + "".join(f"k,{i},{i}\n" for i in range(180)))
+        p = box.run(csv_src.replace("{extra}", 'split = "lines"\nparallelism = 2')
+                    .replace("{out}", "q.jsonl"), expect=1)
+        check("a record spans 2 lines" in p.stderr,
+              f"no clear failure for a quoted newline in a split csv:\n{p.stderr[-2000:]}")
+        box.run(csv_src.replace("{extra}", 'split = "none"').replace("{out}", "q.jsonl"))
+        check(len(read_lines(box.path("q.jsonl"))) == 201, "split = none misread the csv")
+
+        # Each split has its own watermark: a file whose second half is
+        # earlier in event time loses it to lateness read as one stream, and
+        # nothing as two splits. (The first half is one byte longer than the
+        # second, so the middle byte lies in its last line and the splits'
+        # boundary is the halves': a split holding records of both would hold
+        # its watermark ahead of its earlier ones.)
+        box.write("halves.jsonl", " " + records("a", 500_000, 2000) + records("a", 100_000, 2000))
+        counted = {}
+        for run, extra in (("one", 'split = "none"'), ("two", "parallelism = 2")):
+            box.run(source_toml(box.path("halves.jsonl"), extra, sink_path=f"h-{run}.jsonl",
+                                windows=True))
+            counted[run] = sum(json.loads(l)["n"] for l in read_lines(box.path(f"h-{run}.jsonl")))
+        check(counted["two"] == 4000 and counted["one"] < 4000,
+              f"as splits {counted['two']} of 4000 records counted, as one stream "
+              f"{counted['one']}: the file was not read as 2 splits")
+
+        p = box.run(source_toml(box.path("bad.jsonl"), 'split = "none"\nparallelism = 2'),
+                    expect=2)
+        check("read as one stream" in p.stderr, p.stderr)
+        p = box.run(source_toml(box.path("bad.jsonl"), 'split = "none"\nsplit_size = "8KiB"'),
+                    expect=2)
+        check("split_size splits the file" in p.stderr, p.stderr)
+        os.makedirs(box.path("dir"))
+        box.write("dir/a.jsonl", records("a", 0, 3))
+        p = box.run(source_toml(box.path("dir"), 'split_size = "8KiB"'), expect=2)
+        check("applies to one file" in p.stderr, p.stderr)
+        print("ok: dead-letter lines and offsets exact across 8 KiB splits; csv splits only "
+              "with split = \"lines\" and fails on a quoted newline; split = \"none\" is one "
+              f"reader; a file whose second half is earlier loses {4000 - counted['one']} "
+              "records to lateness as one stream and none as 2 splits")
+    finally:
+        box.close()
+
+
 TESTS = {"directory": test_directory, "glob": test_glob, "partitioned": test_partitioned,
          "empty-match": test_empty_match, "monitor": test_monitor,
-         "idle-replay": test_idle_replay}
+         "idle-replay": test_idle_replay, "split-parallel": test_split_parallel,
+         "split-rules": test_split_rules}
 
 
 def main():

@@ -5,6 +5,7 @@
 
 #include "weir/api/source_options.hpp"
 #include "weir/format/file_set.hpp"
+#include "weir/format/file_split.hpp"
 #include "weir/format/format.hpp"
 
 #include <chrono>
@@ -14,7 +15,7 @@
 
 namespace weir {
 
-/// A file source: one split per file, read in chunks.
+/// A file source: one split per file (or byte-range splits of one file), read in chunks.
 struct file_source_spec {
   /// A file, a directory (its files, not its subdirectories; names starting
   /// with '.' or '_' left out) or a glob: see format::list_files.
@@ -24,6 +25,17 @@ struct file_source_spec {
   format::file_set_mode files = format::file_set_mode::sequential;
   /// A directory or glob: look for new files this often (0: bounded).
   std::chrono::milliseconds monitor_interval{0};
+  /// One file: read in parallel as byte-range splits cut at line boundaries,
+  /// each a partition with its own watermark (format/file_split.hpp).
+  /// `automatic`: jsonl and apache_combined split when the source's own
+  /// parallelism (`operator_options::parallelism`) is above 1 (csv then is an
+  /// error: a quoted field may hold a newline); `lines`: split at the
+  /// source's parallelism, the job's default included, csv too; `none`: one
+  /// reader in file order.
+  format::file_split_mode split = format::file_split_mode::automatic;
+  /// One file split: bytes per split (the splits then spread round robin
+  /// over the subtasks); 0: one split per subtask.
+  std::uint64_t split_size = 0;
   format::decoder_options decoder;
   std::string event_time_field; ///< empty: records carry no event time
   watermark_options watermark;

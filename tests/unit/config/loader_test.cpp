@@ -863,9 +863,6 @@ p.toml:11:7: error: csv options apply only to format = "csv", not "jsonl"
 p.toml:18:10: error: schema must not be set for format "apache_combined" (its schema is fixed)
   in [[source]] #3 (name = "logs")
   hint: its fields are client:string, ident:string, user:string, ts:timestamp, method:string, path:string, protocol:string, status:int64, bytes:int64, referrer:string, agent:string
-p.toml:19:15: error: parallelism must be 1 for a file source (one split per file), got 2
-  in [[source]] #3 (name = "logs")
-  hint: files = "partitioned" spreads a directory's files over subtasks
 p.toml:21:1: error: missing required key 'schema'
   in [[source]] #4 (name = "nothing_declared")
   hint: format "csv" needs the fields and their types: schema = { ts = "timestamp", key = "string" }
@@ -877,6 +874,45 @@ p.toml:43:24: error: event_time.field "tss" is not a field of the schema
   in [[source]] #6 (name = "typo_time")
   hint: did you mean "ts"?
   hint: the fields are key:string, ts:timestamp
+)~");
+}
+
+TEST_CASE("file source splits: csv only on request, not with split = none, one file only") {
+  const std::string file = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl";
+  auto source = [&](const std::string& path, const std::string& keys) {
+    return R"~([[source]]
+name = "in"
+type = "file"
+path = ")~" + path + R"~("
+schema = { ts = "timestamp" }
+)~" + keys + R"~(
+
+[[sink]]
+name = "out"
+input = "in"
+type = "stdout"
+)~";
+  };
+  // (jsonl at the source's parallelism 2, and csv with split = "lines",
+  // load and split: e2e/files-split-*.)
+  CHECK(errors(source(file, "format = \"csv\"\nparallelism = 2")) ==
+        R"~(p.toml:7:15: error: a csv file is read by one subtask unless split = "lines", got parallelism 2
+  in [[source]] #1 (name = "in")
+  hint: split = "lines" splits it at line boundaries, safe when no quoted field holds a newline (a record spanning lines then fails the job)
+)~");
+  CHECK(errors(source(file, "format = \"jsonl\"\nsplit = \"none\"\nparallelism = 2")) ==
+        R"~(p.toml:8:15: error: parallelism must be 1 for a file read as one stream (split = "none"), got 2
+  in [[source]] #1 (name = "in")
+  hint: leave split out to read the file as splits, one per subtask
+)~");
+  CHECK(errors(source(file, "format = \"jsonl\"\nsplit = \"none\"\nsplit_size = \"1MiB\"")) ==
+        R"~(p.toml:8:14: error: split_size splits the file, and split = "none" reads it as one stream
+  in [[source]] #1 (name = "in")
+)~");
+  CHECK(errors(source(file, "format = \"jsonl\"\nsplit_size = \"1KB\"")) ==
+        R"~(p.toml:7:14: error: split_size must be a size, got "1KB"
+  in [[source]] #1 (name = "in")
+  hint: write an integer with a unit (B, KiB, MiB, GiB, TiB): "512MiB", "64GiB"
 )~");
 }
 

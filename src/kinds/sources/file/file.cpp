@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// `type = "file"` source: jsonl, csv or apache_combined, one split per file,
-// read in chunks (weir/format/format.hpp: the decoders and the reader, shared
-// format code): its keys, parsing, planning and `job::from_file`.
+// `type = "file"` source: jsonl, csv or apache_combined, one split per file
+// or byte-range splits of one file, read in chunks (weir/format/format.hpp:
+// the decoders and the reader, shared format code): its keys, parsing,
+// planning and `job::from_file`.
+#include "config/byte_size.hpp"
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
@@ -35,6 +37,13 @@ struct file_source_def : kind_spec {
   bool many = false; ///< path is a directory or glob
   format::file_set_mode files = format::file_set_mode::sequential;
   std::chrono::milliseconds monitor_interval{0};
+  format::file_split_mode split = format::file_split_mode::automatic;
+  std::uint64_t split_size = 0;
+  /// The source's own `parallelism` key (0: absent). The loader passes a
+  /// parallelism to operators only, so the kind keeps it, as generated
+  /// sources do.
+  std::size_t parallelism = 0;
+  bool split_error = false; ///< a split key's error, reported at its key (not again by plan)
 };
 
 std::unique_ptr<kind_spec> parse(parse_context& c) {
@@ -48,6 +57,19 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
   auto monitor = r.duration("monitor_interval", reader::sign::positive);
   if (monitor)
     d.monitor_interval = *monitor;
+  auto split = r.choice("split", {"auto", "lines", "none"});
+  if (split && split->value == "lines")
+    d.split = format::file_split_mode::lines;
+  else if (split && split->value == "none")
+    d.split = format::file_split_mode::none;
+  if (auto v = byte_size(r, "split_size", std::uint64_t{1} << 10, "1KiB")) {
+    d.split_size = *v;
+    if (d.split == format::file_split_mode::none) {
+      r.fail(pos_of(*r.get("split_size")), "split_size splits the file, and split = \"none\" "
+                                           "reads it as one stream");
+      d.split_error = true;
+    }
+  }
   if (auto p = r.string("path", c.keys_required, true)) {
     d.path = *p;
     // Checked now, not when the job starts: users prefer to hear it early.
@@ -68,6 +90,12 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
         r.diags().report(pos_of(*p->node), reason, r.notes());
         d.file_error = true;
       }
+      for (const char* key : {"split", "split_size"})
+        if (const auto* n = r.get(key);
+            n && (std::string_view{key} == "split_size" || d.split == format::file_split_mode::lines))
+          r.fail(pos_of(*n), std::string{key} + " applies to one file, and " + quote(p->value)
+                               + " is a directory or glob",
+                 {"hint: files = \"partitioned\" reads each file as a partition"});
     } else {
       if (std::FILE* f = std::fopen(p->value.c_str(), "rb"); f == nullptr) {
         reason = std::strerror(errno);
@@ -215,11 +243,30 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
               "\"Europe/Berlin\""});
   }
   if (auto v = soft.integer("parallelism", 1, max_key_groups);
-      v && *v != 1 && d.files != format::file_set_mode::partitioned)
-    soft.fail(pos_of(*soft.get("parallelism")),
-           "parallelism must be 1 for a file source (one split per file), got " +
-             std::to_string(*v),
-           {"hint: files = \"partitioned\" spreads a directory's files over subtasks"});
+      v && static_cast<std::size_t>(*v) <= c.max_parallelism)
+    d.parallelism = static_cast<std::size_t>(*v);
+  if (auto v = soft.integer("parallelism", 1, max_key_groups); v && *v != 1) {
+    const auto* at = soft.get("parallelism");
+    if (d.many && d.files != format::file_set_mode::partitioned)
+      soft.fail(pos_of(*at),
+                "parallelism must be 1 for a directory read as one stream, got "
+                  + std::to_string(*v),
+                {"hint: files = \"partitioned\" spreads a directory's files over subtasks"});
+    else if (!d.many && d.split == format::file_split_mode::none)
+      soft.fail(pos_of(*at),
+                "parallelism must be 1 for a file read as one stream (split = \"none\"), got "
+                  + std::to_string(*v),
+                {"hint: leave split out to read the file as splits, one per subtask"});
+    else if (!d.many && d.split == format::file_split_mode::automatic
+             && d.decoder.kind == format::format_kind::csv) {
+      soft.fail(pos_of(*at),
+                "a csv file is read by one subtask unless split = \"lines\", got parallelism "
+                  + std::to_string(*v),
+                {"hint: split = \"lines\" splits it at line boundaries, safe when no quoted "
+                 "field holds a newline (a record spanning lines then fails the job)"});
+      d.split_error = true;
+    }
+  }
   return spec;
 }
 
@@ -235,10 +282,14 @@ void plan(plan_context& c, const kind_spec& ks) {
   spec.processing_time_field = s.processing_time_field.value;
   spec.files = s.files;
   spec.monitor_interval = s.monitor_interval;
+  spec.split = s.split;
+  spec.split_size = s.split_size;
   const bool partitioned = s.many && s.files == format::file_set_mode::partitioned;
+  const bool may_split = !s.many && s.split != format::file_split_mode::none;
   auto res = c.target.from_file(
-    std::move(spec), operator_options{c.options.name, partitioned ? c.options.parallelism : 1});
-  if (!res && !s.file_error)
+    std::move(spec),
+    operator_options{c.options.name, partitioned || may_split ? s.parallelism : 1});
+  if (!res && !s.file_error && !s.split_error)
     c.report_api(nullptr, "", res.error());
 }
 
@@ -253,6 +304,8 @@ kind_descriptor describe_sources_file() {
     {"path", "string", true, "", "a file, a directory or a glob"},
     {"files", "string", false, "\"sequential\"", "sequential | partitioned: one stream in name order, or a partition per file"},
     {"monitor_interval", "duration", false, "", "look for new files this often; none: bounded"},
+    {"split", "string", false, "\"auto\"", "auto | lines | none: one file read as line-boundary splits, one per subtask (auto: jsonl and apache_combined when the source's parallelism > 1)"},
+    {"split_size", "string", false, "", "one file: bytes per split, e.g. \"64MiB\" (splits spread round robin over subtasks); none: one split per subtask"},
     {"format", "string", true, "", "jsonl | csv | apache_combined"},
     {"schema", "table of type names", true, "", "name = \"int64\" (not for apache_combined)"},
     {"event_time", "table", false, "", "event time of the records; none: no event time"},
@@ -327,11 +380,42 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
   if (!many && spec.monitor_interval.count() > 0)
     return invalid("monitor_interval applies to a directory or glob path, and '" + spec.path
                    + "' is a file");
-  const std::size_t parallelism =
-    partitioned ? internal::default_parallelism(*graph_, opts.parallelism) : 1;
-  if (opts.parallelism > 1 && !partitioned)
+  using format::file_split_mode;
+  if (spec.split == file_split_mode::none && spec.split_size > 0)
+    return invalid("split_size splits the file, and split = \"none\" reads it as one stream");
+  if (many && (spec.split == file_split_mode::lines || spec.split_size > 0))
+    return invalid("split and split_size apply to one file, and '" + spec.path
+                   + "' is a directory or glob (files = \"partitioned\" reads each file as "
+                     "a partition)");
+  // One file splits when asked to (split = "lines"), or by default when the
+  // source's own parallelism or split_size asks for more than one reader. A
+  // job's default parallelism alone keeps the file one stream, in file order.
+  const bool split =
+    !many
+    && (spec.split == file_split_mode::lines
+        || (spec.split == file_split_mode::automatic
+            && (opts.parallelism > 1 || spec.split_size > 0)));
+  if (split && spec.split == file_split_mode::automatic
+      && spec.decoder.kind == format::format_kind::csv)
+    return invalid("a csv file is split only with split = \"lines\": a quoted field may "
+                   "hold a newline, and a split boundary inside one would misread it");
+  if (split && !spec.processing_time_field.empty())
+    return invalid("a file read as splits has no file order for processing_time.field "
+                   "(split = \"none\" reads it as one stream)");
+  if (split && !spec.partition_by.empty())
+    return invalid("partition_by needs the file read as one stream (split = \"none\"): "
+                   "the splits are the partitions");
+  if (split && spec.split_size == 0 && std::filesystem::exists(spec.path, ec)
+      && !std::filesystem::is_regular_file(spec.path, ec))
+    return invalid("'" + spec.path + "' is not a regular file and cannot be split "
+                   "(split = \"none\" reads it as one stream)");
+  const std::size_t parallelism = partitioned || split
+                                    ? internal::default_parallelism(*graph_, opts.parallelism)
+                                    : 1;
+  if (opts.parallelism > 1 && !partitioned && !split)
     return invalid("a file source read as one stream has parallelism 1 (files = "
-                   "\"partitioned\" spreads a directory's files over subtasks)");
+                   "\"partitioned\" spreads a directory's files over subtasks; split = "
+                   "\"lines\" splits one file)");
   std::optional<std::size_t> partition_field;
   if (!spec.partition_by.empty()) {
     partition_field = spec.decoder.schema->index_of(spec.partition_by);
@@ -354,15 +438,25 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
                      + "' must be a timestamp or int64, got " + std::string{to_string(t)});
     spec.decoder.control_lines = true;
   }
-  // One split per file; the files of a partitioned source spread over its subtasks.
+  // One split per file, or byte-range splits of one file; the splits spread
+  // over the source's subtasks.
   auto node = internal::add_source_node(
     *graph_, opts, "file_source", spec.decoder.schema, parallelism, spec.watermark,
-    [spec, many](std::size_t subtask, std::size_t n, bad_record_handler on_bad) {
+    [spec, many, split](std::size_t subtask, std::size_t n, bad_record_handler on_bad) {
       format::file_source_options fo;
       fo.path = spec.path;
       fo.decoder = spec.decoder;
       fo.event_time_field = spec.event_time_field;
       auto reader = [&] {
+        if (split) {
+          format::file_split_options so;
+          so.file = fo;
+          so.count = n;
+          so.split_size = spec.split_size;
+          so.subtask = subtask;
+          so.parallelism = n;
+          return format::make_file_split_reader(std::move(so), std::move(on_bad));
+        }
         if (!many)
           return format::make_file_source_reader(fo, std::move(on_bad));
         format::file_set_options so;
