@@ -31,6 +31,10 @@ struct kafka_source_def : kind_spec {
   kafka_source_spec spec;
   const toml::node* event_time_node = nullptr;
   const toml::node* topics_node = nullptr;
+  /// The source's own `parallelism` key (0: absent, the job's). The loader
+  /// passes a parallelism to operators only, so the kind keeps its own, as
+  /// the file and generator sources do.
+  std::size_t parallelism = 0;
 };
 
 // The metadata names and the member of kafka_metadata_fields each fills.
@@ -207,12 +211,20 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
            {"hint: group_id names the consumer group whose committed offsets to start from"});
   if (auto v = soft.duration("connect_timeout", reader::sign::positive))
     s.connect_timeout = *v;
+  if (auto v = soft.integer("parallelism", 1, max_key_groups)) {
+    if (static_cast<std::size_t>(*v) > c.max_parallelism)
+      soft.fail(pos_of(*soft.get("parallelism")),
+                "parallelism must not exceed job.max_parallelism (" +
+                  std::to_string(c.max_parallelism) + "), got " + std::to_string(*v));
+    else
+      d.parallelism = static_cast<std::size_t>(*v);
+  }
   return out;
 }
 
 void plan(plan_context& c, const kind_spec& ks) {
   const auto& d = spec_cast<kafka_source_def>(ks);
-  auto res = c.target.from_kafka(d.spec, operator_options{c.options.name, c.options.parallelism});
+  auto res = c.target.from_kafka(d.spec, operator_options{c.options.name, d.parallelism});
   if (res)
     return;
   const auto& msg = res.error().message;
