@@ -3,6 +3,7 @@
 
 #include "weir/core/log.hpp"
 
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 #include <spdlog/logger.h>
 
@@ -39,8 +40,13 @@ using RdKafka::ErrorCode;
 
 constexpr std::size_t max_raw_bytes = 4096;
 constexpr std::size_t extra_messages_per_poll = 4096;
-// An empty poll waits this long before the next (the job's buffer timeout
-// order of magnitude): an idle source does not spin.
+// An empty poll waits before the next: first_idle_poll_delay after a poll
+// that read messages (librdkafka's fetch queue ran dry for a moment: the next
+// fetch response is usually there within a millisecond), doubling with each
+// empty poll up to idle_poll_delay (the job's buffer timeout order of
+// magnitude): an idle source does not spin, a busy one does not stall 10 ms
+// each time it catches up with the fetcher.
+constexpr auto first_idle_poll_delay = std::chrono::microseconds{250};
 constexpr auto idle_poll_delay = std::chrono::milliseconds{10};
 // Transient errors (a broker down, librdkafka retrying) are logged at most
 // this often.
@@ -226,7 +232,7 @@ public:
       return nullptr;
     if (max_rows == 0)
       max_rows = 1;
-    idle_ = true;
+    bool idle = true;
     std::size_t consumed = 0;
     const std::size_t max_consumed = max_rows + extra_messages_per_poll;
     while (builder_.rows() < max_rows && consumed < max_consumed) {
@@ -238,10 +244,10 @@ public:
         break;
       ++consumed;
       if (err == RdKafka::ERR_NO_ERROR) {
-        idle_ = false;
+        idle = false;
         on_message(*m);
       } else if (err == RdKafka::ERR__PARTITION_EOF) {
-        idle_ = false;
+        idle = false;
         on_eof(*m);
       } else if (!on_error(*m)) {
         break; // transient: poll again after the idle delay
@@ -249,6 +255,7 @@ public:
       if (o_.spec.bounded && active_.empty())
         break;
     }
+    empty_polls_ = idle ? std::min(empty_polls_ + 1, 16U) : 0;
     return builder_.finish();
   }
 
@@ -278,7 +285,10 @@ public:
   const std::vector<partition_run>* partition_runs() const override { return &runs_; }
 
   std::chrono::nanoseconds next_poll_delay() const override {
-    return idle_ ? std::chrono::nanoseconds{idle_poll_delay} : std::chrono::nanoseconds{0};
+    if (empty_polls_ == 0)
+      return std::chrono::nanoseconds{0};
+    const auto d = std::chrono::nanoseconds{first_idle_poll_delay} * (1U << (empty_polls_ - 1));
+    return std::min(d, std::chrono::nanoseconds{idle_poll_delay});
   }
 
   void on_checkpoint(std::uint64_t checkpoint_id) override {
@@ -600,12 +610,21 @@ private:
     log::connectors().debug("{}: reads {} partition(s)", who(), active_.size());
   }
 
-  partition_state* find(const std::string& topic, std::int32_t partition) {
-    if (last_ != nullptr && last_->partition == partition && last_->topic == topic)
+  // The partition of a message. Looks its topic up by librdkafka's topic
+  // handle (Message::topic_name() would build a std::string per message).
+  partition_state* find(RdKafka::Message& m) {
+    const auto* rkm = static_cast<const rd_kafka_message_t*>(m.c_ptr());
+    const std::int32_t partition = rkm->partition;
+    if (last_ != nullptr && last_->partition == partition && last_rkt_ == rkm->rkt)
       return last_;
+    if (rkm->rkt == nullptr)
+      return nullptr;
+    const std::string_view topic = rd_kafka_topic_name(rkm->rkt);
     for (auto& p : parts_)
-      if (p.partition == partition && p.topic == topic)
+      if (p.partition == partition && p.topic == topic) {
+        last_rkt_ = rkm->rkt;
         return last_ = &p;
+      }
     return nullptr;
   }
 
@@ -618,7 +637,7 @@ private:
   }
 
   void on_eof(RdKafka::Message& m) {
-    auto* p = find(m.topic_name(), m.partition());
+    auto* p = find(m);
     // read_committed: the end of what is visible (the last stable offset).
     if (p != nullptr && o_.spec.bounded && !p->done && m.offset() >= p->end)
       mark_done(*p);
@@ -669,7 +688,7 @@ private:
   }
 
   void on_message(RdKafka::Message& m) {
-    auto* p = find(m.topic_name(), m.partition());
+    auto* p = find(m);
     if (p == nullptr || p->done)
       return; // fetched before a pause
     const auto offset = m.offset();
@@ -767,6 +786,7 @@ private:
   std::vector<std::string> active_;   ///< partitions(): assigned and not done
   std::vector<partition_run> runs_;
   partition_state* last_ = nullptr;
+  const rd_kafka_topic_t* last_rkt_ = nullptr; ///< the topic handle of last_
   std::map<std::string, std::int64_t> restored_;
   std::deque<std::pair<std::uint64_t,
                        std::vector<std::pair<const partition_state*, std::int64_t>>>>
@@ -774,7 +794,7 @@ private:
   steady::time_point next_discovery_{};
   steady::time_point last_warn_{};
   bool started_ = false;
-  bool idle_ = false;
+  unsigned empty_polls_ = 0; ///< polls in a row that read nothing
 };
 
 } // namespace
