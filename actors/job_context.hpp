@@ -53,10 +53,22 @@ struct job_context {
     return failure_;
   }
 
+  /// A subtask failed with `unrecoverable_error`: the job does not restart.
+  void mark_unrecoverable() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    unrecoverable_ = true;
+  }
+
+  bool unrecoverable() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return unrecoverable_;
+  }
+
   /// Forgets the failure before a restart (it stays in the log).
   void clear_failure() {
     std::lock_guard<std::mutex> guard{mutex_};
     failure_.reset();
+    unrecoverable_ = false;
   }
 
   /// Checkpoint storage; null when checkpoints are off. Opened once per
@@ -80,6 +92,7 @@ struct job_context {
 private:
   mutable std::mutex mutex_;
   std::optional<std::string> failure_;
+  bool unrecoverable_ = false;
 };
 
 } // namespace weir::runtime

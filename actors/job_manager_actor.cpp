@@ -494,7 +494,8 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
     } else if (!st.failed && !st.restarting) {
       const auto& ro = st.ctx->graph->options.restart;
       // A job being stopped does not restart: it fails.
-      if (st.ctx->store && st.attempt < ro.attempts && !st.stopping) {
+      if (st.ctx->store && st.attempt < ro.attempts && !st.stopping
+          && !st.ctx->unrecoverable()) {
         auto why = st.ctx->failure().value_or(self->system().render(dm.reason));
         log::runtime().warn("job '{}': {}; restarting from the latest checkpoint (attempt {} of {})",
                             st.ctx->graph->options.name, why, st.attempt + 1, ro.attempts);

@@ -4,6 +4,7 @@
 #include "state_writer_actor.hpp"
 
 #include "weir/core/messages.hpp"
+#include "weir/core/unrecoverable_error.hpp"
 #include "weir/runtime/subtask.hpp"
 
 #include <caf/actor_system.hpp>
@@ -55,6 +56,9 @@ public:
     try {
       f(subtask_);
       subtask_.schedule_wakeup();
+    } catch (const unrecoverable_error& e) {
+      spec_.ctx->mark_unrecoverable();
+      fail(e.what());
     } catch (const std::exception& e) {
       fail(e.what());
     } catch (...) {

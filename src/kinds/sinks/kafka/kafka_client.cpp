@@ -2,6 +2,7 @@
 #include "kafka_client.hpp"
 
 #include "weir/core/log.hpp"
+#include "weir/core/unrecoverable_error.hpp"
 
 #include <librdkafka/rdkafka.h>
 #include <spdlog/logger.h>
@@ -41,6 +42,12 @@ std::string hint_for(rd_kafka_resp_err_t err) {
     default:
       return "";
   }
+}
+
+/// The producer's transactional id is in use by a newer producer.
+bool is_fenced(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED
+         || err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
 }
 
 void dr_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
@@ -110,7 +117,7 @@ event_ptr admin_result(rd_kafka_queue_t* q, int timeout_ms) {
 
 producer::producer(const std::string& bootstrap_servers, const properties& props,
                    const std::string& transactional_id, std::string topic)
-  : topic_(std::move(topic)), bootstrap_(bootstrap_servers) {
+  : topic_(std::move(topic)), bootstrap_(bootstrap_servers), transactional_id_(transactional_id) {
   auto* conf = rd_kafka_conf_new();
   for (const auto& [k, v] : props)
     set_or_throw(conf, k, v, topic_);
@@ -154,9 +161,14 @@ void producer::on_delivery(int err, std::int32_t partition, std::int64_t offset,
       marker_offset_ = offset;
     return;
   }
-  if (!failure_.empty())
-    return;
   auto e = static_cast<rd_kafka_resp_err_t>(err);
+  // Messages purged (a transaction that turned abortable purges what is
+  // still queued; they are in the checkpoint's copy) say nothing of why: a
+  // real failure reported after them replaces them.
+  bool purged = e == RD_KAFKA_RESP_ERR__PURGE_QUEUE || e == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
+  if (!failure_.empty() && (purged || !failure_purged_))
+    return;
+  failure_purged_ = purged;
   failure_ = "cannot deliver a message of " + std::to_string(bytes) + " bytes to Kafka topic '"
              + std::string{topic} + "'"
              + (partition >= 0 ? " partition " + std::to_string(partition) : std::string{})
@@ -186,9 +198,31 @@ void producer::poll() {
   rd_kafka_poll(rk_, 0);
 }
 
+void producer::throw_if_fenced() const {
+  if (transactional_id_.empty())
+    return;
+  char buf[512];
+  auto err = rd_kafka_fatal_error(rk_, buf, sizeof buf);
+  if (!is_fenced(err))
+    return;
+  // Not restarted: the restart's init_transactions would fence the other
+  // producer in turn, and the two would take the id from each other.
+  throw unrecoverable_error(
+    "Kafka sink on topic '" + topic_ + "': transactional id '" + transactional_id_
+    + "' was fenced by another producer with the same id (" + buf
+    + "): another weir job, or another run of this one, with the same job name, sink name "
+      "and transactional_id_prefix is writing. This job stops and does not restart (a "
+      "restart would fence the other in turn). Stop the other job, or give one of them "
+      "another job name or transactional_id_prefix; then rerun this job on its checkpoint "
+      "directory: it resumes from its last completed checkpoint, nothing lost or published "
+      "twice");
+}
+
 void producer::check() {
-  if (!failure_.empty())
+  if (!failure_.empty()) {
+    throw_if_fenced();
     throw std::runtime_error(failure_);
+  }
 }
 
 void producer::flush_all() {
@@ -238,6 +272,9 @@ void producer::produce(const std::string& topic, std::int32_t partition,
       continue;
     }
     check();
+    throw_if_fenced();
+    if (err == RD_KAFKA_RESP_ERR__STATE)
+      flush_all(); // the transaction turned abortable: throws the delivery failure why
     throw std::runtime_error(
       "cannot produce a message of " + std::to_string(value.size()) + " bytes to Kafka topic '"
       + topic + "'"
@@ -255,10 +292,14 @@ std::int64_t producer::produce_marker(const std::string& topic, std::int32_t par
     RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
     RD_KAFKA_V_KEY(key.data(), key.size()),
     RD_KAFKA_V_OPAQUE(const_cast<char*>(&marker_tag)), RD_KAFKA_V_END);
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    throw_if_fenced();
+    if (err == RD_KAFKA_RESP_ERR__STATE)
+      flush_all(); // the transaction turned abortable: throws the delivery failure why
     throw std::runtime_error("cannot produce to Kafka progress topic '" + topic + "' partition "
                              + std::to_string(partition) + ": " + err_name(err)
                              + hint_for(err));
+  }
   flush_all();
   if (marker_offset_ < 0)
     throw std::runtime_error("Kafka progress topic '" + topic + "' partition "
@@ -498,19 +539,35 @@ void run_txn(rd_kafka_t* rk, const std::string& topic, const char* what, Call ca
 } // namespace
 
 void producer::init_transactions() {
-  run_txn(rk_, topic_, "init_transactions", [&] { return rd_kafka_init_transactions(rk_, 60000); });
+  try {
+    run_txn(rk_, topic_, "init_transactions",
+            [&] { return rd_kafka_init_transactions(rk_, 60000); });
+  } catch (const std::runtime_error&) {
+    throw_if_fenced();
+    throw;
+  }
   check();
 }
 
 void producer::begin_transaction() {
   check();
-  run_txn(rk_, topic_, "begin_transaction", [&] { return rd_kafka_begin_transaction(rk_); });
+  try {
+    run_txn(rk_, topic_, "begin_transaction", [&] { return rd_kafka_begin_transaction(rk_); });
+  } catch (const std::runtime_error&) {
+    throw_if_fenced();
+    throw;
+  }
 }
 
 void producer::commit_transaction() {
   check();
-  run_txn(rk_, topic_, "commit_transaction",
-          [&] { return rd_kafka_commit_transaction(rk_, 60000); });
+  try {
+    run_txn(rk_, topic_, "commit_transaction",
+            [&] { return rd_kafka_commit_transaction(rk_, 60000); });
+  } catch (const std::runtime_error&) {
+    throw_if_fenced();
+    throw;
+  }
   rd_kafka_poll(rk_, 0);
   check();
 }

@@ -80,10 +80,16 @@ public:
   void on_error(int err, const char* reason);
 
 private:
+  /// Throws `unrecoverable_error` when another producer with this
+  /// transactional id fenced this one.
+  void throw_if_fenced() const;
+
   rd_kafka_s* rk_ = nullptr;
   std::string topic_;
   std::string bootstrap_;
+  std::string transactional_id_;
   std::string failure_;
+  bool failure_purged_ = false; ///< failure_ is a purged message's
   std::int64_t marker_offset_ = -1;
   std::string last_error_;
   int message_timeout_ms_ = 300000;
