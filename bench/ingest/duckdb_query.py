@@ -131,7 +131,12 @@ def main():
     ap.add_argument("--digest", action="store_true")
     ap.add_argument("--sql", action="store_true", help="print the SQL and exit")
     args = ap.parse_args()
-    sql = f"WITH bids AS (SELECT * FROM {source(args.format, args.file)}) {QUERIES[args.query]}"
+    query = QUERIES[args.query].strip()
+    bids = f"bids AS (SELECT * FROM {source(args.format, args.file)})"
+    if query.startswith("WITH "):  # the query's own CTEs follow bids
+        sql = f"WITH {bids}, {query[len('WITH '):]}"
+    else:
+        sql = f"WITH {bids} {query}"
     if args.sql:
         print(sql)
         return 0
