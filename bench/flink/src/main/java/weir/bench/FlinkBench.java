@@ -175,6 +175,46 @@ public final class FlinkBench {
     }
   }
 
+  /** count(*) and max(price) of bids: the accumulator is {count, max}. */
+  static final class CountMaxPrice implements AggregateFunction<Bid, long[], Tuple2<Long, Long>> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public long[] createAccumulator() {
+      return new long[] {0, Long.MIN_VALUE};
+    }
+
+    @Override
+    public long[] add(Bid value, long[] acc) {
+      acc[0] += 1;
+      acc[1] = Math.max(acc[1], value.price);
+      return acc;
+    }
+
+    @Override
+    public Tuple2<Long, Long> getResult(long[] acc) {
+      return Tuple2.of(acc[0], acc[1]);
+    }
+
+    @Override
+    public long[] merge(long[] a, long[] b) {
+      return new long[] {a[0] + b[0], Math.max(a[1], b[1])};
+    }
+  }
+
+  /** (auction, window_start, window_end, num, max_price): the ingest benchmark's tumble. */
+  static final class TumbleRow extends ProcessWindowFunction<Tuple2<Long, Long>,
+      Tuple5<Long, Long, Long, Long, Long>, Long, TimeWindow> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public void process(Long key, Context ctx, Iterable<Tuple2<Long, Long>> values,
+        Collector<Tuple5<Long, Long, Long, Long, Long>> out) {
+      Tuple2<Long, Long> v = values.iterator().next();
+      out.collect(Tuple5.of(key, ctx.window().getStart(), ctx.window().getEnd(), v.f0, v.f1));
+    }
+  }
+
   /** (key, window_start, window_end, aggregate). */
   static final class WithWindow
       extends ProcessWindowFunction<Long, Tuple4<Long, Long, Long, Long>, Long, TimeWindow> {
@@ -282,6 +322,15 @@ public final class FlinkBench {
             .returns(Types.TUPLE(Types.LONG, Types.LONG, Types.LONG, Types.LONG)),
             t -> new RowHasher().add(t.f0).add(t.f1).add(t.f2).add(t.f3).finish(),
             "window_start", "window_end", "auction", "price");
+        break;
+      case "tumble":
+        // The ingest benchmark's keyed tumbling window (bench/ingest/tumble.toml).
+        sink.<Tuple5<Long, Long, Long, Long, Long>>attach(bids
+            .keyBy(new LongKey<Bid>(b -> b.auction))
+            .window(TumblingEventTimeWindows.of(Time.seconds(10)))
+            .aggregate(new CountMaxPrice(), new TumbleRow()),
+            t -> new RowHasher().add(t.f0).add(t.f1).add(t.f2).add(t.f3).add(t.f4).finish(),
+            "auction", "window_start", "window_end", "num", "max_price");
         break;
       default:
         throw new IllegalArgumentException("unknown query " + query);
