@@ -19,6 +19,10 @@ usage: checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
   directory-crash   400,000 records as a directory of 8 files, read in name order
                     (kills / 2 SIGKILLs) and as partitions at parallelism 2 (kills / 3)
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
+
+WEIR_TEST_TIME_SCALE (4 in the ThreadSanitizer tree, which runs weir 5-15x
+slower) stretches the kill window and the waits, and the crash tests default
+to fewer kills there (10 / scale, at least 3).
 """
 import argparse
 import glob
@@ -33,6 +37,8 @@ import tempfile
 import time
 
 RECORDS = 1_000_000
+# How much slower this tree runs weir (ThreadSanitizer: 4, see the top).
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 
 PIPELINE = """
 [job]
@@ -166,7 +172,7 @@ class Job:
 
     def run(self, toml, *flags, expect=0):
         p = subprocess.run([self.args.weir, "run", toml, *flags], capture_output=True,
-                           text=True, timeout=600)
+                           text=True, timeout=600 * SCALE)
         if expect is not None and p.returncode != expect:
             raise Failure(f"weir exited {p.returncode}, expected {expect}:\n{p.stderr[-3000:]}")
         return p
@@ -188,7 +194,7 @@ class Job:
 
     def checkpoint_ids(self):
         p = subprocess.run([self.args.weir, "checkpoints", "list", os.path.join(self.work, "state")],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=60 * SCALE)
         ids = []
         for line in p.stdout.splitlines():
             first = line.split()[0] if line.split() else ""
@@ -263,7 +269,7 @@ def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), 
             p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
             # The kill window widens with each kill since the last completed
             # run, so a slow (loaded) machine still lets a run finish.
-            time.sleep(rnd.uniform(0.05, 0.6) * (1 + streak / 10))
+            time.sleep(rnd.uniform(0.05, 0.6) * SCALE * (1 + streak / 10))
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
@@ -316,7 +322,7 @@ def test_rescale(args, seed):
         toml = job.write(4)
         p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
+        deadline = time.time() + 60 * SCALE
         while time.time() < deadline and p.poll() is None and len(job.checkpoint_ids()) < 2:
             time.sleep(0.02)
         check(p.poll() is None, "the parallelism-4 run ended before two checkpoints completed")
@@ -339,7 +345,7 @@ TESTS = {"crash": test_crash, "failure-injection": test_failure_injection, "resc
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--weir", required=True)
-    ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--kills", type=int, default=10 if SCALE == 1 else max(3, round(10 / SCALE)))
     ap.add_argument("--seed", type=int, default=int(os.environ.get("WEIR_SEED", "0")) or None)
     ap.add_argument("test", choices=sorted(TESTS))
     args = ap.parse_args()
