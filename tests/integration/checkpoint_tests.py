@@ -21,8 +21,9 @@ usage: checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 
 WEIR_TEST_TIME_SCALE (4 in the ThreadSanitizer tree, which runs weir 5-15x
-slower) stretches the kill window and the waits, and the crash tests default
-to fewer kills there (10 / scale, at least 3).
+slower) stretches the kill window and the waits; there the input is a quarter
+(1,000,000 / scale records) and the crash tests default to fewer kills
+(10 / scale, at least 3).
 """
 import argparse
 import glob
@@ -36,9 +37,11 @@ import sys
 import tempfile
 import time
 
-RECORDS = 1_000_000
 # How much slower this tree runs weir (ThreadSanitizer: 4, see the top).
 SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+# 1,000,000 records; a slow tree reads fewer (250,000 under ThreadSanitizer,
+# where one uninterrupted run of a million takes minutes).
+RECORDS = int(1_000_000 / SCALE)
 
 PIPELINE = """
 [job]
@@ -233,7 +236,7 @@ def test_crash(args, seed):
 def test_directory_crash(args, seed):
     """The input as 8 files of a directory, read in name order as one stream:
     the same output as the single file, across SIGKILLs mid-directory."""
-    job = Job(args, seed, records=400_000)  # two kill loops: a smaller input
+    job = Job(args, seed, records=int(400_000 / SCALE))  # two kill loops: a smaller input
     try:
         want = job.reference()
         job.input = job.split_input(8)
@@ -304,7 +307,8 @@ def test_failure_injection(args, seed):
     try:
         want = job.reference()
         toml = job.write(2, 'restart = { attempts = 3, delay = "50ms" }\n'
-                            'inject_failure = { operator = "running", after_records = 300000 }')
+                            'inject_failure = { operator = "running", after_records = '
+                            f'{RECORDS * 3 // 10} }}')
         p = job.run(toml, "--fresh")
         check("injected failure" in p.stderr, "the injected failure did not happen")
         check("1 restart" in p.stderr, f"no restart reported:\n{p.stderr[-2000:]}")
