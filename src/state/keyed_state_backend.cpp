@@ -6,7 +6,6 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cassert>
 #include <cstring>
 #include <set>
@@ -188,7 +187,7 @@ keyed_state_backend::keyed_state_backend(key_group_range range, std::size_t max_
   : range_(range),
     max_parallelism_(max_parallelism),
     // Not a const object: restore_key_group may update it in place when it
-    // is the only owner.
+    // is held by no snapshot (pending_shared_).
     pending_(std::make_shared<keyed_state_snapshot::pending_map>()),
     event_timers_(std::make_unique<timer_service>(event_timer_kind, range)),
     processing_timers_(std::make_unique<timer_service>(processing_timer_kind, range)),
@@ -265,6 +264,7 @@ keyed_state_backend::adopt_table(std::unique_ptr<detail::state_table_base> table
     auto next = std::make_shared<keyed_state_snapshot::pending_map>(*pending_);
     next->erase(table->name());
     pending_ = std::move(next);
+    pending_shared_ = false;
   }
   auto name = table->name();
   tables_.emplace(std::move(name), std::move(table));
@@ -378,6 +378,7 @@ std::shared_ptr<const keyed_state_snapshot> keyed_state_backend::snapshot() {
   snap->sections_.push_back({"", event_timer_kind, event_timers_->table.snapshot()});
   snap->sections_.push_back({"", processing_timer_kind, processing_timers_->table.snapshot()});
   snap->pending_ = pending_;
+  pending_shared_ = true; // restore_key_group copies it before changing it
   return snap;
 }
 
@@ -519,18 +520,21 @@ expected<std::monostate> keyed_state_backend::restore_key_group(std::uint16_t gr
   for (auto& s : staged)
     s->apply();
   if (!new_pending.empty()) {
-    // Snapshots share pending_ and must keep seeing it unchanged, so a shared
-    // map is copied; one nothing else holds is updated in place. (Copying it
-    // for every key group made restoring G groups of an unregistered state
-    // copy O(G^2) bytes: 10x slower at 64 MiB, bench/checkpoint.) Only this
-    // thread adds owners, so a count of 1 cannot grow meanwhile; the fence
-    // orders our writes after a last owner's reads on another thread.
+    // Snapshots share pending_ and must keep seeing it unchanged, so once a
+    // snapshot has taken it the map is copied; a copy no snapshot has seen
+    // yet is updated in place. (Copying it for every key group made
+    // restoring G groups of an unregistered state copy O(G^2) bytes: 10x
+    // slower at 64 MiB, bench/checkpoint.) Whether a snapshot holds it is
+    // this thread's own flag, not the shared_ptr's use count: a snapshot
+    // released on another thread (the state writer) needs an acquire to
+    // order its reads before our writes, and a relaxed use_count() with a
+    // fence is invisible to ThreadSanitizer.
     std::shared_ptr<keyed_state_snapshot::pending_map> next;
-    if (pending_.use_count() == 1) {
-      std::atomic_thread_fence(std::memory_order_acquire);
+    if (!pending_shared_) {
       next = std::const_pointer_cast<keyed_state_snapshot::pending_map>(std::move(pending_));
     } else {
       next = std::make_shared<keyed_state_snapshot::pending_map>(*pending_);
+      pending_shared_ = false;
     }
     for (auto& [name, kp] : new_pending) {
       auto& entry = (*next)[name];

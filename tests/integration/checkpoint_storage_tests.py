@@ -33,6 +33,10 @@ import subprocess
 import sys
 import tempfile
 
+# How much slower this tree runs weir (WEIR_TEST_TIME_SCALE: 4 under
+# ThreadSanitizer): timeouts are multiplied by it.
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+
 RECORDS = 200_000
 
 PIPELINE = """
@@ -103,7 +107,7 @@ class Job:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.RLIM_INFINITY))
         return subprocess.run([self.args.weir, "run", toml, *flags], capture_output=True,
-                              text=True, timeout=900,
+                              text=True, timeout=900 * SCALE,
                               preexec_fn=limit if fsize is not None else None)
 
     def committed(self):
@@ -116,7 +120,7 @@ class Job:
     def checkpoints(self):
         """(id, restorable) of each stored checkpoint, every value verified."""
         p = subprocess.run([self.args.weir, "checkpoints", "list", self.state],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120 * SCALE)
         check(p.returncode == 0, f"weir checkpoints list failed:\n{p.stdout}{p.stderr}")
         out = []
         for line in p.stdout.splitlines():

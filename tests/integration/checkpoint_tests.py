@@ -21,6 +21,11 @@ usage: checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
   split-crash       400,000 records in one file read as 2 line splits, then as 1 MiB
                     splits, at source parallelism 2 (kills / 3 SIGKILLs each)
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
+
+WEIR_TEST_TIME_SCALE (4 in the ThreadSanitizer tree, which runs weir 5-15x
+slower) stretches the kill window and the waits; there the input is a quarter
+(1,000,000 / scale records) and the crash tests default to fewer kills
+(10 / scale, at least 3).
 """
 import argparse
 import glob
@@ -34,7 +39,11 @@ import sys
 import tempfile
 import time
 
-RECORDS = 1_000_000
+# How much slower this tree runs weir (ThreadSanitizer: 4, see the top).
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+# 1,000,000 records; a slow tree reads fewer (250,000 under ThreadSanitizer,
+# where one uninterrupted run of a million takes minutes).
+RECORDS = int(1_000_000 / SCALE)
 
 PIPELINE = """
 [job]
@@ -168,7 +177,7 @@ class Job:
 
     def run(self, toml, *flags, expect=0):
         p = subprocess.run([self.args.weir, "run", toml, *flags], capture_output=True,
-                           text=True, timeout=600)
+                           text=True, timeout=600 * SCALE)
         if expect is not None and p.returncode != expect:
             raise Failure(f"weir exited {p.returncode}, expected {expect}:\n{p.stderr[-3000:]}")
         return p
@@ -190,7 +199,7 @@ class Job:
 
     def checkpoint_ids(self):
         p = subprocess.run([self.args.weir, "checkpoints", "list", os.path.join(self.work, "state")],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=60 * SCALE)
         ids = []
         for line in p.stdout.splitlines():
             first = line.split()[0] if line.split() else ""
@@ -229,7 +238,7 @@ def test_crash(args, seed):
 def test_directory_crash(args, seed):
     """The input as 8 files of a directory, read in name order as one stream:
     the same output as the single file, across SIGKILLs mid-directory."""
-    job = Job(args, seed, records=400_000)  # two kill loops: a smaller input
+    job = Job(args, seed, records=int(400_000 / SCALE))  # two kill loops: a smaller input
     try:
         want = job.reference()
         job.input = job.split_input(8)
@@ -289,7 +298,7 @@ def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), 
             p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
             # The kill window widens with each kill since the last completed
             # run, so a slow (loaded) machine still lets a run finish.
-            time.sleep(rnd.uniform(0.05, 0.6) * (1 + streak / 10))
+            time.sleep(rnd.uniform(0.05, 0.6) * SCALE * (1 + streak / 10))
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
@@ -324,7 +333,8 @@ def test_failure_injection(args, seed):
     try:
         want = job.reference()
         toml = job.write(2, 'restart = { attempts = 3, delay = "50ms" }\n'
-                            'inject_failure = { operator = "running", after_records = 300000 }')
+                            'inject_failure = { operator = "running", after_records = '
+                            f'{RECORDS * 3 // 10} }}')
         p = job.run(toml, "--fresh")
         check("injected failure" in p.stderr, "the injected failure did not happen")
         check("1 restart" in p.stderr, f"no restart reported:\n{p.stderr[-2000:]}")
@@ -342,7 +352,7 @@ def test_rescale(args, seed):
         toml = job.write(4)
         p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
+        deadline = time.time() + 60 * SCALE
         while time.time() < deadline and p.poll() is None and len(job.checkpoint_ids()) < 2:
             time.sleep(0.02)
         check(p.poll() is None, "the parallelism-4 run ended before two checkpoints completed")
@@ -365,7 +375,7 @@ TESTS = {"crash": test_crash, "failure-injection": test_failure_injection, "resc
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--weir", required=True)
-    ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--kills", type=int, default=10 if SCALE == 1 else max(3, round(10 / SCALE)))
     ap.add_argument("--seed", type=int, default=int(os.environ.get("WEIR_SEED", "0")) or None)
     ap.add_argument("test", choices=sorted(TESTS))
     args = ap.parse_args()

@@ -21,6 +21,10 @@ import sys
 import tempfile
 import time
 
+# How much slower this tree runs weir (WEIR_TEST_TIME_SCALE: 4 under
+# ThreadSanitizer): timeouts are multiplied by it.
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+
 
 class Failure(Exception):
     pass
@@ -49,7 +53,7 @@ class Box:
     def run(self, toml_text, *flags, expect=0, name="pipeline.toml"):
         toml = self.write(name, toml_text)
         p = subprocess.run([self.weir, "run", toml, "-q", *flags], capture_output=True,
-                           text=True, timeout=300, cwd=self.dir)
+                           text=True, timeout=300 * SCALE, cwd=self.dir)
         if expect is not None and p.returncode != expect:
             raise Failure(f"weir exited {p.returncode}, expected {expect}:\n{p.stderr[-3000:]}")
         return p

@@ -38,6 +38,10 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "kafka"))
 from kafka_broker import KafkaBroker  # noqa: E402
 
+# How much slower this tree runs weir (WEIR_TEST_TIME_SCALE: 4 under
+# ThreadSanitizer): timeouts are multiplied by it.
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+
 JSONL = "data/apache_access_logs/apache_logs_anon.jsonl"
 
 
@@ -127,7 +131,7 @@ path = "{out}/errors.jsonl"
 """
 
 
-def run_weir(args, toml_path, *flags, timeout=300, expect=0):
+def run_weir(args, toml_path, *flags, timeout=300 * SCALE, expect=0):
     p = subprocess.run([args.weir, "run", str(toml_path), *flags], capture_output=True,
                        text=True, timeout=timeout)
     if expect is not None and p.returncode != expect:
@@ -334,7 +338,7 @@ class Running:
             self.p.send_signal(signal.SIGKILL)
         self.p.wait()
         for t in self._t:
-            t.join(timeout=5)
+            t.join(timeout=5 * SCALE)
         return "\n".join(self.err)
 
 
@@ -481,10 +485,10 @@ def test_errors(args, broker, work):
         toml = work / "errors.toml"
         toml.write_text(ERRORS.format(topic=topic, bootstrap=bootstrap))
         t0 = time.monotonic()
-        p = run_weir(args, toml, timeout=60, expect=1)
+        p = run_weir(args, toml, timeout=60 * SCALE, expect=1)
         took = time.monotonic() - t0
         check(want in p.stderr, f"{what}: stderr lacks {want!r}:\n{p.stderr[-2000:]}")
-        check(took < 20, f"{what}: weir took {took:.1f} s to fail")
+        check(took < 20 * SCALE, f"{what}: weir took {took:.1f} s to fail")
         print(f"errors: ok, {what} fails the job in {took:.1f} s (exit 1): {want}")
 
 
@@ -520,7 +524,7 @@ def test_start_timestamp(args, broker, work):
     broker.produce("start-input", [f"new{i}" for i in range(3, 5)], partition=1)
     toml = work / "start.toml"
     toml.write_text(START.format(topic="start-input", bootstrap=broker.bootstrap, ts=ts))
-    p = run_weir(args, toml, timeout=60)
+    p = run_weir(args, toml, timeout=60 * SCALE)
     got = sorted(json.loads(l)["value"] for l in p.stdout.splitlines() if l.strip())
     check(got == [f"new{i}" for i in range(5)], f"start = timestamp read {got}")
     print("start-timestamp: ok, only the records at or after start_timestamp were read")

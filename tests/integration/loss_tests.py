@@ -30,6 +30,10 @@ import sys
 import tempfile
 import time
 
+# How much slower this tree runs weir (WEIR_TEST_TIME_SCALE: 4 under
+# ThreadSanitizer): timeouts are multiplied by it.
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+
 
 class Failure(Exception):
     pass
@@ -48,7 +52,7 @@ class Sandbox:
     def write(self, name, text):
         (self.work / name).write_text(text)
 
-    def run(self, *weir_args, expect=0, toml_text=None, timeout=120):
+    def run(self, *weir_args, expect=0, toml_text=None, timeout=120 * SCALE):
         argv = [self.args.weir, *weir_args]
         if toml_text is not None:
             self.write("pipeline.toml", toml_text)
@@ -336,7 +340,7 @@ input = "per_second"
 type = "blackhole"
 """
         started = time.monotonic()
-        proc = box.run("run", "pipeline.toml", toml_text=endless, expect=1, timeout=60)
+        proc = box.run("run", "pipeline.toml", toml_text=endless, expect=1, timeout=60 * SCALE)
         took = time.monotonic() - started
         check("weir: job failed: operator 'per_second': " in proc.stderr
               and "above job.max_late_ratio 10%" in proc.stderr,
@@ -385,7 +389,7 @@ def test_large_pipeline(args):
         box.write("pipeline.toml", large_toml(n))
         for cmd in (["validate", "pipeline.toml"], ["run", "pipeline.toml"]):
             started = time.monotonic()
-            proc = box.run(*cmd, timeout=300)
+            proc = box.run(*cmd, timeout=300 * SCALE)
             print(f"weir {cmd[0]} on {n} operators: {time.monotonic() - started:.1f} s")
         rows = [json.loads(l) for l in (box.work / "out/rows.jsonl").read_text().splitlines()]
         # The last filter keeps v >= 19 (op19998: 19998 // 1000).

@@ -19,6 +19,10 @@ import subprocess
 import sys
 import tempfile
 
+# How much slower this tree runs weir (WEIR_TEST_TIME_SCALE: 4 under
+# ThreadSanitizer): timeouts are multiplied by it.
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+
 LOG = "data/apache_access_logs/apache_logs_anon.log"
 JSONL = "data/apache_access_logs/apache_logs_anon.jsonl"
 DASHBOARD = "examples/access-log-dashboard/pipeline.toml"
@@ -51,7 +55,7 @@ class Sandbox:
         argv = [self.args.weir, *weir_args]
         if toml_text is not None:
             (self.work / "pipeline.toml").write_text(toml_text)
-        proc = subprocess.run(argv, cwd=self.work, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(argv, cwd=self.work, capture_output=True, text=True, timeout=300 * SCALE)
         if expect is not None and proc.returncode != expect:
             raise Failure(f"{' '.join(argv)} exited {proc.returncode}, expected {expect}\n"
                           f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
@@ -231,7 +235,7 @@ def test_embedded_example(args):
     try:
         out = box.work / "bots.jsonl"
         proc = subprocess.run([args.example, str(box.tmp / "shared" / LOG), str(out)],
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=300 * SCALE)
         check(proc.returncode == 0, f"example exited {proc.returncode}: {proc.stderr}")
         rows = load_jsonl(out)
         final = {}
@@ -252,7 +256,7 @@ def test_click_counter(args):
     try:
         out = box.work / "clicks.jsonl"
         proc = subprocess.run([args.example, str(box.tmp / "shared" / LOG), str(out), "2"],
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=300 * SCALE)
         check(proc.returncode == 0, f"example exited {proc.returncode}: {proc.stderr}")
         rows = load_jsonl(out)
         want = collections.Counter(r["client"] for r in load_jsonl(pathlib.Path(args.shared) / JSONL))

@@ -22,6 +22,9 @@ file sinks is stopped with SIGINT or SIGTERM while it runs:
                     final-named file that looks complete
 
 usage: stop_tests.py --weir BIN TEST
+
+WEIR_TEST_TIME_SCALE (4 in the ThreadSanitizer tree) stretches the waits and
+timeouts, not what is measured (the flush interval, the second signal).
 """
 import argparse
 import glob
@@ -35,6 +38,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+# How much slower this tree runs weir (ThreadSanitizer: 4, see the top).
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 
 
 class Failure(Exception):
@@ -131,6 +138,7 @@ def start(args, toml, *extra):
 
 
 def wait_for(cond, timeout, what):
+    timeout *= SCALE
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
@@ -140,6 +148,7 @@ def wait_for(cond, timeout, what):
 
 
 def stop_with(proc, sig, timeout=60):
+    timeout *= SCALE
     proc.send_signal(sig)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -219,7 +228,7 @@ def test_checkpoint_stop(args):
         ref.mkdir()
         subprocess.run([args.weir, "run", str(pipeline(ref, rate=1_000_000, count=count,
                                                         checkpoint=True))],
-                       check=True, capture_output=True, text=True, timeout=300)
+                       check=True, capture_output=True, text=True, timeout=300 * SCALE)
         want_raw, want_windows = committed(ref / "out/raw.jsonl"), committed(
             ref / "out/windows.jsonl")
         check(len(want_raw) == count, f"the uninterrupted run wrote {len(want_raw)} rows")
@@ -245,7 +254,7 @@ def test_checkpoint_stop(args):
 
         # The rerun resumes from the final checkpoint.
         proc = subprocess.run([args.weir, "run", str(toml)], capture_output=True, text=True,
-                              timeout=300)
+                              timeout=300 * SCALE)
         check(proc.returncode == 0, f"the rerun exited {proc.returncode}:\n{proc.stderr[-2000:]}")
         check("restored from #" in proc.stderr, f"the rerun did not restore:\n{proc.stderr[-2000:]}")
         got_raw = committed(run / "out/raw.jsonl")
@@ -352,7 +361,7 @@ type = "file"
 path = "{out}/rows.jsonl"
 """)
         proc = subprocess.run([args.weir, "run", str(toml)], capture_output=True, text=True,
-                              timeout=120)
+                              timeout=120 * SCALE)
         check(proc.returncode == 1, f"exit code {proc.returncode}, expected 1:\n{proc.stderr}")
         check(not (out / "rows.jsonl").exists(),
               f"a failed job left a final-named output: {os.listdir(out)}")
@@ -362,7 +371,7 @@ path = "{out}/rows.jsonl"
         del lines[15000]
         (box.work / "input.jsonl").write_text("\n".join(lines) + "\n")
         proc = subprocess.run([args.weir, "run", str(toml)], capture_output=True, text=True,
-                              timeout=120)
+                              timeout=120 * SCALE)
         check(proc.returncode == 0, f"exit code {proc.returncode}:\n{proc.stderr}")
         check(sorted(os.listdir(out)) == ["rows.jsonl"], f"files after success: {os.listdir(out)}")
         check(len(read_lines(out / "rows.jsonl")) == 20000, "rows lost")

@@ -43,6 +43,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kafka_broker import KafkaBroker  # noqa: E402
 
+# How much slower this tree runs weir (WEIR_TEST_TIME_SCALE: 4 under
+# ThreadSanitizer): timeouts are multiplied by it.
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+
 RECORDS = 200_000
 PARTITIONS_A = 4
 KEYS = 50
@@ -183,7 +187,7 @@ class Test:
         toml = self.write(FILE_SINK.format(work=self.work))
         t0 = time.monotonic()
         p = subprocess.run([self.args.weir, "run", toml, "--fresh", "-q"], capture_output=True,
-                           text=True, timeout=600)
+                           text=True, timeout=600 * SCALE)
         self.took = time.monotonic() - t0
         check(p.returncode == 0, f"the reference run failed:\n{p.stderr[-3000:]}")
         # With checkpoints the file sink writes a directory of committed parts.
@@ -239,7 +243,7 @@ class Test:
                         p.send_signal(signal.SIGKILL)
                         killed = True
                 try:
-                    p.wait(timeout=600)
+                    p.wait(timeout=600 * SCALE)
                 except subprocess.TimeoutExpired:
                     p.kill()
                     raise Failure(f"a run did not end within 600 s (log {log_path})")
@@ -294,7 +298,7 @@ def check_start_errors(t):
             sink = sink.replace('properties = { "linger.ms" = 5 }', f"properties = {{ {props} }}")
         toml = t.write(sink)
         p = subprocess.run([t.args.weir, "run", toml, "--fresh", "-q"], capture_output=True,
-                           text=True, timeout=120)
+                           text=True, timeout=120 * SCALE)
         check(p.returncode == 1 and want in p.stderr,
               f"topic {topic}: expected exit 1 and '{want}', got {p.returncode}:\n"
               f"{p.stderr[-2000:]}")
@@ -398,7 +402,7 @@ def run_broker_restart(args, seed):
                 time.sleep(down)
                 broker.restart()
                 try:
-                    p.wait(timeout=600)
+                    p.wait(timeout=600 * SCALE)
                 except subprocess.TimeoutExpired:
                     p.kill()
                     raise Failure("the job did not end within 600 s of the broker's restart")
@@ -430,7 +434,8 @@ def main():
     seed = args.seed if args.seed is not None else int(
         os.environ.get("WEIR_SEED", random.randrange(1 << 30)))
     if args.kills is None:
-        args.kills = 50 if args.test == "soak" else 6
+        # Fewer kills in a slow (ThreadSanitizer) tree: 3, 2 of them at commit time.
+        args.kills = 50 if args.test == "soak" else 6 if SCALE == 1 else 3
     print(f"seed {seed} (replay: --seed {seed})")
     try:
         if args.test == "broker-restart":

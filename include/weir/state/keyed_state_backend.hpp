@@ -272,6 +272,7 @@ private:
   detail::state_scope scope_;
   std::map<std::string, std::unique_ptr<detail::state_table_base>, std::less<>> tables_;
   std::shared_ptr<const keyed_state_snapshot::pending_map> pending_;
+  bool pending_shared_ = false; ///< a snapshot holds pending_: copy before changing it
   std::unique_ptr<timer_service> event_timers_;
   std::unique_ptr<timer_service> processing_timers_;
   event_time watermark_;
