@@ -258,7 +258,7 @@ def test_split_crash(args, seed):
     source parallelism 2, then 1 MiB splits spread over the two subtasks, each
     across SIGKILLs: the same windows as one uninterrupted reader (no record
     is late either way; running counts follow read order)."""
-    job = Job(args, seed, records=400_000)
+    job = Job(args, seed, records=int(400_000 / SCALE))  # two kill loops: a smaller input
     try:
         want = job.reference()
         job.files = "\nparallelism = 2"
