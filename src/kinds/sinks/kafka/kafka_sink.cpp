@@ -251,6 +251,7 @@ public:
   void process_batch(const record_batch_ptr& batch, output_collector&) override {
     if (!batch || batch->num_rows == 0)
       return;
+    rows_in_ += batch->num_rows;
     producer_->poll();
     if (drop_replay_) {
       dropped_ += batch->num_rows;
@@ -411,6 +412,7 @@ public:
                            "transaction did not commit; publishing its {} rows again in a "
                            "new transaction",
                            job_.sink_name, subtask_ + 1, redo.back().checkpoint_id, rows);
+    rows_restored_ += rows;
     pending_ = std::move(redo);
     commit_pending(pending_.size());
   }
@@ -433,9 +435,12 @@ public:
       pending_.push_back(std::move(current_));
       current_ = segment{};
     }
-    if (pending_.empty())
-      return;
-    commit_pending(pending_.size(), "end");
+    if (!pending_.empty())
+      commit_pending(pending_.size(), "end");
+    log::connectors().info("Kafka sink '{}' subtask {}: end of input: {} rows in, {} rows "
+                           "committed",
+                           job_.sink_name, subtask_ + 1, rows_in_, rows_committed_);
+    check_all_committed();
   }
 
 private:
@@ -506,8 +511,14 @@ private:
                                          : std::string{marker_prefix} + " " + std::to_string(top);
       marker = write_marker(value);
     }
+    std::size_t rows = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      rows += pending_[i].messages.size();
     producer_->commit_transaction();
     in_transaction_ = false;
+    rows_committed_ += rows;
+    log::connectors().debug("Kafka sink '{}' subtask {}: committed {} rows up to checkpoint {}",
+                            job_.sink_name, subtask_ + 1, rows, pending_[n - 1].checkpoint_id);
     committed_end_ = marker + 1;
     last_committed_ = top;
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
@@ -519,6 +530,27 @@ private:
         produce(spec_.topic, -1, m);
       current_.in_transaction = true;
     }
+  }
+
+  /// The final state of a bounded input: every row received (and every row
+  /// a restore published again) is in a committed transaction and none is
+  /// open. Anything else would leave rows unpublished (or, with an open
+  /// transaction, hide every later row of its partitions from read_committed
+  /// readers) while the job exits 0: fail it instead.
+  void check_all_committed() const {
+    std::uint64_t waiting = current_.messages.size();
+    for (const auto& seg : pending_)
+      waiting += seg.messages.size();
+    if (!in_transaction_ && waiting == 0 && rows_committed_ == rows_in_ + rows_restored_)
+      return;
+    std::string restored =
+      rows_restored_ ? " (and " + std::to_string(rows_restored_) + " restored)" : "";
+    throw std::runtime_error("Kafka sink on topic '" + spec_.topic + "': at the end of the input "
+                             + std::to_string(rows_in_) + " rows were received" + restored
+                             + " but " + std::to_string(rows_committed_) + " committed ("
+                             + std::to_string(waiting) + " waiting"
+                             + (in_transaction_ ? ", a transaction still open" : "")
+                             + "): the output is incomplete");
   }
 
   void check_transaction_timeout() {
@@ -566,6 +598,9 @@ private:
   std::uint64_t last_committed_ = 0;
   bool drop_replay_ = false;
   std::uint64_t dropped_ = 0;
+  std::uint64_t rows_in_ = 0;        ///< rows received
+  std::uint64_t rows_committed_ = 0; ///< rows in committed transactions
+  std::uint64_t rows_restored_ = 0;  ///< rows a restore published again
   std::uint64_t kill_at_ = 0;
   std::uint64_t completions_ = 0;
 };
