@@ -232,6 +232,7 @@ public:
       spec_.bootstrap_servers, spec_.properties, eo ? transactional_id_ : std::string{},
       spec_.topic);
     producer_->check_topic(spec_.topic);
+    retention_ms_ = producer_->topic_create_time_retention_ms(spec_.topic);
     if (!eo)
       return;
     check_transaction_timeout();
@@ -264,6 +265,14 @@ public:
     for (const auto& [name, e] : headers_)
       header_cols.push_back(e.evaluate(*batch));
     bool eo = spec_.delivery == kafka_delivery::exactly_once;
+    // Messages the broker's next retention check deletes (their timestamp,
+    // the row's event time, is older than the topic's retention.ms).
+    std::int64_t expired_before = -1;
+    if (retention_ms_ && batch->has_timestamps())
+      expired_before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count()
+                       - *retention_ms_;
     for (std::size_t row = 0; row < batch->num_rows; ++row) {
       out_message m;
       if (keys && keys->is_valid(row)) {
@@ -275,6 +284,13 @@ public:
         m.value.pop_back();
       if (batch->has_timestamps() && batch->timestamps[row] >= 0)
         m.timestamp = batch->timestamps[row];
+      if (m.timestamp >= 0 && m.timestamp < expired_before && expired_++ == 0)
+        log::connectors().warn(
+          "Kafka sink '{}' subtask {}: a row's event time ({} ms) is older than topic '{}''s "
+          "retention.ms ({} ms): the broker deletes such messages at its next retention "
+          "check, after they are delivered (and committed); set retention.ms = -1 or "
+          "message.timestamp.type = LogAppendTime on the topic to keep them",
+          job_.sink_name, subtask_ + 1, m.timestamp, spec_.topic, *retention_ms_);
       for (std::size_t h = 0; h < header_cols.size(); ++h) {
         out_header hd;
         hd.name = headers_[h].first;
@@ -417,7 +433,17 @@ public:
     commit_pending(pending_.size());
   }
 
-  void finish(output_collector&) override {
+  void finish(output_collector& out) override {
+    if (expired_ > 0)
+      log::connectors().warn("Kafka sink '{}' subtask {}: {} rows had an event time older "
+                             "than topic '{}''s retention.ms ({} ms): the broker deletes "
+                             "them at its next retention check",
+                             job_.sink_name, subtask_ + 1, expired_, spec_.topic,
+                             *retention_ms_);
+    finish_delivery(out);
+  }
+
+  void finish_delivery(output_collector&) {
     if (spec_.delivery != kafka_delivery::exactly_once) {
       producer_->flush_all();
       return;
@@ -599,6 +625,9 @@ private:
   bool drop_replay_ = false;
   std::uint64_t dropped_ = 0;
   std::uint64_t rows_in_ = 0;        ///< rows received
+  /// The topic's retention.ms when it deletes by the message timestamp.
+  std::optional<std::int64_t> retention_ms_;
+  std::uint64_t expired_ = 0; ///< rows older than that retention
   std::uint64_t rows_committed_ = 0; ///< rows in committed transactions
   std::uint64_t rows_restored_ = 0;  ///< rows a restore published again
   std::uint64_t kill_at_ = 0;
