@@ -2,8 +2,9 @@
 // weir_kafka_raw: the plain librdkafka side of the Kafka benchmark
 // (bench/README.md, `bench/run kafka`), no framework.
 //
-//   weir_kafka_raw create  --brokers B --topic T --partitions P
-//       creates the topic (replication 1); an existing topic is an error
+//   weir_kafka_raw create  --brokers B --topic T --partitions P [-X k=v]...
+//       creates the topic (replication 1) with topic configs k=v; an
+//       existing topic is an error
 //   weir_kafka_raw delete  --brokers B --topic T
 //       deletes the topic (the benchmark's output topics, once counted)
 //   weir_kafka_raw produce --brokers B --topic T --partitions P --file F [-X k=v]...
@@ -53,7 +54,7 @@ struct options {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: weir_kafka_raw create  --brokers B --topic T --partitions P\n"
+               "usage: weir_kafka_raw create  --brokers B --topic T --partitions P [-X k=v]...\n"
                "       weir_kafka_raw delete  --brokers B --topic T\n"
                "       weir_kafka_raw produce --brokers B --topic T --partitions P --file F "
                "[-X k=v]...\n"
@@ -151,6 +152,9 @@ int create_topic(const options& o) {
     rd_kafka_NewTopic_new(o.topic.c_str(), o.partitions, 1, err, sizeof err);
   if (topic == nullptr)
     fail(err);
+  for (const auto& [k, v] : o.properties)
+    if (rd_kafka_NewTopic_set_config(topic, k.c_str(), v.c_str()) != RD_KAFKA_RESP_ERR_NO_ERROR)
+      fail("topic config " + k + "=" + v);
   admin(
     o, RD_KAFKA_ADMIN_OP_CREATETOPICS,
     [&](rd_kafka_t* rk, rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {

@@ -307,6 +307,22 @@ def check_start_errors(t):
           "start with one message (exit 1)")
 
 
+def check_retention_warning(t):
+    """The input's event times (from 1970) are the messages' timestamps: on a topic with the
+    default retention (7 days, by CreateTime) the broker's retention check deletes them once
+    committed, so the sink says so (bench/README.md, session 11: a short exactly-once run)."""
+    t.broker.create_topic("b-retention", partitions=1)
+    sink = KAFKA_SINK.format(topic="b-retention", bootstrap=t.broker.bootstrap,
+                             delivery="exactly_once")
+    p = subprocess.run([t.args.weir, "run", t.write(sink), "--fresh", "-q"], capture_output=True,
+                       text=True, timeout=300)
+    want = "older than topic 'b-retention''s retention.ms (604800000 ms)"
+    check(p.returncode == 0 and want in p.stderr,
+          f"expected exit 0 and the warning '{want}', got {p.returncode}:\n{p.stderr[-2000:]}")
+    shutil.rmtree(os.path.join(t.work, "state"), ignore_errors=True)
+    print("ok: rows older than the topic's retention.ms are reported (the broker deletes them)")
+
+
 def run_guarantee(args, seed, delivery):
     t0 = time.monotonic()
     with KafkaBroker() as broker:
@@ -314,6 +330,7 @@ def run_guarantee(args, seed, delivery):
         try:
             if delivery == "exactly_once":
                 check_start_errors(t)
+                check_retention_warning(t)
             want = t.reference()
             total_kills = total_commit = total_runs = total_resumed = 0
             cycle = 0

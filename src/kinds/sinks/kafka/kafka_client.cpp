@@ -10,10 +10,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace weir::ksink {
 
@@ -450,27 +454,29 @@ std::int64_t producer::transaction_timeout_ms() const {
   return std::atoll(buf);
 }
 
-std::optional<std::int64_t> producer::broker_transaction_max_timeout_ms() {
-  const rd_kafka_metadata_t* md = nullptr;
-  if (rd_kafka_metadata(rk_, 0, nullptr, &md, startup_timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR)
-    return std::nullopt;
-  std::string broker = std::to_string(md->broker_cnt > 0 ? md->brokers[0].id
-                                                          : md->orig_broker_id);
-  rd_kafka_metadata_destroy(md);
-  std::unique_ptr<rd_kafka_queue_t, queue_deleter> q{rd_kafka_queue_new(rk_)};
+namespace {
+
+/// The values of `names` in the configuration of one resource
+/// (DescribeConfigs); empty when the broker does not answer.
+std::vector<std::pair<std::string, std::string>>
+describe_configs(rd_kafka_t* rk, rd_kafka_ResourceType_t type, const std::string& name,
+                 std::initializer_list<const char*> names, const std::string& topic,
+                 int timeout_ms = startup_timeout_ms) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::unique_ptr<rd_kafka_queue_t, queue_deleter> q{rd_kafka_queue_new(rk)};
   char errstr[512];
-  auto* opts = rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
-  rd_kafka_AdminOptions_set_request_timeout(opts, startup_timeout_ms, errstr, sizeof errstr);
-  auto* res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, broker.c_str());
-  rd_kafka_DescribeConfigs(rk_, &res, 1, opts, q.get());
-  auto ev = admin_result(q.get(), startup_timeout_ms);
+  auto* opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+  rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, errstr, sizeof errstr);
+  auto* res = rd_kafka_ConfigResource_new(type, name.c_str());
+  rd_kafka_DescribeConfigs(rk, &res, 1, opts, q.get());
+  auto ev = admin_result(q.get(), timeout_ms);
   rd_kafka_ConfigResource_destroy(res);
   rd_kafka_AdminOptions_destroy(opts);
-  std::optional<std::int64_t> out;
   if (!ev || rd_kafka_event_error(ev.get())) {
-    log::connectors().debug("Kafka sink on topic '{}': cannot read the broker's "
-                            "transaction.max.timeout.ms: {}",
-                            topic_, ev ? rd_kafka_event_error_string(ev.get()) : "timed out");
+    log::connectors().debug("Kafka sink on topic '{}': cannot read the configuration of '{}': "
+                            "{}",
+                            topic, name,
+                            ev ? rd_kafka_event_error_string(ev.get()) : "timed out");
     return out;
   }
   size_t n = 0;
@@ -482,11 +488,47 @@ std::optional<std::int64_t> producer::broker_transaction_max_timeout_ms() {
     size_t m = 0;
     const auto** entries = rd_kafka_ConfigResource_configs(resources[i], &m);
     for (size_t j = 0; j < m; ++j)
-      if (std::strcmp(rd_kafka_ConfigEntry_name(entries[j]), "transaction.max.timeout.ms") == 0)
-        if (const char* v = rd_kafka_ConfigEntry_value(entries[j]))
-          out = std::atoll(v);
+      for (const char* wanted : names)
+        if (std::strcmp(rd_kafka_ConfigEntry_name(entries[j]), wanted) == 0)
+          if (const char* v = rd_kafka_ConfigEntry_value(entries[j]))
+            out.emplace_back(wanted, v);
   }
   return out;
+}
+
+} // namespace
+
+std::optional<std::int64_t> producer::broker_transaction_max_timeout_ms() {
+  const rd_kafka_metadata_t* md = nullptr;
+  if (rd_kafka_metadata(rk_, 0, nullptr, &md, startup_timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return std::nullopt;
+  std::string broker = std::to_string(md->broker_cnt > 0 ? md->brokers[0].id
+                                                          : md->orig_broker_id);
+  rd_kafka_metadata_destroy(md);
+  std::optional<std::int64_t> out;
+  for (const auto& [k, v] : describe_configs(rk_, RD_KAFKA_RESOURCE_BROKER, broker,
+                                             {"transaction.max.timeout.ms"}, topic_))
+    out = std::atoll(v.c_str());
+  return out;
+}
+
+std::optional<std::int64_t> producer::topic_create_time_retention_ms(const std::string& topic) {
+  std::optional<std::int64_t> retention;
+  bool log_append_time = false;
+  for (const auto& [k, v] :
+       describe_configs(rk_, RD_KAFKA_RESOURCE_TOPIC, topic,
+                        {"retention.ms", "message.timestamp.type"}, topic_,
+                        // Only for a warning: a broker that does not answer
+                        // soon is not waited for.
+                        1000)) {
+    if (k == "retention.ms")
+      retention = std::atoll(v.c_str());
+    else
+      log_append_time = v == "LogAppendTime";
+  }
+  if (log_append_time || !retention || *retention < 0)
+    return std::nullopt;
+  return retention;
 }
 
 std::int64_t producer::high_watermark(const std::string& topic, std::int32_t partition) {

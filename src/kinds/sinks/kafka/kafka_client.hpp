@@ -52,6 +52,10 @@ public:
   /// The broker's transaction.max.timeout.ms (DescribeConfigs); none when
   /// the broker does not say.
   std::optional<std::int64_t> broker_transaction_max_timeout_ms();
+  /// `topic`'s retention.ms when the broker deletes its messages by the
+  /// timestamp the producer gives them (message.timestamp.type CreateTime,
+  /// retention.ms >= 0); none otherwise or when the broker does not say.
+  std::optional<std::int64_t> topic_create_time_retention_ms(const std::string& topic);
   std::int64_t high_watermark(const std::string& topic, std::int32_t partition);
 
   void init_transactions();

@@ -232,6 +232,7 @@ public:
       spec_.bootstrap_servers, spec_.properties, eo ? transactional_id_ : std::string{},
       spec_.topic);
     producer_->check_topic(spec_.topic);
+    retention_ms_ = producer_->topic_create_time_retention_ms(spec_.topic);
     if (!eo)
       return;
     check_transaction_timeout();
@@ -251,6 +252,7 @@ public:
   void process_batch(const record_batch_ptr& batch, output_collector&) override {
     if (!batch || batch->num_rows == 0)
       return;
+    rows_in_ += batch->num_rows;
     producer_->poll();
     if (drop_replay_) {
       dropped_ += batch->num_rows;
@@ -263,6 +265,14 @@ public:
     for (const auto& [name, e] : headers_)
       header_cols.push_back(e.evaluate(*batch));
     bool eo = spec_.delivery == kafka_delivery::exactly_once;
+    // Messages the broker's next retention check deletes (their timestamp,
+    // the row's event time, is older than the topic's retention.ms).
+    std::int64_t expired_before = -1;
+    if (retention_ms_ && batch->has_timestamps())
+      expired_before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count()
+                       - *retention_ms_;
     for (std::size_t row = 0; row < batch->num_rows; ++row) {
       out_message m;
       if (keys && keys->is_valid(row)) {
@@ -274,6 +284,13 @@ public:
         m.value.pop_back();
       if (batch->has_timestamps() && batch->timestamps[row] >= 0)
         m.timestamp = batch->timestamps[row];
+      if (m.timestamp >= 0 && m.timestamp < expired_before && expired_++ == 0)
+        log::connectors().warn(
+          "Kafka sink '{}' subtask {}: a row's event time ({} ms) is older than topic '{}''s "
+          "retention.ms ({} ms): the broker deletes such messages at its next retention "
+          "check, after they are delivered (and committed); set retention.ms = -1 or "
+          "message.timestamp.type = LogAppendTime on the topic to keep them",
+          job_.sink_name, subtask_ + 1, m.timestamp, spec_.topic, *retention_ms_);
       for (std::size_t h = 0; h < header_cols.size(); ++h) {
         out_header hd;
         hd.name = headers_[h].first;
@@ -411,11 +428,22 @@ public:
                            "transaction did not commit; publishing its {} rows again in a "
                            "new transaction",
                            job_.sink_name, subtask_ + 1, redo.back().checkpoint_id, rows);
+    rows_restored_ += rows;
     pending_ = std::move(redo);
     commit_pending(pending_.size());
   }
 
-  void finish(output_collector&) override {
+  void finish(output_collector& out) override {
+    if (expired_ > 0)
+      log::connectors().warn("Kafka sink '{}' subtask {}: {} rows had an event time older "
+                             "than topic '{}''s retention.ms ({} ms): the broker deletes "
+                             "them at its next retention check",
+                             job_.sink_name, subtask_ + 1, expired_, spec_.topic,
+                             *retention_ms_);
+    finish_delivery(out);
+  }
+
+  void finish_delivery(output_collector&) {
     if (spec_.delivery != kafka_delivery::exactly_once) {
       producer_->flush_all();
       return;
@@ -433,9 +461,12 @@ public:
       pending_.push_back(std::move(current_));
       current_ = segment{};
     }
-    if (pending_.empty())
-      return;
-    commit_pending(pending_.size(), "end");
+    if (!pending_.empty())
+      commit_pending(pending_.size(), "end");
+    log::connectors().info("Kafka sink '{}' subtask {}: end of input: {} rows in, {} rows "
+                           "committed",
+                           job_.sink_name, subtask_ + 1, rows_in_, rows_committed_);
+    check_all_committed();
   }
 
 private:
@@ -506,8 +537,14 @@ private:
                                          : std::string{marker_prefix} + " " + std::to_string(top);
       marker = write_marker(value);
     }
+    std::size_t rows = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      rows += pending_[i].messages.size();
     producer_->commit_transaction();
     in_transaction_ = false;
+    rows_committed_ += rows;
+    log::connectors().debug("Kafka sink '{}' subtask {}: committed {} rows up to checkpoint {}",
+                            job_.sink_name, subtask_ + 1, rows, pending_[n - 1].checkpoint_id);
     committed_end_ = marker + 1;
     last_committed_ = top;
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
@@ -519,6 +556,27 @@ private:
         produce(spec_.topic, -1, m);
       current_.in_transaction = true;
     }
+  }
+
+  /// The final state of a bounded input: every row received (and every row
+  /// a restore published again) is in a committed transaction and none is
+  /// open. Anything else would leave rows unpublished (or, with an open
+  /// transaction, hide every later row of its partitions from read_committed
+  /// readers) while the job exits 0: fail it instead.
+  void check_all_committed() const {
+    std::uint64_t waiting = current_.messages.size();
+    for (const auto& seg : pending_)
+      waiting += seg.messages.size();
+    if (!in_transaction_ && waiting == 0 && rows_committed_ == rows_in_ + rows_restored_)
+      return;
+    std::string restored =
+      rows_restored_ ? " (and " + std::to_string(rows_restored_) + " restored)" : "";
+    throw std::runtime_error("Kafka sink on topic '" + spec_.topic + "': at the end of the input "
+                             + std::to_string(rows_in_) + " rows were received" + restored
+                             + " but " + std::to_string(rows_committed_) + " committed ("
+                             + std::to_string(waiting) + " waiting"
+                             + (in_transaction_ ? ", a transaction still open" : "")
+                             + "): the output is incomplete");
   }
 
   void check_transaction_timeout() {
@@ -566,6 +624,12 @@ private:
   std::uint64_t last_committed_ = 0;
   bool drop_replay_ = false;
   std::uint64_t dropped_ = 0;
+  std::uint64_t rows_in_ = 0;        ///< rows received
+  /// The topic's retention.ms when it deletes by the message timestamp.
+  std::optional<std::int64_t> retention_ms_;
+  std::uint64_t expired_ = 0; ///< rows older than that retention
+  std::uint64_t rows_committed_ = 0; ///< rows in committed transactions
+  std::uint64_t rows_restored_ = 0;  ///< rows a restore published again
   std::uint64_t kill_at_ = 0;
   std::uint64_t completions_ = 0;
 };
