@@ -428,9 +428,12 @@ def run_broker_restart(args, seed):
             check(p.returncode == 0, f"the job failed (exit {p.returncode}):\n{err[-3000:]}")
             got = collections.Counter(broker.consume(topic, read_committed=True))
             compare_exactly_once(got, want, "after the broker's restart")
+            # Whether the outage fails the job depends on what was in flight:
+            # with rows waiting for delivery it fails after message.timeout.ms
+            # and the restart strategy restores the last checkpoint; with none
+            # (the source, cut off too, sent nothing new) librdkafka rides it
+            # out. Either way the topic must hold every window exactly once.
             restarts = err.count("restarting from the latest checkpoint")
-            check(restarts > 0, f"the job never restarted although the broker was down "
-                                f"{down:.1f} s:\n{err[-2000:]}")
             print(f"ok: broker killed for {down:.1f} s under the job reading topic A and "
                   f"writing topic B ({restarts} job restarts); the read_committed topic holds "
                   f"every expected record exactly once ({sum(want.values())} windows); "
