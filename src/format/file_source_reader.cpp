@@ -332,15 +332,19 @@ private:
 
 } // namespace
 
+expected<std::unique_ptr<record_decoder>> make_file_decoder(const file_source_options& opts) {
+  decoder_options dopts = opts.decoder;
+  if (!opts.event_time_field.empty())
+    dopts.event_time_field = opts.event_time_field;
+  return make_decoder(dopts);
+}
+
 namespace {
 
 expected<source_reader_ptr> make_reader(const file_source_options& opts,
                                         std::optional<file_split_range> split,
                                         bad_record_handler on_bad) {
-  decoder_options dopts = opts.decoder;
-  if (!opts.event_time_field.empty())
-    dopts.event_time_field = opts.event_time_field;
-  auto dec = make_decoder(dopts);
+  auto dec = make_file_decoder(opts);
   if (!dec)
     return dec.error();
   const int fd = ::open(opts.path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -180,10 +180,7 @@ private:
 
 expected<source_reader_ptr> make_file_split_reader(file_split_options opts,
                                                    bad_record_handler on_bad) {
-  decoder_options dopts = opts.file.decoder;
-  if (!opts.file.event_time_field.empty())
-    dopts.event_time_field = opts.file.event_time_field;
-  auto dec = make_decoder(dopts);
+  auto dec = make_file_decoder(opts.file);
   if (!dec)
     return dec.error();
   std::error_code ec;

@@ -175,6 +175,11 @@ struct file_source_options {
 [[nodiscard]] expected<source_reader_ptr>
 make_file_source_reader(const file_source_options& opts, bad_record_handler on_bad);
 
+/// The decoder a file source reads with: `opts.decoder`, with
+/// `opts.event_time_field` when set. Errors: those of `make_decoder`.
+[[nodiscard]] expected<std::unique_ptr<record_decoder>>
+make_file_decoder(const file_source_options& opts);
+
 /// Writes rows of a batch as text, one record per line.
 class record_encoder {
 public:
