@@ -68,7 +68,9 @@ expected<std::vector<token>> tokenize(std::string_view text) {
     const char c = text[pos];
     const std::size_t start = pos;
     if (is_ident_start(c)) {
-      while (pos < n && is_ident_char(text[pos]))
+      // A qualified name, `left.key` (a join's fields), is one identifier.
+      while (pos < n && (is_ident_char(text[pos])
+                         || (text[pos] == '.' && pos + 1 < n && is_ident_start(text[pos + 1]))))
         ++pos;
       t.kind = token_kind::identifier;
     } else if (is_digit(c) || (c == '.' && pos + 1 < n && is_digit(text[pos + 1]))) {

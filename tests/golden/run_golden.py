@@ -21,6 +21,10 @@ A case that is not one of ../shared/cases keeps its own input and
 expected*.jsonl in its folder, which is linked as ../case (the TOML reads
 "../case/input.jsonl").
 
+With --parallelism N the job runs with `--parallelism N` (the join cases
+run at 1 and 2). An output the pipeline writes without an expected file
+must be empty (a late stream of a case without late records).
+
 With --batch-size N the job runs with `--batch-size N` (a case registered
 once per batch size checks that its output, dead letters included, does not
 depend on it). A case folder with expected_bad_records.txt also runs without
@@ -57,8 +61,20 @@ def same_row(a, b):
     return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
 
 
+def is_join_row(row):
+    return any(k.startswith("left") for k in row) and any(k.startswith("right") for k in row)
+
+
 def canonical_order(rows):
-    """Stable sort per the cases README; keeps emission order of repeats."""
+    """Stable sort per the cases README; keeps emission order of repeats.
+
+    Join rows (fields named left* and right*) are a multiset: one row per
+    joined pair, in no defined order within a window or timestamp (at
+    parallelism 2 the rows of one side may reach the join in another order).
+    """
+    if rows and is_join_row(rows[0]):
+        return sorted(rows, key=lambda r: (r.get("window_end", r.get("ts", 0)),
+                                           json.dumps(r, sort_keys=True)))
     if rows and "window_end" in rows[0]:
         return sorted(rows, key=lambda r: (r["window_end"], json.dumps(r.get("key"))))
     if rows and "fire" in rows[0]:
@@ -112,6 +128,8 @@ def run(args):
             cmd.append("--quiet")
         if args.batch_size:
             cmd += ["--batch-size", str(args.batch_size)]
+        if args.parallelism:
+            cmd += ["--parallelism", str(args.parallelism)]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             print(f"weir exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
@@ -137,7 +155,11 @@ def run(args):
             problems += compare(exp.name, load_jsonl(out), load_jsonl(exp))
         produced = {p.name for p in (work / "out").glob("*.jsonl")}
         for extra in sorted(produced - {e.name for e in expected}):
-            problems.append(f"out/{extra} has no expected file in {shared_case}")
+            # An output without an expected file must stay empty (a late
+            # stream of a case that has no late records).
+            if load_jsonl(work / "out" / extra):
+                problems.append(f"out/{extra} has no expected file in {shared_case} "
+                                "and is not empty")
         if problems:
             print("\n".join(problems))
             return 1
@@ -153,6 +175,7 @@ def main():
     p.add_argument("--case", required=True)
     p.add_argument("--shared", required=True)
     p.add_argument("--batch-size", type=int, default=0)
+    p.add_argument("--parallelism", type=int, default=0)
     sys.exit(run(p.parse_args()))
 
 

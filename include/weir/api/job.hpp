@@ -277,6 +277,53 @@ struct window_options {
   bool local_aggregation = false;
 };
 
+/// The rows a join (interval or window) emits, one per joined pair.
+///
+/// With `select` empty: every left field, then every right field except the
+/// right key fields (equal to the left's); a right field whose name a left
+/// field has is renamed `right_<name>` (a join whose renamed field clashes
+/// again is refused: write a `select`). A window join appends `window_start`
+/// and `window_end` (ms, the window `[start, end)`).
+///
+/// With `select` (name = expression, in output order): exactly those fields,
+/// each an expression (DESIGN.md §3) over `left.<field>` and
+/// `right.<field>` (every field of either input, qualified), `timestamp`
+/// (the pair's event time, below) and, in a window join, `window_start` and
+/// `window_end`.
+///
+/// A row's event time is the larger of the two rows' (interval join, as
+/// Flink's `IntervalJoinOperator`) or the window's last instant, `end - 1`
+/// (window join, Flink's `TimeWindow.maxTimestamp()`).
+using join_select = std::vector<std::pair<std::string, std::string>>;
+
+/// Options of `keyed_stream::interval_join` (Flink's
+/// `KeyedStream.intervalJoin(other).between(lower, upper)`): a left row at
+/// `l.ts` and a right row with the same key at `r.ts` join when
+/// `l.ts + lower <= r.ts <= l.ts + upper` (ms, event time; both bounds
+/// inclusive unless marked exclusive).
+struct interval_join_options {
+  std::chrono::milliseconds lower{0};
+  std::chrono::milliseconds upper{0};
+  bool lower_bound_exclusive = false; ///< `l.ts + lower < r.ts`
+  bool upper_bound_exclusive = false; ///< `r.ts < l.ts + upper`
+  join_select select;                 ///< empty: the default row (`join_select`)
+  /// Streams of the left / right rows that were late on arrival (event time
+  /// below the join's watermark, so they could match nothing); empty: only
+  /// counted (Flink's `sideOutputLeftLateData` / `sideOutputRightLateData`).
+  std::string left_late_output;
+  std::string right_late_output;
+};
+
+/// Options of `keyed_stream::window_join` (Flink's
+/// `DataStream.join(other).where(..).equalTo(..).window(assigner)`).
+struct window_join_options {
+  join_select select; ///< empty: the default row (`join_select`)
+  /// Streams of the rows whose every window had already fired when they
+  /// arrived (Flink drops them); empty: only counted.
+  std::string left_late_output;
+  std::string right_late_output;
+};
+
 /// A stream partitioned by key (Flink's `KeyedStream`).
 class keyed_stream {
 public:
@@ -305,6 +352,37 @@ public:
   process(std::string name, schema_ptr output_schema,
           std::function<std::unique_ptr<state::keyed_process_function>()> factory,
           operator_options opts = {}) const;
+
+  /// Joins this stream (left) with `right` by key over a time interval
+  /// (Flink's `IntervalJoin`, event time only): every pair of a left and a
+  /// right row with equal keys and `l.ts + lower <= r.ts <= l.ts + upper`
+  /// is emitted once, as soon as its second row arrives, shaped by
+  /// `opts.select` (`join_select`). Both inputs are buffered in keyed state
+  /// (checkpointed and rescaled by key group) until the watermark passes
+  /// the last time a row could still match; a row whose event time is below
+  /// the join's watermark when it arrives matches nothing and is late
+  /// (counted, and routed to the named late stream). The two key lists must
+  /// have the same length and types pairwise.
+  /// Errors: `errc::invalid_argument` for `lower > upper` (after exclusive
+  /// bounds), streams of different jobs or a duplicate stream name;
+  /// `errc::type_error` for key types that differ or a `select` expression
+  /// that does not compile (the message names the field).
+  [[nodiscard]] expected<data_stream> interval_join(const keyed_stream& right,
+                                                    interval_join_options jopts,
+                                                    operator_options opts = {}) const;
+
+  /// Joins this stream (left) with `right` by key within event-time windows
+  /// of `assigner` (tumbling, sliding or session; Flink's window join):
+  /// when a window fires (the watermark reaches its `end - 1`), every pair
+  /// of a left and a right row of one key in that window is emitted, left
+  /// rows in arrival order, for each the right rows in arrival order (an
+  /// inner join: a window with rows on one side only emits nothing). A row
+  /// all of whose windows had fired when it arrived is late. Errors as
+  /// `interval_join`, and `errc::invalid_argument` for an assigner that is
+  /// not an event-time time-window assigner.
+  [[nodiscard]] expected<data_stream>
+  window_join(const keyed_stream& right, std::shared_ptr<const window::window_assigner> assigner,
+              window_join_options jopts = {}, operator_options opts = {}) const;
 
 private:
   friend class data_stream;
