@@ -207,6 +207,10 @@ class Job:
                 ids.append(int(first))
         return ids
 
+    def committed(self):
+        """What a reader of the output directories sees (crash_loop compares it)."""
+        return committed(self.work)
+
     def close(self):
         if os.environ.get("WEIR_KEEP_FAILED") and sys.exc_info()[0] is not None:
             print(f"kept {self.work} (WEIR_KEEP_FAILED)")
@@ -314,7 +318,7 @@ def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), 
         check(p.returncode == 0, f"a run between kills failed:\n{err[-2000:]}")
         # The job completed: what it committed must equal the uninterrupted
         # run. Too few kills yet: the next cycle starts over (--fresh).
-        compare(committed(job.work), want, f"after {kills} kills ({runs} runs)", fields)
+        compare(job.committed(), want, f"after {kills} kills ({runs} runs)", fields)
         if resumable:
             check("restored from #" in err,
                   f"the completing run did not resume from a checkpoint:\n{err[-2000:]}")
@@ -324,8 +328,8 @@ def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), 
         streak = 0
     check(restores > 0, "no run ever resumed from a checkpoint")
     print(f"ok: {kills} SIGKILLs in {runs} runs ({restores} resumed), committed output "
-          f"equals the uninterrupted run ({len(want['running'])} counts, "
-          f"{len(want['windows'])} windows)")
+          f"equals the uninterrupted run ("
+          + ", ".join(f"{len(want[f])} {f} rows" for f in fields) + ")")
 
 
 def test_failure_injection(args, seed):

@@ -147,7 +147,8 @@ TEST_CASE("config/reference.toml loads without a diagnostic") {
     kinds.insert(n.kind);
   CHECK(kinds == std::multiset<std::string>{"file_source", "file_source", "generator_source",
                                             "nexmark_source", "union", "count", "split", "filter", "map",
-                                            "select", "window", "file_sink", "stdout_sink",
+                                            "select", "window", "interval_join", "window_join",
+                                            "file_sink", "stdout_sink",
                                             "summary_sink", "blackhole_sink",
                                             "blackhole_sink"});
 }
@@ -165,7 +166,8 @@ TEST_CASE("config/reference.toml documents no key the loader rejects") {
     // Tables whose keys the user names: fields, aggregates, schema fields.
     bool user_named = false;
     for (std::string_view p : {"source[].schema.", "source[].fields.", "source[].properties.",
-                               "operator[].fields.", "operator[].aggregate.", "sink[].aggregate.",
+                               "operator[].fields.", "operator[].aggregate.", "operator[].select.",
+                               "sink[].aggregate.",
                                "sink[].properties.", "sink[].headers."})
       user_named = user_named || key.rfind(p, 0) == 0;
     if (user_named || key == "job" || key == "source" || key == "operator" || key == "sink")

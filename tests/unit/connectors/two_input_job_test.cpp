@@ -8,6 +8,7 @@
 #include "weir/core/key_group.hpp"
 #include "weir/operators/two_input_stream_operator.hpp"
 #include "weir/runtime/job_graph.hpp"
+#include "weir/window/tumbling_windows.hpp"
 
 #include <array>
 
@@ -137,6 +138,86 @@ TEST_CASE("a keyed two-input operator runs through job::execute") {
   CHECK(lines == 10); // each key once: one subtask saw it from both inputs
   CHECK(n1 == 1000);
   CHECK(n2 == 700);
+}
+
+} // TEST_SUITE
+
+TEST_SUITE("connectors") {
+
+// The joins through the C++ API (keyed_stream::interval_join, window_join),
+// run by job::execute at parallelism 2; the pairs are counted here by brute
+// force over the same generated rows.
+TEST_CASE("interval and window joins run through the C++ API") {
+  const auto dir = std::filesystem::temp_directory_path()
+                   / ("weir-joins-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  weir::job_options opts;
+  opts.name = "joins";
+  opts.parallelism = 2;
+  opts.batch_size = 16;
+  opts.status_interval = std::chrono::milliseconds{0};
+  weir::job j{opts};
+  // Left: k = seq % 7 at 10 ms steps; right: k = seq % 5 at 10 ms steps + 3.
+  weir::generator_source_spec a;
+  a.count = 600;
+  a.fields = {{"id", "seq"}, {"ts", "to_timestamp(seq * 10)"}, {"k", "seq % 7"}};
+  a.event_time_field = "ts";
+  weir::generator_source_spec b;
+  b.count = 600;
+  b.fields = {{"id", "seq"}, {"ts", "to_timestamp(seq * 10 + 3)"}, {"key", "seq % 5"}};
+  b.event_time_field = "ts";
+  auto sa = j.from_generator(a, {"a", 0});
+  auto sb = j.from_generator(b, {"b", 0});
+  REQUIRE(sa);
+  REQUIRE(sb);
+  auto ka = sa->key_by({"k"});
+  auto kb = sb->key_by({"key"});
+  REQUIRE(ka);
+  REQUIRE(kb);
+  weir::interval_join_options io;
+  io.lower = std::chrono::milliseconds{-50};
+  io.upper = std::chrono::milliseconds{30};
+  io.upper_bound_exclusive = true;
+  auto ij = ka->interval_join(*kb, io, {"ij", 0});
+  REQUIRE_MESSAGE(ij, ij.error().message);
+  // The default row: the left's fields, then the right's but its key, the
+  // clashing ones renamed.
+  CHECK(ij->output_schema()->to_string() ==
+        "id:int64, ts:timestamp, k:int64, right_id:int64, right_ts:timestamp");
+  auto tumbling = weir::window::tumbling_event_time_windows::make(std::chrono::milliseconds{100});
+  REQUIRE(tumbling);
+  auto wj = ka->window_join(
+    *kb, std::make_shared<const weir::window::tumbling_event_time_windows>(*tumbling),
+    {{{"l", "left.id"}, {"r", "right.id"}, {"end", "window_end"}}}, {"wj", 0});
+  REQUIRE_MESSAGE(wj, wj.error().message);
+  auto bad = ka->interval_join(*kb, {std::chrono::milliseconds{5}, std::chrono::milliseconds{4}});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == weir::errc::invalid_argument);
+  REQUIRE(ij->sink_to_file({(dir / "ij.jsonl").string()}, {"ij_out", 0}));
+  REQUIRE(wj->sink_to_file({(dir / "wj.jsonl").string()}, {"wj_out", 0}));
+  auto r = j.execute();
+  REQUIRE_MESSAGE(r.ok, r.error);
+  auto lines = [](const std::filesystem::path& p) {
+    std::ifstream in{p};
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);)
+      ++n;
+    return n;
+  };
+  std::size_t want_ij = 0, want_wj = 0;
+  for (std::int64_t l = 0; l < 600; ++l)
+    for (std::int64_t r2 = 0; r2 < 600; ++r2) {
+      if (l % 7 != r2 % 5)
+        continue;
+      const std::int64_t lt = l * 10, rt = r2 * 10 + 3;
+      want_ij += lt - 50 <= rt && rt < lt + 30;
+      want_wj += lt / 100 == rt / 100;
+    }
+  CHECK(want_ij > 100);
+  CHECK(lines(dir / "ij.jsonl") == want_ij);
+  CHECK(lines(dir / "wj.jsonl") == want_wj);
+  CHECK(r.late_records == 0);
+  std::filesystem::remove_all(dir);
 }
 
 } // TEST_SUITE
