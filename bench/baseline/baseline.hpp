@@ -130,6 +130,7 @@ result run_q1(const options& o);
 result run_q2(const options& o);
 result run_q5(const options& o);
 result run_q7(const options& o);
+result run_q8(const options& o);
 result run_tumble(const options& o);
 result run_ysb(const options& o);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // weir_baseline: runs one hand-written baseline query and prints one JSON
 // line; or writes the shared generator test vectors.
-//   weir_baseline q0|q1|q2|q5|q7|tumble|ysb [--events N] [--seed S] [--digest]
+//   weir_baseline q0|q1|q2|q5|q7|q8|tumble|ysb [--events N] [--seed S] [--digest]
 //   weir_baseline vectors nexmark|ysb [--events N] [--seed S]
 #include "baseline.hpp"
 
@@ -20,7 +20,7 @@ using namespace weir::bench;
 
 int usage() {
   std::fprintf(stderr,
-               "usage: weir_baseline q0|q1|q2|q5|q7|tumble|ysb [--events N] [--seed S] [--digest]\n"
+               "usage: weir_baseline q0|q1|q2|q5|q7|q8|tumble|ysb [--events N] [--seed S] [--digest]\n"
                "       weir_baseline vectors nexmark|ysb [--events N] [--seed S]\n");
   return 2;
 }
@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
     run = run_q5;
   else if (query == "q7")
     run = run_q7;
+  else if (query == "q8")
+    run = run_q8;
   else if (query == "tumble")
     run = run_tumble;
   else if (query == "ysb")

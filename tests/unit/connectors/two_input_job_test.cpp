@@ -186,11 +186,16 @@ TEST_CASE("interval and window joins run through the C++ API") {
         "id:int64, ts:timestamp, k:int64, right_id:int64, right_ts:timestamp");
   auto tumbling = weir::window::tumbling_event_time_windows::make(std::chrono::milliseconds{100});
   REQUIRE(tumbling);
+  weir::window_join_options wopts;
+  wopts.select = {{"l", "left.id"}, {"r", "right.id"}, {"end", "window_end"}};
   auto wj = ka->window_join(
     *kb, std::make_shared<const weir::window::tumbling_event_time_windows>(*tumbling),
-    {{{"l", "left.id"}, {"r", "right.id"}, {"end", "window_end"}}}, {"wj", 0});
+    wopts, {"wj", 0});
   REQUIRE_MESSAGE(wj, wj.error().message);
-  auto bad = ka->interval_join(*kb, {std::chrono::milliseconds{5}, std::chrono::milliseconds{4}});
+  weir::interval_join_options backwards;
+  backwards.lower = std::chrono::milliseconds{5};
+  backwards.upper = std::chrono::milliseconds{4};
+  auto bad = ka->interval_join(*kb, backwards);
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == weir::errc::invalid_argument);
   REQUIRE(ij->sink_to_file({(dir / "ij.jsonl").string()}, {"ij_out", 0}));

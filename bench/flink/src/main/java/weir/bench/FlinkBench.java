@@ -7,9 +7,12 @@ import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.functions.JoinFunction;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.api.java.tuple.Tuple4;
 import org.apache.flink.api.java.tuple.Tuple5;
 import org.apache.flink.configuration.Configuration;
@@ -27,7 +30,7 @@ import org.apache.flink.util.Collector;
 /**
  * The benchmark queries of bench/nexmark and bench/ysb as Flink DataStream jobs on a local
  * mini-cluster, over the Java port of weir's generators; prints one JSON line like
- * weir_baseline's. Usage: FlinkBench q0|q1|q2|q5|q7|ysb --events N --parallelism P [--digest]
+ * weir_baseline's. Usage: FlinkBench q0|q1|q2|q5|q7|q8|ysb --events N --parallelism P [--digest]
  * [--seed S].
  */
 public final class FlinkBench {
@@ -55,6 +58,39 @@ public final class FlinkBench {
       for (long n = getRuntimeContext().getIndexOfThisSubtask(); n < events && running; n += p) {
         if (gen.kindOf(n) == NexmarkGenerator.BID) {
           ctx.collect(gen.makeBid(n));
+        }
+      }
+    }
+
+    @Override
+    public void cancel() {
+      running = false;
+    }
+  }
+
+  /** The persons (kind PERSON) or auctions (AUCTION) among the events, as BidSource. */
+  static final class EventSource<T> extends RichParallelSourceFunction<T> {
+    private static final long serialVersionUID = 1L;
+    private final long events;
+    private final long seed;
+    private final int kind;
+    private volatile boolean running = true;
+
+    EventSource(long events, long seed, int kind) {
+      this.events = events;
+      this.seed = seed;
+      this.kind = kind;
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public void run(SourceContext<T> ctx) {
+      NexmarkGenerator gen = new NexmarkGenerator(seed);
+      int p = getRuntimeContext().getNumberOfParallelSubtasks();
+      for (long n = getRuntimeContext().getIndexOfThisSubtask(); n < events && running; n += p) {
+        if (gen.kindOf(n) == kind) {
+          ctx.collect((T) (kind == NexmarkGenerator.PERSON ? gen.makePerson(n)
+                                                           : gen.makeAuction(n)));
         }
       }
     }
@@ -347,6 +383,29 @@ public final class FlinkBench {
       case "q7":
         bidQuery(bids(env, events, seed), query, counting(digest));
         break;
+      case "q8":
+        // Monitor new users: persons and auctions of one seller in the same 10 s
+        // tumbling window (Beam's Query8), joined by Flink's window join.
+        DataStream<Person> persons = env
+            .addSource(new EventSource<Person>(events, seed, NexmarkGenerator.PERSON), "persons",
+                TypeInformation.of(Person.class))
+            .assignTimestampsAndWatermarks(WatermarkStrategy.<Person>forBoundedOutOfOrderness(
+                Duration.ofSeconds(4)).withTimestampAssigner((e, t) -> e.dateTime));
+        DataStream<Auction> auctions = env
+            .addSource(new EventSource<Auction>(events, seed, NexmarkGenerator.AUCTION),
+                "auctions", TypeInformation.of(Auction.class))
+            .assignTimestampsAndWatermarks(WatermarkStrategy.<Auction>forBoundedOutOfOrderness(
+                Duration.ofSeconds(4)).withTimestampAssigner((e, t) -> e.dateTime));
+        persons.join(auctions)
+            .where(new LongKey<Person>(e -> e.id))
+            .equalTo(new LongKey<Auction>(e -> e.seller))
+            .window(TumblingEventTimeWindows.of(Time.seconds(10)))
+            .apply((JoinFunction<Person, Auction, Tuple3<Long, String, Long>>)
+                (pe, a) -> Tuple3.of(pe.id, pe.name, a.reserve),
+                Types.TUPLE(Types.LONG, Types.STRING, Types.LONG))
+            .addSink(new CountingSink<Tuple3<Long, String, Long>>(
+                t -> new RowHasher().add(t.f0).addString(t.f1).add(t.f2).finish(), digest));
+        break;
       case "ysb":
         env.addSource(new YsbSource(events, seed), "events")
             .assignTimestampsAndWatermarks(WatermarkStrategy.<YsbEvent>forBoundedOutOfOrderness(
@@ -367,7 +426,7 @@ public final class FlinkBench {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 1) {
-      System.err.println("usage: FlinkBench q0|q1|q2|q5|q7|ysb --events N --parallelism P "
+      System.err.println("usage: FlinkBench q0|q1|q2|q5|q7|q8|ysb --events N --parallelism P "
           + "[--digest] [--seed S]");
       System.exit(2);
     }
