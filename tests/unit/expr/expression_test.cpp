@@ -202,6 +202,21 @@ TEST_CASE("double-quoted names reach fields that are not identifiers") {
   REQUIRE_FALSE(e3);
 }
 
+TEST_CASE("a qualified name, left.key, is one field name (a join's fields)") {
+  auto joined = weir::make_schema({{"left.key", type_id::string},
+                                   {"right.n", type_id::int64},
+                                   {"left.n", type_id::int64}});
+  auto b = make_batch({{std::string{"k"}, std::int64_t{2}, std::int64_t{3}}}, joined);
+  auto e = compile("left.key = 'k' and right.n + left.n = 5", *joined);
+  REQUIRE(e);
+  CHECK(show(e->evaluate(*b)) == "true");
+  // The dot binds only between names: a number after it stays malformed.
+  CHECK_FALSE(compile("left.1", *joined));
+  auto unknown = compile("left.kye", *joined);
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().message.find("did you mean 'left.key'?") != std::string::npos);
+}
+
 TEST_CASE("integer arithmetic stays int64, wraps on overflow and truncates division") {
   CHECK(eval("7 / 2") == "3");
   CHECK(eval("-7 / 2") == "-3");
