@@ -315,6 +315,15 @@ input = "per_key"
 type = "redis"
 command = "hset"
 key = "concat('win:', kee)"
+field = "key"
+value = "n"
+
+[[sink]]
+name = "d"
+input = "per_key"
+type = "redis"
+command = "hset"
+key = "key"
 value = "n"
 
 [[sink]]
@@ -335,7 +344,7 @@ key = "key"
 field = "count"
 value = "count"
 """
-        ln_cmd, _ = line_of(bad, 'command = "hset"')
+        ln_cmd = line_of(bad, 'name = "d"')[0] + 3
         ln_key, l_key = line_of(bad, "kee)")
         ln_score, l_score = line_of(bad, 'score = "key"')
         ln_field, _ = line_of(bad, 'field = "count"')
@@ -343,7 +352,7 @@ value = "count"
             (ln_cmd, 11, "command \"hset\" needs 'field'"),
             (ln_key, l_key.index("kee") + 1, "unknown field 'kee'"),
             (ln_score, 10, "score: must be a number or timestamp, got string"),
-            (ln_field, 1, "'field' applies to command \"hset\" only"),
+            (ln_field, 9, "'field' applies to command \"hset\" only"),
         ])
         # Nothing listens on the port: two attempts, then a clear failure.
         from servers import free_port
@@ -535,7 +544,7 @@ table = "t"
 delivery = "exactly_once"
 """
         ln_d, _ = line_of(no_ckpt, 'delivery = "exactly_once"')
-        expect_config_errors(work, no_ckpt, [(ln_d, 12, "needs a [checkpoint] section")])
+        expect_config_errors(work, no_ckpt, [(ln_d, 13, "needs a [checkpoint] section")])
 
         with PostgresServer(max_prepared_transactions=0) as pg:
             create_tables(pg, "")

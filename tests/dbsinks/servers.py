@@ -73,22 +73,54 @@ class RedisServer:
             raise ServerError(f"redis-cli {args}: {p.stderr}")
         return p.stdout
 
+    def commands(self, cmds, db=0):
+        """Sends `cmds` (lists of strings) on one connection, pipelined (RESP
+        over a socket: no redis-cli per key); their replies in order."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=60) as s:
+            out = bytearray()
+            for c in [["SELECT", str(db)]] + cmds:
+                out += b"*%d\r\n" % len(c)
+                for a in c:
+                    a = a.encode()
+                    out += b"$%d\r\n%s\r\n" % (len(a), a)
+            s.sendall(bytes(out))
+            f = s.makefile("rb")
+
+            def read():
+                line = f.readline()
+                kind, rest = line[:1], line[1:-2]
+                if kind in (b"+", b":"):
+                    return rest.decode()
+                if kind == b"-":
+                    raise ServerError("redis: " + rest.decode())
+                if kind == b"$":
+                    n = int(rest)
+                    if n < 0:
+                        return None
+                    data = f.read(n + 2)[:-2]
+                    return data.decode()
+                if kind == b"*":
+                    return [read() for _ in range(int(rest))]
+                raise ServerError(f"redis: unexpected reply {line!r}")
+
+            replies = [read() for _ in range(len(cmds) + 1)]
+            return replies[1:]
+
     def dump(self, db=0):
         """Every key of `db` with its value: {key: str | dict | [(member, score)]}."""
+        keys = self.commands([["KEYS", "*"]], db=db)[0]
+        types = self.commands([["TYPE", k] for k in keys], db=db)
+        reads = []
+        for k, t in zip(keys, types):
+            reads.append({"string": ["GET", k], "hash": ["HGETALL", k],
+                          "zset": ["ZRANGE", k, "0", "-1", "WITHSCORES"]}.get(t, ["TYPE", k]))
         out = {}
-        keys = [k for k in self.cli("--scan", db=db).splitlines() if k]
-        for k in keys:
-            t = self.cli("TYPE", k, db=db).strip()
-            if t == "string":
-                out[k] = self.cli("GET", k, db=db).rstrip("\n")
-            elif t == "hash":
-                lines = self.cli("HGETALL", k, db=db).splitlines()
-                out[k] = dict(zip(lines[0::2], lines[1::2]))
+        for k, t, v in zip(keys, types, self.commands(reads, db=db)):
+            if t == "hash":
+                v = dict(zip(v[0::2], v[1::2]))
             elif t == "zset":
-                lines = self.cli("ZRANGE", k, "0", "-1", "WITHSCORES", db=db).splitlines()
-                out[k] = sorted(zip(lines[0::2], (float(s) for s in lines[1::2])))
-            else:
-                out[k] = t
+                v = sorted(zip(v[0::2], (float(x) for x in v[1::2])))
+            out[k] = v
         return out
 
     def stop(self):

@@ -285,6 +285,8 @@ public:
       p.checkpoint_id = checkpoint_id;
       p.gid = sink_id_ + "-" + std::to_string(checkpoint_id);
       exec("PREPARE TRANSACTION " + literal(p.gid));
+      log::connectors().debug("PostgreSQL sink '{}' subtask {}: prepared {} rows as '{}'",
+                              name_, subtask_ + 1, buffer_.rows(), p.gid);
       in_txn_ = false;
       p.rows = std::move(buffer_);
       buffer_ = row_buffer{};
@@ -328,12 +330,26 @@ public:
           commit.insert(gid);
     }
     std::size_t committed = 0, rolled_back = 0;
-    for (const auto& [gid, sub, id] : our_prepared()) {
+    auto found = our_prepared();
+    // A prepared end-of-input transaction: the previous run had decided to
+    // commit everything of the subtask (see finish): so does the restore.
+    std::set<std::uint32_t> ended;
+    for (const auto& t : found)
+      if (t.end && owned.count(t.subtask))
+        ended.insert(t.subtask);
+    for (const auto& t : found)
+      if (ended.count(t.subtask))
+        commit.insert(t.gid);
+    // The end transaction last, after the one it waited for.
+    std::stable_partition(found.begin(), found.end(), [](const found_txn& t) { return !t.end; });
+    if (!ended.empty())
+      drop_replay_ = true;
+    for (const auto& [gid, sub, id, end] : found) {
       // The subtasks taken over are ours to settle; subtask 0 also rolls
       // back what subtasks beyond the parallelism prepared after n (their
       // state, if any, went to another subtask, which commits up to n).
       bool mine = owned.count(sub) != 0;
-      bool orphan = subtask_ == 0 && sub >= parallelism_ && id > n;
+      bool orphan = subtask_ == 0 && sub >= parallelism_ && (end || id > n);
       if (commit.count(gid)) {
         // Its checkpoint completed; the commit did not happen before the
         // crash.
@@ -351,7 +367,7 @@ public:
                            name_, subtask_ + 1, n, committed, rolled_back);
     auto r = query("SELECT checkpoint_id FROM " + spec_.progress_table
                      + " WHERE sink_id = " + literal(sink_id_));
-    if (PQntuples(r.get()) > 0) {
+    if (PQntuples(r.get()) > 0 || drop_replay_) {
       // The previous run committed everything up to the end of its input
       // (it crashed after this subtask finished, before the job did).
       log::connectors().warn("PostgreSQL sink '{}' subtask {}: the previous run committed "
@@ -376,8 +392,15 @@ public:
       return;
     }
     // No checkpoint follows the end of the input: everything is committed
-    // now, with a marker that tells a restore it was.
-    if (pending_)
+    // now, with a marker that tells a restore it was. A transaction still
+    // prepared belongs to a checkpoint that may never complete: it must
+    // commit together with the rest or not at all. Insert mode: the rest
+    // and the marker are prepared as '<sink id>-end' first, then both are
+    // committed; a restore that finds '-end' prepared commits all of this
+    // subtask's. Upsert mode: the rest may write the prepared transaction's
+    // rows, whose locks it holds, so that one commits first (a crash in
+    // between replays rows the upsert writes again with the same values).
+    if (pending_ && spec_.mode == postgres_write_mode::upsert)
       commit_pending();
     send_unsent();
     if (!in_txn_) {
@@ -387,7 +410,15 @@ public:
     exec("INSERT INTO " + spec_.progress_table + " (sink_id, checkpoint_id) VALUES ("
          + literal(sink_id_) + ", " + std::to_string(last_checkpoint_) + ") ON CONFLICT "
          "(sink_id) DO UPDATE SET checkpoint_id = EXCLUDED.checkpoint_id, finished_at = now()");
-    exec("COMMIT");
+    if (pending_) {
+      auto end_gid = sink_id_ + "-end";
+      exec("PREPARE TRANSACTION " + literal(end_gid));
+      in_txn_ = false;
+      commit_pending();
+      exec("COMMIT PREPARED " + literal(end_gid));
+    } else {
+      exec("COMMIT");
+    }
     in_txn_ = false;
     rows_committed_ += buffer_.rows();
     buffer_.clear();
@@ -428,7 +459,7 @@ private:
     if (!exactly_once())
       return;
     std::size_t n = 0;
-    for (const auto& [gid, sub, id] : our_prepared())
+    for (const auto& [gid, sub, id, end] : our_prepared())
       if (sub == subtask_ || (subtask_ == 0 && sub >= parallelism_)) {
         if (finish_prepared("ROLLBACK PREPARED", gid))
           ++n;
@@ -454,7 +485,8 @@ private:
   struct found_txn {
     std::string gid;
     std::uint32_t subtask;
-    std::uint64_t checkpoint_id;
+    std::uint64_t checkpoint_id; ///< 0 for the end-of-input transaction
+    bool end = false;            ///< '<job>-<sink>-<subtask>-end'
   };
 
   /// This job's and sink's prepared transactions in the current database
@@ -469,9 +501,11 @@ private:
       auto rest = std::string_view{gid}.substr(prefix_.size());
       auto dash = rest.find('-');
       found_txn t{gid, 0, 0};
-      if (dash == std::string_view::npos || !parse_number(rest.substr(0, dash), t.subtask)
-          || !parse_number(rest.substr(dash + 1), t.checkpoint_id))
+      if (dash == std::string_view::npos || !parse_number(rest.substr(0, dash), t.subtask))
         continue; // another sink whose name extends ours
+      t.end = rest.substr(dash + 1) == "end";
+      if (!t.end && !parse_number(rest.substr(dash + 1), t.checkpoint_id))
+        continue;
       out.push_back(std::move(t));
     }
     return out;
