@@ -131,6 +131,8 @@ struct file_source_spec;    // weir/connectors/file_source.hpp
 struct kafka_source_spec;   // weir/connectors/kafka_source.hpp
 struct file_sink_spec;      // weir/connectors/file_sink.hpp
 struct kafka_sink_spec;     // weir/connectors/kafka_sink.hpp
+struct redis_sink_spec;     // weir/connectors/redis_sink.hpp
+struct postgres_sink_spec;  // weir/connectors/postgres_sink.hpp
 struct stdout_sink_spec;    // weir/connectors/file_sink.hpp
 struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
 struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
@@ -228,6 +230,22 @@ public:
   /// header expression that does not compile keeps its `errc` and offset.
   [[nodiscard]] expected<std::monostate> sink_to_kafka(kafka_sink_spec spec,
                                                        operator_options opts = {}) const;
+
+  /// Writes the stream to Redis, one SET, HSET or ZADD per row (the redis
+  /// sink kind; weir/connectors/redis_sink.hpp): pipelined, flushed at every
+  /// checkpoint barrier; at-least-once delivery with an idempotent effect.
+  /// Parallelism as for operators: one connection per subtask. Errors:
+  /// `errc::invalid_argument` for a missing key, value, field (hset) or score
+  /// (zadd); an expression that does not compile keeps its `errc` and offset.
+  [[nodiscard]] expected<std::monostate> sink_to_redis(redis_sink_spec spec,
+                                                       operator_options opts = {}) const;
+
+  /// Writes the stream to a PostgreSQL table, inserted or upserted in
+  /// batches (the postgres sink kind; weir/connectors/postgres_sink.hpp);
+  /// exactly once through two-phase commit with checkpoints. Parallelism as
+  /// for operators: one connection per subtask. Errors as documented there.
+  [[nodiscard]] expected<std::monostate> sink_to_postgres(postgres_sink_spec spec,
+                                                          operator_options opts = {}) const;
 
   /// Prints the stream as JSON lines on stdout.
   void print(operator_options opts = {}) const;

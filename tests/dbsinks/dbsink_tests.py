@@ -1,0 +1,595 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The Redis and PostgreSQL sinks against real servers (tests/dbsinks/servers.py:
+redis-server and PostgreSQL 15 started here on free ports), the real `weir`
+binary on real TOML files, and real SIGKILLs.
+
+A keyed job over generated records {seq, key, ts, value} (tumbling 10 s
+windows per key, and a running count per key in keyed state) checkpoints
+every 100 ms and is SIGKILLed at random moments, each time restarted on the
+same checkpoint directory; when a run completes, what the server holds is
+compared with an uninterrupted run's.
+
+usage: dbsink_tests.py --weir BIN TEST [--kills N] [--seed S]
+  redis-kill          HSET (windows), ZADD (per-window ranking) and SET (running
+                      counts): the final Redis state after --kills SIGKILLs (default
+                      5) equals an uninterrupted run's (written to another db)
+  redis-errors        load-time errors (file:line:col, exit 2); Redis unreachable:
+                      retried, then exit 1 naming host:port
+  postgres-exactly-once  insert mode, delivery = "exactly_once": rows in the tables
+                      after --kills SIGKILLs (default 6, 2 of them between a
+                      checkpoint's completion and its COMMIT PREPARED) equal an
+                      uninterrupted run's, row for row; no prepared transaction left
+  postgres-upsert     upsert mode (running counts by key) at_least_once across 3
+                      SIGKILLs: one row per key with its final count; insert mode
+                      (windows) equal to the windows computed here
+  postgres-errors     load-time errors (file:line:col, exit 2); a server with
+                      max_prepared_transactions = 0 fails exactly_once (exit 1) and
+                      takes at_least_once
+The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
+"""
+import argparse
+import collections
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from servers import PostgresServer, RedisServer  # noqa: E402
+
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+RECORDS = int(100_000 / SCALE)
+KEYS = 200
+
+HEAD = """
+[job]
+name = "{name}"
+parallelism = 2
+status_interval = "0s"
+
+[checkpoint]
+interval = "100ms"
+dir = "{work}/state"
+retain = 3
+
+[[source]]
+name = "input"
+type = "file"
+path = "{work}/input.jsonl"
+format = "jsonl"
+schema = {{ seq = "int64", key = "string", ts = "timestamp", value = "int64" }}
+event_time = {{ field = "ts" }}
+watermark = {{ max_out_of_orderness = "1s" }}
+
+[[operator]]
+name = "per_key"
+type = "window"
+input = "input"
+key_by = ["key"]
+window = {{ type = "tumbling", size = "10s" }}
+aggregate = {{ n = "count(*)", total = "sum(value)" }}
+
+[[operator]]
+name = "running"
+type = "running_count"
+input = "input"
+key_by = ["key"]
+"""
+
+REDIS_SINKS = """
+[[sink]]
+name = "windows_out"
+input = "per_key"
+type = "redis"
+port = {port}
+db = {db}
+command = "hset"
+key = "concat('win:', key)"
+field = "window_start"
+value = "concat(n, '/', total)"
+
+[[sink]]
+name = "ranking_out"
+input = "per_key"
+type = "redis"
+port = {port}
+db = {db}
+command = "zadd"
+key = "concat('top:', window_start)"
+score = "total"
+value = "key"
+
+[[sink]]
+name = "counts_out"
+input = "running"
+type = "redis"
+port = {port}
+db = {db}
+command = "set"
+key = "concat('count:', key)"
+value = "count"
+batch_size = 500
+"""
+
+PG_SINKS = """
+[[sink]]
+name = "windows_out"
+input = "per_key"
+type = "postgres"
+connection = "{conninfo}"
+table = "{prefix}windows"
+columns = {{ key = "key", window_start = "window_start", n = "n", total = "total" }}
+delivery = "{delivery}"
+
+[[sink]]
+name = "running_out"
+input = "running"
+type = "postgres"
+connection = "{conninfo}"
+table = "{prefix}running"
+mode = "{mode}"
+{keys}
+delivery = "{delivery}"
+batch_size = 500
+"""
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def generate(path, n, seed):
+    rnd = random.Random(seed)
+    recs = []
+    with open(path, "w") as f:
+        for i in range(n):
+            r = {"seq": i, "key": "k%d" % rnd.randint(0, KEYS - 1), "ts": i * 10 + rnd.randint(0, 500),
+                 "value": rnd.randint(1, 100)}
+            recs.append(r)
+            f.write(json.dumps(r) + "\n")
+    return recs
+
+
+class Work:
+    def __init__(self, args, seed, records=RECORDS):
+        self.args = args
+        self.dir = tempfile.mkdtemp(prefix="weir-dbsink-")
+        self.records = generate(os.path.join(self.dir, "input.jsonl"), records, seed)
+
+    def write(self, text, name="pipeline.toml"):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def run(self, toml, *flags, expect=0, env=None, cmd="run"):
+        p = subprocess.run([self.args.weir, cmd, toml, *flags], capture_output=True, text=True,
+                           timeout=300 * SCALE, env=env)
+        if expect is not None and p.returncode != expect:
+            raise Failure(f"weir {cmd} exited {p.returncode}, expected {expect}:\n"
+                          f"{p.stdout[-1500:]}{p.stderr[-3000:]}")
+        return p
+
+    def reset_state(self):
+        shutil.rmtree(os.path.join(self.dir, "state"), ignore_errors=True)
+
+    def close(self):
+        if os.environ.get("WEIR_KEEP_FAILED") and sys.exc_info()[0] is not None:
+            print(f"kept {self.dir} (WEIR_KEEP_FAILED)")
+            return
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def kill_loop(args, seed, work, toml, reset, compare, kills_wanted, fault=None, faults_wanted=0):
+    """Runs `toml` and SIGKILLs it at random moments, restarting it on its
+    checkpoint directory, until `kills_wanted` kills (`faults_wanted` of
+    them by the sink itself through WEIR_FAULT=`fault`:N) were survived;
+    each completed run's output is checked by `compare`, then a new cycle
+    starts (`reset`, --fresh) while kills are missing. Returns the stderr of
+    every run."""
+    rnd = random.Random(seed)
+    kills = faults = runs = restores = streak = 0
+    fresh = True
+    logs = []
+    reset()
+    while True:
+        argv = [args.weir, "run", toml] + (["--fresh"] if fresh else [])
+        fresh = False
+        env = dict(os.environ)
+        use_fault = fault and faults < faults_wanted and rnd.random() < 0.5
+        if use_fault:
+            env["WEIR_FAULT"] = f"{fault}:{rnd.randint(1, 4)}"
+        log_path = os.path.join(work.dir, f"run-{runs}.log")
+        runs += 1
+        with open(log_path, "w") as log:
+            p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
+            try:
+                p.wait(timeout=rnd.uniform(0.3, 1.5) * SCALE * (1 + streak / 5))
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+        with open(log_path) as log:
+            err = log.read()
+        logs.append(err)
+        if "restored from #" in err:
+            restores += 1
+        if p.returncode == -signal.SIGKILL:
+            kills += 1
+            streak += 1
+            if "WEIR_FAULT: killing" in err:
+                faults += 1
+            continue
+        check(p.returncode == 0, f"a run between kills failed (exit {p.returncode}):\n{err[-3000:]}")
+        compare(f"after {kills} kills ({faults} at commit time) in {runs} runs")
+        if kills >= kills_wanted and faults >= faults_wanted:
+            break
+        reset()
+        fresh = True
+        streak = 0
+    check(restores > 0, "no run ever resumed from a checkpoint")
+    print(f"ok: {kills} SIGKILLs ({faults} between a checkpoint's completion and its commit) "
+          f"in {runs} runs, {restores} resumed")
+    return logs
+
+
+# -- Redis -------------------------------------------------------------------
+
+def test_redis_kill(args, seed):
+    work = Work(args, seed)
+    try:
+        with RedisServer() as redis:
+            head = HEAD.format(name="redis-sink-test", work=work.dir)
+            ref = work.write(head + REDIS_SINKS.format(port=redis.port, db=1), "reference.toml")
+            work.run(ref, "--fresh", "-q")
+            want = redis.dump(db=1)
+            # Independent checks of the reference: every key's final count,
+            # and as many window fields as (key, 10 s window) pairs.
+            counts = collections.Counter(r["key"] for r in work.records)
+            check(all(want.get("count:" + k) == str(c) for k, c in counts.items()),
+                  "the reference's running counts differ from the counts computed here")
+            windows = {(r["key"], r["ts"] // 10_000) for r in work.records}
+            got_windows = sum(len(v) for k, v in want.items() if k.startswith("win:"))
+            check(got_windows == len(windows),
+                  f"reference: {got_windows} window fields, expected {len(windows)}")
+            check(any(k.startswith("top:") for k in want), "reference wrote no ranking")
+            work.reset_state()
+            toml = work.write(head + REDIS_SINKS.format(port=redis.port, db=0))
+
+            def compare(what):
+                got = redis.dump(db=0)
+                if got != want:
+                    missing = sorted(set(want) - set(got))
+                    diff = sorted(k for k in want if k in got and got[k] != want[k])
+                    raise Failure(f"{what}: Redis differs from the uninterrupted run: "
+                                  f"{len(got)} keys vs {len(want)}, missing {missing[:3]}, "
+                                  f"different {diff[:3]}")
+
+            def reset():
+                redis.cli("FLUSHDB", db=0)
+                work.reset_state()
+
+            kill_loop(args, seed, work, toml, reset, compare, args.kills or 5)
+            print(f"ok: Redis state equals the uninterrupted run ({len(want)} keys)")
+    finally:
+        work.close()
+
+
+def expect_config_errors(work, toml_text, expected):
+    """`weir validate` exits 2 and reports each (line, col, text) expected."""
+    path = work.write(toml_text, "bad.toml")
+    p = work.run(path, expect=2, cmd="validate")
+    for line, col, text in expected:
+        want = f"{path}:{line}:{col}: error:"
+        hits = [l for l in p.stderr.splitlines() if l.startswith(want) and text in l]
+        check(hits, f"expected '{want} ...{text}...' in:\n{p.stderr}")
+
+
+def line_of(text, needle):
+    for i, l in enumerate(text.splitlines(), 1):
+        if needle in l:
+            return i, l
+    raise AssertionError(needle)
+
+
+def test_redis_errors(args, seed):
+    work = Work(args, seed, records=1000)
+    try:
+        head = HEAD.format(name="redis-errors", work=work.dir)
+        bad = head + """
+[[sink]]
+name = "a"
+input = "per_key"
+type = "redis"
+command = "hset"
+key = "concat('win:', kee)"
+field = "key"
+value = "n"
+
+[[sink]]
+name = "d"
+input = "per_key"
+type = "redis"
+command = "hset"
+key = "key"
+value = "n"
+
+[[sink]]
+name = "b"
+input = "per_key"
+type = "redis"
+command = "zadd"
+key = "'top'"
+score = "key"
+value = "key"
+
+[[sink]]
+name = "c"
+input = "running"
+type = "redis"
+command = "set"
+key = "key"
+field = "count"
+value = "count"
+"""
+        ln_cmd = line_of(bad, 'name = "d"')[0] + 3
+        ln_key, l_key = line_of(bad, "kee)")
+        ln_score, l_score = line_of(bad, 'score = "key"')
+        ln_field, _ = line_of(bad, 'field = "count"')
+        expect_config_errors(work, bad, [
+            (ln_cmd, 11, "command \"hset\" needs 'field'"),
+            (ln_key, l_key.index("kee") + 1, "unknown field 'kee'"),
+            (ln_score, 10, "score: must be a number or timestamp, got string"),
+            (ln_field, 9, "'field' applies to command \"hset\" only"),
+        ])
+        # Nothing listens on the port: two attempts, then a clear failure.
+        from servers import free_port
+        port = free_port()
+        toml = work.write(head + f"""
+[[sink]]
+name = "counts_out"
+input = "running"
+type = "redis"
+port = {port}
+command = "set"
+key = "key"
+value = "count"
+max_attempts = 2
+""")
+        p = work.run(toml, "--fresh", expect=1)
+        check(f"cannot reach Redis at 127.0.0.1:{port} after 2 attempts" in p.stderr,
+              f"no clear connection failure:\n{p.stderr[-2000:]}")
+        print("ok: load-time errors at file:line:col (exit 2); unreachable Redis: exit 1 "
+              "after the retries")
+    finally:
+        work.close()
+
+
+# -- PostgreSQL ----------------------------------------------------------------
+
+def create_tables(pg, prefix, running_pk=False):
+    pg.sql(f"DROP TABLE IF EXISTS {prefix}windows, {prefix}running; "
+           f"CREATE TABLE {prefix}windows (key text, window_start timestamptz, n bigint, "
+           f"total bigint); CREATE TABLE {prefix}running (key text"
+           f"{' PRIMARY KEY' if running_pk else ''}, count bigint)")
+
+
+def table_rows(pg, prefix):
+    return {
+        "windows": pg.sql(f"SELECT key, window_start, n, total FROM {prefix}windows "
+                          "ORDER BY 1, 2, 3, 4"),
+        "running": pg.sql(f"SELECT key, count FROM {prefix}running ORDER BY 1, 2"),
+    }
+
+
+def pg_pipeline(work, pg, name, prefix, delivery, mode="insert"):
+    head = HEAD.format(name=name, work=work.dir)
+    keys = 'key_columns = ["key"]' if mode == "upsert" else ""
+    return head + PG_SINKS.format(conninfo=pg.conninfo, prefix=prefix, delivery=delivery,
+                                  mode=mode, keys=keys)
+
+
+def expected_windows(records):
+    w = collections.defaultdict(lambda: [0, 0])
+    for r in records:
+        a = w[(r["key"], r["ts"] // 10_000)]
+        a[0] += 1
+        a[1] += r["value"]
+    return w
+
+
+def test_postgres_exactly_once(args, seed):
+    work = Work(args, seed)
+    try:
+        with PostgresServer(max_prepared_transactions=20) as pg:
+            create_tables(pg, "ref_")
+            ref = work.write(pg_pipeline(work, pg, "pg-eo", "ref_", "exactly_once"), "ref.toml")
+            work.run(ref, "--fresh", "-q")
+            want = table_rows(pg, "ref_")
+            check(len(want["running"]) == len(work.records),
+                  f"reference run wrote {len(want['running'])} running counts, "
+                  f"expected {len(work.records)}")
+            check(len(want["windows"]) == len(expected_windows(work.records)),
+                  "reference run wrote the wrong number of windows")
+            work.reset_state()
+            create_tables(pg, "")
+            toml = work.write(pg_pipeline(work, pg, "pg-eo", "", "exactly_once"))
+
+            def compare(what):
+                got = table_rows(pg, "")
+                for t in ("windows", "running"):
+                    g = [tuple(r) for r in got[t]]
+                    w = [tuple(r) for r in want[t]]
+                    if g != w:
+                        gc, wc = collections.Counter(g), collections.Counter(w)
+                        missing = list((wc - gc).elements())
+                        extra = list((gc - wc).elements())
+                        raise Failure(f"{what}: table {t}: {len(g)} rows vs {len(w)} of the "
+                                      f"uninterrupted run, {len(missing)} missing, {len(extra)} "
+                                      f"extra (duplicates); first missing {missing[:3]}, first "
+                                      f"extra {extra[:3]}")
+                left = pg.sql("SELECT gid FROM pg_prepared_xacts")
+                check(not left, f"{what}: prepared transactions left: {left}")
+
+            def reset():
+                pg.sql("TRUNCATE windows, running")
+                work.reset_state()
+
+            logs = kill_loop(args, seed, work, toml, reset, compare, args.kills or 6,
+                             fault="pg_kill_after_checkpoint_complete", faults_wanted=2)
+            recovered = sum(int(m) for log in logs
+                            for m in re.findall(r"(\d+) prepared transactions committed", log))
+            check(recovered > 0, "no restore ever committed a prepared transaction of its "
+                                 "checkpoint (the kills between completion and commit did "
+                                 "not exercise the recovery)")
+            print(f"ok: tables equal the uninterrupted run ({len(want['running'])} + "
+                  f"{len(want['windows'])} rows); restores committed {recovered} prepared "
+                  "transactions found in pg_prepared_xacts")
+    finally:
+        work.close()
+
+
+def test_postgres_upsert(args, seed):
+    work = Work(args, seed)
+    try:
+        with PostgresServer(max_prepared_transactions=0) as pg:
+            create_tables(pg, "", running_pk=True)
+            toml = work.write(pg_pipeline(work, pg, "pg-upsert", "", "at_least_once", "upsert"))
+            counts = collections.Counter(r["key"] for r in work.records)
+            windows = expected_windows(work.records)
+
+            def compare(what):
+                got = dict((k, int(c)) for k, c in pg.sql("SELECT key, count FROM running"))
+                check(got == dict(counts), f"{what}: upserted counts differ: {len(got)} keys "
+                                           f"vs {len(counts)}")
+                # Insert mode at least once: every window there (replays may
+                # add duplicates).
+                rows = pg.sql("SELECT key, (extract(epoch FROM window_start) * 1000)::bigint, "
+                              "n, total FROM windows")
+                seen = {(k, int(ws) // 10_000): [int(n), int(t)] for k, ws, n, t in rows}
+                check(seen == dict(windows), f"{what}: windows differ from those computed here")
+
+            def reset():
+                pg.sql("TRUNCATE windows, running")
+                work.reset_state()
+
+            kill_loop(args, seed, work, toml, reset, compare, args.kills or 3)
+            # Uninterrupted, insert mode writes each window exactly once.
+            reset()
+            work.run(toml, "--fresh", "-q")
+            compare("uninterrupted")
+            n = int(pg.sql("SELECT count(*) FROM windows")[0][0])
+            check(n == len(windows), f"insert mode wrote {n} windows, expected {len(windows)}")
+            print(f"ok: upsert keeps one row per key ({len(counts)}) with its final count "
+                  f"across kills; insert mode wrote {n} windows")
+    finally:
+        work.close()
+
+
+def test_postgres_errors(args, seed):
+    work = Work(args, seed, records=2000)
+    try:
+        head = HEAD.format(name="pg-errors", work=work.dir)
+        bad = head + """
+[[sink]]
+name = "a"
+input = "running"
+type = "postgres"
+connection = "host=127.0.0.1"
+table = "t"
+mode = "upsert"
+
+[[sink]]
+name = "b"
+input = "running"
+type = "postgres"
+connection = "host=127.0.0.1"
+table = "t"
+columns = { k = "key", c = "count + 'x'" }
+mode = "upsert"
+key_columns = ["key"]
+"""
+        ln_mode, _ = line_of(bad, 'mode = "upsert"')
+        ln_cols, l_cols = line_of(bad, "count + 'x'")
+        ln_kc, l_kc = line_of(bad, 'key_columns = ["key"]')
+        expect_config_errors(work, bad, [
+            (ln_mode, 8, "mode \"upsert\" needs 'key_columns'"),
+            (ln_cols, l_cols.index("+") + 1, "columns.c: operator '+' needs numbers"),
+        ])
+        # The column check runs once the expressions compile.
+        bad2 = bad.replace("count + 'x'", "count")
+        expect_config_errors(work, bad2, [
+            (ln_kc, l_kc.index('"key"') + 1, "key_columns: 'key' is not one of the columns written"),
+        ])
+        # exactly_once without [checkpoint].
+        no_ckpt = re.sub(r"\[checkpoint\][^\[]*", "", head) + """
+[[sink]]
+name = "c"
+input = "running"
+type = "postgres"
+connection = "host=127.0.0.1"
+table = "t"
+delivery = "exactly_once"
+"""
+        ln_d, _ = line_of(no_ckpt, 'delivery = "exactly_once"')
+        expect_config_errors(work, no_ckpt, [(ln_d, 13, "needs a [checkpoint] section")])
+
+        with PostgresServer(max_prepared_transactions=0) as pg:
+            create_tables(pg, "")
+            toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "exactly_once"))
+            p = work.run(toml, "--fresh", expect=1)
+            check("max_prepared_transactions = 0" in p.stderr
+                  and "max_prepared_transactions to at least" in p.stderr,
+                  f"no clear max_prepared_transactions error:\n{p.stderr[-2000:]}")
+            toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "at_least_once"))
+            work.run(toml, "--fresh", "-q")
+            n = int(pg.sql("SELECT count(*) FROM running")[0][0])
+            check(n == len(work.records), f"at_least_once wrote {n} rows, expected "
+                                          f"{len(work.records)}")
+            # A missing table: the server's message, exit 1.
+            pg.sql("DROP TABLE windows")
+            p = work.run(toml, "--fresh", expect=1)
+            check('relation "windows" does not exist' in p.stderr,
+                  f"no clear missing-table error:\n{p.stderr[-2000:]}")
+        print("ok: load-time errors at file:line:col (exit 2); max_prepared_transactions = 0 "
+              "and a missing table: exit 1 with the reason")
+    finally:
+        work.close()
+
+
+TESTS = {"redis-kill": test_redis_kill, "redis-errors": test_redis_errors,
+         "postgres-exactly-once": test_postgres_exactly_once,
+         "postgres-upsert": test_postgres_upsert, "postgres-errors": test_postgres_errors}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--weir", required=True)
+    ap.add_argument("--kills", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("WEIR_SEED", "0")) or None)
+    ap.add_argument("test", choices=sorted(TESTS))
+    args = ap.parse_args()
+    seed = args.seed if args.seed is not None else random.randrange(1, 1 << 30)
+    print(f"seed {seed} (replay with --seed {seed} or WEIR_SEED={seed})")
+    try:
+        TESTS[args.test](args, seed)
+    except Failure as e:
+        print(f"FAIL {args.test}: {e}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
