@@ -156,9 +156,6 @@ job_status running_job::status() const {
     op.parallelism = node.parallelism;
     op.is_source = node.is_source;
     op.is_sink = node.is_sink;
-    for (const auto& e : graph.edges)
-      if (e.target == node.id)
-        op.inputs.push_back(graph.nodes[e.source].name);
     for (std::size_t s = 0; s < node.parallelism; ++s) {
       subtask_status st;
       st.subtask = s;
@@ -175,11 +172,16 @@ job_status running_job::status() const {
         if (wm != min_watermark)
           st.watermark = wm;
         st.state_bytes = m.state_bytes.load(r);
+        if (auto lag = m.source_lag.load(r); lag >= 0)
+          st.source_lag = lag;
       }
       op.subtasks.push_back(std::move(st));
     }
     out.operators.push_back(std::move(op));
   }
+  for (const auto& e : graph.edges)
+    if (e.target < out.operators.size())
+      out.operators[e.target].inputs.push_back(graph.nodes[e.source].name);
   if (ctx) {
     ctx->journal.copy_to(out);
     out.restarts = out.result ? out.result->restarts : ctx->result.restarts;

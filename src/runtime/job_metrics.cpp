@@ -28,6 +28,7 @@ void job_metrics::reset() {
       m->bytes_in.store(0, r);
       m->bytes_out.store(0, r);
       m->state_bytes.store(0, r);
+      m->source_lag.store(-1, r);
     }
 }
 

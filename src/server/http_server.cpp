@@ -328,6 +328,7 @@ struct http_server::impl {
           .field("backpressured-ms", s.backpressured_ms)
           .field("watermark", s.watermark)
           .field("state-size", s.state_bytes)
+          .field("source-lag", s.source_lag)
           .end_object();
       }
       w.end_array().end_object();
@@ -479,6 +480,7 @@ struct http_server::impl {
       {"weir_job_restarts_total", "counter", "Restarts from a checkpoint (Flink numRestarts).", {}},
       {"weir_job_uptime_seconds", "gauge", "Time since the job started (Flink uptime).", {}},
       {"weir_job_running", "gauge", "1 while the job runs or restarts, else 0.", {}},
+      {"weir_source_lag_records", "gauge", "Records the source has yet to read: Kafka consumer lag (Flink pendingRecords).", {}},
     };
     auto add = [&](std::size_t i, const std::string& labels, double v) {
       f[i].lines += f[i].name;
@@ -519,6 +521,8 @@ struct http_server::impl {
             add(8, l, static_cast<double>(now - *s.watermark) / 1000.0);
           }
           addu(9, l, s.state_bytes);
+          if (s.source_lag)
+            addu(18, l, static_cast<std::uint64_t>(*s.source_lag));
         }
       }
       addu(10, jl, st.checkpoints_completed);

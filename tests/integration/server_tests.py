@@ -19,6 +19,9 @@
   dashboard  GET / in headless Chromium (Debian's chromium, --dump-dom and
              --screenshot): the DOM shows the job's operators and a non-zero
              rate; the screenshot is kept in the build directory
+  kafka-lag  a Kafka source (a real broker the test starts) behind a
+             throttled sink: weir_source_lag_records above 0 and at most
+             what was produced
   load       a bounded load test: 6 clients, 300 requests scraping /metrics
              and reading the API while a job runs: no failed request, the job
              keeps running
@@ -604,7 +607,60 @@ def test_load(weir, work, build_dir):
         s.kill()
 
 
+def test_kafka_lag(weir, work, build_dir):
+    """A Kafka source behind a throttled sink: /metrics shows its consumer
+    lag (weir_source_lag_records) above 0 while it reads, never above what
+    was produced, and the JSON API the same per subtask."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "kafka"))
+    from kafka_broker import KafkaBroker  # noqa: E402 - the test's own broker
+    n = 20000
+    with KafkaBroker(workdir=work / "kafka") as broker:
+        broker.create_topic("events", partitions=1)
+        broker.produce("events", [json.dumps({"seq": i}) for i in range(n)], partition=0)
+        (work / "lag.toml").write_text(f"""
+[job]
+name = "lag"
+
+[[source]]
+name = "events"
+type = "kafka"
+topics = ["events"]
+bootstrap_servers = "{broker.bootstrap}"
+format = "jsonl"
+bounded = "latest"
+schema = {{ seq = "int64" }}
+
+[[sink]]
+name = "slow"
+input = "events"
+type = "blackhole"
+rate = 2000
+""")
+        s = Server(weir, work, [work / "lag.toml"])
+        try:
+            jid = s.ids[0]
+
+            def lag():
+                _, _, data = s.request("GET", "/metrics")
+                _, samples = parse_prometheus(data.decode())
+                vals = [v for (name, labels), v in samples.items()
+                        if name == "weir_source_lag_records" and dict(labels).get("job") == "lag"]
+                return vals[0] if vals and vals[0] > 0 else None
+
+            v = wait_until(lag, "a positive consumer lag in /metrics", 60)
+            check(v <= n, f"lag {v} above the {n} records produced")
+            sub = s.get(f"/jobs/{jid}")["vertices"][0]["subtasks"][0]
+            check(sub["source-lag"] is not None and 0 <= sub["source-lag"] <= n,
+                  f"source-lag in the API: {sub}")
+            s.json("DELETE", f"/jobs/{jid}", expect=202)
+            wait_until(lambda: job_state(s, jid) == "CANCELED", "CANCELED")
+            check(s.stop() == 0, "exit 0")
+        finally:
+            s.kill()
+
+
 TESTS = {
+    "kafka-lag": test_kafka_lag,
     "api": test_api,
     "sse": test_sse,
     "security": test_security,

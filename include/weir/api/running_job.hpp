@@ -50,6 +50,9 @@ struct subtask_status {
   /// watermark (Flink's Long.MIN_VALUE).
   std::optional<std::int64_t> watermark;
   std::uint64_t state_bytes = 0;    ///< stored at its last acknowledged checkpoint
+  /// Sources that know it (Kafka): records not yet read, summed over the
+  /// subtask's partitions (Flink's pendingRecords); nullopt elsewhere.
+  std::optional<std::int64_t> source_lag;
 };
 
 /// One logical operator (a node of the job graph) and its subtasks.

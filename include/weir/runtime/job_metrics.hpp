@@ -34,6 +34,8 @@ struct subtask_metrics {
   /// Bytes this subtask stored for the last checkpoint it acknowledged
   /// (keyed plus operator state; Flink's checkpointed state size).
   std::atomic<std::uint64_t> state_bytes{0};
+  /// Sources: records not yet read (`source_reader::lag`); -1 = unknown.
+  std::atomic<std::int64_t> source_lag{-1};
 };
 
 /// The columnar payload of `batch` in bytes: 8 per int64, float64 and
