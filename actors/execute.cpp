@@ -2,6 +2,7 @@
 // job::execute lives in weir_actors: it is the one place where the public API
 // meets the actor system.
 #include "job_context.hpp"
+#include "job_control.hpp"
 #include "job_manager_actor.hpp"
 #include "weir/api/job.hpp"
 #include "weir/core/log.hpp"
@@ -23,7 +24,9 @@
 
 namespace weir {
 
-job_result job::execute() {
+job_result job::execute() { return execute_with(nullptr); }
+
+job_result job::execute_with(runtime::job_control* control) {
   job_result result;
   auto started = std::chrono::steady_clock::now();
   std::shared_ptr<runtime::job_context> ctx;
@@ -61,6 +64,8 @@ job_result job::execute() {
       }
       ctx->store = std::move(*store);
     }
+    if (control)
+      control->attach_context(ctx);
     if (graph_->options.on_bad_record == bad_record_policy::dead_letter
         && !graph_->options.dead_letter_path.empty())
       // A job resuming from a checkpoint keeps earlier bad records (those
@@ -81,7 +86,11 @@ job_result job::execute() {
     caf::actor_system sys{cfg};
     auto jm = runtime::spawn_job_manager(sys, ctx);
     stop_->attach([jm] { caf::anon_send(jm, stop_atom::value); });
+    if (control)
+      control->attach_cancel([jm] { caf::anon_send(jm, runtime::cancel_job_atom::value); });
     sys.await_all_actors_done();
+    if (control)
+      control->detach_cancel();
     stop_->detach();
   }
   graph_->end_output->print(std::cout);

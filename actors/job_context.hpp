@@ -2,19 +2,98 @@
 #pragma once
 
 #include "weir/api/job.hpp"
+#include "weir/api/running_job.hpp"
 #include "weir/checkpoint/lmdb_checkpoint_store.hpp"
 #include "weir/runtime/dead_letter_queue.hpp"
 #include "weir/runtime/execution_plan.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/runtime/job_metrics.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
 namespace weir::runtime {
+
+/// What the job manager records for observers while the job runs (the
+/// server, `running_job::status`): its phase, the checkpoint history and
+/// the failures. Written by the job manager only; read from any thread.
+class job_journal {
+public:
+  /// Entries kept of each history; older ones are dropped.
+  static constexpr std::size_t max_entries = 100;
+
+  void set_state(job_state s) noexcept { state_.store(s, std::memory_order_relaxed); }
+  job_state state() const noexcept { return state_.load(std::memory_order_relaxed); }
+
+  void checkpoint_triggered(std::uint64_t id, std::int64_t trigger_ms) {
+    std::lock_guard lock{mutex_};
+    checkpoint_record r;
+    r.checkpoint_id = id;
+    r.trigger_ms = trigger_ms;
+    checkpoints_.push_back(std::move(r));
+    if (checkpoints_.size() > max_entries)
+      checkpoints_.pop_front();
+  }
+
+  void checkpoint_completed(std::uint64_t id, std::int64_t duration_ms, std::uint64_t size_bytes,
+                            std::int64_t alignment_ms) {
+    std::lock_guard lock{mutex_};
+    ++completed_;
+    if (auto* r = find(id)) {
+      r->status = checkpoint_record::status_kind::completed;
+      r->duration_ms = duration_ms;
+      r->size_bytes = size_bytes;
+      r->alignment_ms = alignment_ms;
+    }
+  }
+
+  void checkpoint_failed(std::uint64_t id, std::int64_t now_ms, const std::string& reason) {
+    std::lock_guard lock{mutex_};
+    auto* r = find(id);
+    if (!r || r->status != checkpoint_record::status_kind::in_progress)
+      return;
+    ++failed_;
+    r->status = checkpoint_record::status_kind::failed;
+    r->duration_ms = now_ms - r->trigger_ms;
+    r->failure_reason = reason;
+  }
+
+  void exception(std::int64_t now_ms, std::string message, bool restarted) {
+    std::lock_guard lock{mutex_};
+    exceptions_.push_back(job_exception{now_ms, std::move(message), restarted});
+    if (exceptions_.size() > max_entries)
+      exceptions_.pop_front();
+  }
+
+  /// Fills the history part of `out`.
+  void copy_to(job_status& out) const {
+    std::lock_guard lock{mutex_};
+    out.checkpoints.assign(checkpoints_.begin(), checkpoints_.end());
+    out.exceptions.assign(exceptions_.begin(), exceptions_.end());
+    out.checkpoints_completed = completed_;
+    out.checkpoints_failed = failed_;
+  }
+
+private:
+  checkpoint_record* find(std::uint64_t id) {
+    for (auto it = checkpoints_.rbegin(); it != checkpoints_.rend(); ++it)
+      if (it->checkpoint_id == id)
+        return &*it;
+    return nullptr;
+  }
+
+  std::atomic<job_state> state_{job_state::created};
+  mutable std::mutex mutex_;
+  std::deque<checkpoint_record> checkpoints_;
+  std::deque<job_exception> exceptions_;
+  std::uint64_t completed_ = 0;
+  std::uint64_t failed_ = 0;
+};
 
 /// What every actor of one job execution shares: the graph, its physical
 /// plan, the metrics, the dead-letter queue and the first failure.
@@ -26,6 +105,7 @@ struct job_context {
   execution_plan plan;
   job_metrics metrics;
   std::unique_ptr<dead_letter_queue> dead_letters;
+  job_journal journal;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   /// Batches a receiver grants each input channel (DESIGN.md §5).

@@ -131,6 +131,7 @@ void abort_checkpoints(jm_actor* self,
                        const std::vector<checkpoint::aborted_checkpoint>& aborted) {
   auto& st = self->state;
   for (const auto& a : aborted) {
+    st.ctx->journal.checkpoint_failed(a.checkpoint_id, wall_now().count(), a.reason);
     log::checkpoint().debug("job '{}': checkpoint {} aborted: {}", st.ctx->graph->options.name,
                             a.checkpoint_id, a.reason);
     for (auto& t : st.subtasks)
@@ -292,7 +293,10 @@ void fail_job(jm_actor* self, std::string why) {
     log::runtime().warn("job '{}': {}; restarting from the latest checkpoint (attempt {} of {})",
                         st.ctx->graph->options.name, why, st.attempt + 1, ro.attempts);
     st.restarting = true;
+    st.ctx->journal.exception(wall_now().count(), why, true);
+    st.ctx->journal.set_state(job_state::restarting);
   } else {
+    st.ctx->journal.exception(wall_now().count(), why, false);
     st.failed = true;
     st.ctx->fail(std::move(why));
   }
@@ -358,6 +362,7 @@ void trigger_checkpoint_now(jm_actor* self) {
     return;
   log::checkpoint().debug("job '{}': checkpoint {} triggered", st.ctx->graph->options.name,
                           r.checkpoint_id);
+  st.ctx->journal.checkpoint_triggered(r.checkpoint_id, now.count());
   for (std::size_t t = 0; t < st.subtasks.size(); ++t)
     if (st.is_source[t])
       self->send(st.subtasks[t], trigger_checkpoint{r.checkpoint_id, now.count()});
@@ -386,6 +391,7 @@ void stop_sources(jm_actor* self) {
     }
     if (r.triggered()) {
       id = r.checkpoint_id;
+      st.ctx->journal.checkpoint_triggered(id, now.count());
     } else {
       std::string w = "stopping without a final checkpoint: " + r.reason;
       log::checkpoint().warn("job '{}': {}", name, w);
@@ -422,6 +428,17 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
     checkpoint_failed(self, r.checkpoint_id, reason);
     return;
   }
+  if (r.task < st.task_subtask.size()) {
+    // Each chain member's stored bytes, for its subtask's state size.
+    auto [v, s] = st.task_subtask[r.task];
+    for (auto node_id : st.ctx->plan.vertices[v].nodes) {
+      std::uint64_t bytes = 0;
+      for (const auto& h : r.ack.operators)
+        if (h.operator_uid == st.ctx->graph->nodes[node_id].name)
+          bytes += h.size_bytes();
+      st.ctx->metrics.at(node_id, s).state_bytes.store(bytes, std::memory_order_relaxed);
+    }
+  }
   auto res = st.coordinator->acknowledge(r.checkpoint_id, r.task, std::move(r.ack), wall_now());
   if (res.status != checkpoint::ack_status::all_acked || !res.manifest)
     return;
@@ -442,6 +459,8 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
         if (auto done = s.coordinator->manifest_committed(id, wall_now())) {
           if (s.failures)
             s.failures->completed(id);
+          s.ctx->journal.checkpoint_completed(id, done->stats.duration_ms,
+                                              done->stats.size_bytes, done->stats.alignment_ms);
           log::checkpoint().debug("job '{}': checkpoint {} completed",
                                   s.ctx->graph->options.name, id);
           abort_checkpoints(self, done->subsumed);
@@ -500,10 +519,13 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
         log::runtime().warn("job '{}': {}; restarting from the latest checkpoint (attempt {} of {})",
                             st.ctx->graph->options.name, why, st.attempt + 1, ro.attempts);
         st.restarting = true;
+        st.ctx->journal.exception(wall_now().count(), why, true);
+        st.ctx->journal.set_state(job_state::restarting);
       } else {
         st.failed = true;
         if (!st.ctx->failure())
           st.ctx->fail("a subtask stopped: " + self->system().render(dm.reason));
+        st.ctx->journal.exception(wall_now().count(), *st.ctx->failure(), false);
       }
       for (auto& a : st.subtasks)
         self->send_exit(a, caf::exit_reason::user_shutdown);
@@ -527,6 +549,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
     after_writer_drained(self, finish);
   });
   deploy(self);
+  st0.ctx->journal.set_state(job_state::running);
   if (st0.failed) {
     if (st0.writer)
       self->send_exit(st0.writer, caf::exit_reason::user_shutdown);
@@ -566,6 +589,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
       if (!findings.empty() && findings.front().fatal && !st.failed && !st.restarting
           && st.running > 0) {
         st.ctx->fail(findings.front().message(o));
+        st.ctx->journal.exception(wall_now().count(), findings.front().message(o), false);
         st.failed = true;
         for (auto& a : st.subtasks)
           self->send_exit(a, caf::exit_reason::user_shutdown);
@@ -608,6 +632,24 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
       // While restarting the redeploy sees `stopping` and ends the job.
       stop_sources(self);
     },
+    [self](cancel_job_atom) {
+      // Ends the job at once (running_job::cancel): every subtask is told to
+      // exit where it is; nothing is flushed, nothing restarts.
+      auto& st = self->state;
+      if (st.failed)
+        return;
+      st.failed = true;
+      st.ctx->clear_failure();
+      st.ctx->fail("canceled");
+      log::runtime().info("job '{}': canceled", st.ctx->graph->options.name);
+      if (st.running == 0) {
+        // Between two attempts: the redeploy sees `failed` and ends the job.
+        return;
+      }
+      st.restarting = false;
+      for (auto& a : st.subtasks)
+        self->send_exit(a, caf::exit_reason::user_shutdown);
+    },
     [self](redeploy_atom) {
       auto redeploy = [self] {
         auto& s = self->state;
@@ -620,7 +662,15 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
           self->quit();
           return;
         }
+        if (s.failed) {
+          // Canceled between two attempts.
+          if (s.writer)
+            self->send_exit(s.writer, caf::exit_reason::user_shutdown);
+          self->quit();
+          return;
+        }
         s.restarting = false;
+        s.ctx->journal.set_state(job_state::running);
         ++s.attempt;
         ++s.ctx->result.restarts;
         s.ctx->clear_failure();

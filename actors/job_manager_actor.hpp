@@ -4,11 +4,15 @@
 #include "job_context.hpp"
 
 #include <caf/actor.hpp>
+#include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 
 #include <memory>
 
 namespace weir::runtime {
+
+/// To the job manager: cancel the job (`running_job::cancel`).
+using cancel_job_atom = caf::atom_constant<caf::atom("cancel_job")>;
 
 /// Spawns the job manager of one execution: it deploys every subtask
 /// (downstream first, so each upstream knows its targets), monitors them,

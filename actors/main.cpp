@@ -14,12 +14,16 @@
 #include "weir/config/loader.hpp"
 #include "weir/core/log_level.hpp"
 #include "weir/runtime/loss_check.hpp"
+#include "weir/server/http_server.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <memory>
+#include <vector>
 #include <cstdio>
 #include <malloc.h>
 #include <optional>
@@ -195,6 +199,93 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
   print_loss_warnings(r, "  ");
 }
 
+/// `weir serve`: loads every pipeline first (a bad one: exit 2, nothing
+/// started), starts the server and the jobs, and serves until SIGINT or
+/// SIGTERM, which stops the jobs gracefully and ends with exit 0.
+int serve(const std::vector<std::string>& pipelines, const std::string& listen,
+          std::string token, std::size_t max_body_bytes, const std::string& log_level) {
+  weir::server::server_options so;
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    std::fprintf(stderr, "weir: --listen must be ADDR:PORT, got '%s'\n", listen.c_str());
+    return 2;
+  }
+  so.host = listen.substr(0, colon);
+  if (so.host.size() >= 2 && so.host.front() == '[' && so.host.back() == ']')
+    so.host = so.host.substr(1, so.host.size() - 2);
+  try {
+    std::size_t used = 0;
+    so.port = std::stoi(listen.substr(colon + 1), &used);
+    if (used != listen.size() - colon - 1 || so.port < 0 || so.port > 65535)
+      throw std::out_of_range{"port"};
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "weir: --listen: bad port in '%s'\n", listen.c_str());
+    return 2;
+  }
+  if (token.empty())
+    if (const char* env = std::getenv("WEIR_SERVER_TOKEN"))
+      token = env;
+  so.token = std::move(token);
+  so.max_body_bytes = max_body_bytes;
+  if (!weir::server::is_loopback(so.host) && so.token.empty()) {
+    std::fprintf(stderr,
+                 "weir: --listen %s is not a loopback address: it needs --token (or "
+                 "WEIR_SERVER_TOKEN), a bearer token every request must carry\n",
+                 listen.c_str());
+    return 2;
+  }
+  std::vector<std::unique_ptr<weir::job>> jobs;
+  std::size_t errors = 0;
+  for (const auto& path : pipelines) {
+    auto loaded = weir::config::load_pipeline_file(path);
+    if (!loaded) {
+      std::fprintf(stderr, "%s\n", weir::config::to_string(loaded.error()).c_str());
+      errors += loaded.error().size();
+      continue;
+    }
+    if (auto level = weir::parse_log_level(log_level))
+      (*loaded)->options().log_level = *level;
+    jobs.push_back(std::move(*loaded));
+  }
+  if (errors > 0) {
+    std::fprintf(stderr, "%zu error%s; nothing was started\n", errors, errors == 1 ? "" : "s");
+    return 2;
+  }
+  // SIGINT / SIGTERM are taken by sigwait below: blocked before any thread
+  // starts, so every thread inherits the mask.
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGINT);
+  sigaddset(&stop_set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
+  weir::server::http_server server{so};
+  if (auto started = server.start(); !started) {
+    std::fprintf(stderr, "weir: %s\n", started.error().message.c_str());
+    return started.error().code == weir::errc::invalid_argument ? 2 : 1;
+  }
+  const bool v6 = so.host.find(':') != std::string::npos;
+  std::fprintf(stderr, "weir: serving on http://%s%s%s:%d/\n", v6 ? "[" : "", so.host.c_str(),
+               v6 ? "]" : "", server.port());
+  for (auto& j : jobs) {
+    auto name = j->options().name;
+    auto id = server.submit(std::move(j));
+    std::fprintf(stderr, "weir: job '%s' started: %s\n", name.c_str(), id.c_str());
+  }
+  std::fflush(stderr);
+  int sig = 0;
+  sigwait(&stop_set, &sig);
+  std::fprintf(stderr, "weir: %s: stopping the jobs and the server\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM");
+  // A second signal ends weir at once.
+  std::thread{[stop_set] {
+    int again = 0;
+    sigwait(&stop_set, &again);
+    std::_Exit(128 + again);
+  }}.detach();
+  server.shutdown();
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -263,11 +354,36 @@ int main(int argc, char** argv) {
   auto* cp_id = cp_show->add_option("id", checkpoint_id,
                                     "Checkpoint id (default: the newest restorable)");
 
+  auto* serve_cmd = app.add_subcommand(
+    "serve", "Run pipelines and answer HTTP: JSON API, /metrics, live results, dashboard");
+  serve_cmd->footer(
+    "Listens on 127.0.0.1:8081 by default; any non-loopback address needs --token (or\n"
+    "WEIR_SERVER_TOKEN): every request but GET /healthz must then carry\n"
+    "'Authorization: Bearer <token>'. Port 0 picks a free port (printed on stderr).\n"
+    "SIGINT / SIGTERM stop every job gracefully, then the server (exit 0).\n"
+    "Exit codes: 0 stopped; 1 cannot listen; 2 bad configuration or options.");
+  std::vector<std::string> serve_pipelines;
+  std::string listen = "127.0.0.1:8081";
+  std::string token;
+  std::size_t max_body_bytes = std::size_t{1} << 20;
+  serve_cmd->add_option("pipeline", serve_pipelines, "Pipeline TOML files to run at start");
+  serve_cmd->add_option("--listen", listen, "ADDR:PORT to listen on (default 127.0.0.1:8081)");
+  serve_cmd->add_option("--token", token, "Bearer token required on every endpoint but /healthz");
+  serve_cmd->add_option("--max-body-bytes", max_body_bytes,
+                        "Largest request body accepted (default 1 MiB; larger gets 413)")
+    ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  std::string serve_log_level;
+  serve_cmd->add_option("--log-level", serve_log_level,
+                        "trace, debug, info, warn, error or off (default: each job's)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+
+  if (serve_cmd->parsed())
+    return serve(serve_pipelines, listen, token, max_body_bytes, serve_log_level);
 
   if (checkpoints->parsed()) {
     std::string out, err;

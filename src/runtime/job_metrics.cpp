@@ -8,6 +8,8 @@ namespace weir::runtime {
 job_metrics::job_metrics(const job_graph& g) : graph_(&g) {
   metrics_.resize(g.nodes.size());
   for (std::size_t n = 0; n < g.nodes.size(); ++n)
+    taps_.push_back(std::make_unique<batch_tap>());
+  for (std::size_t n = 0; n < g.nodes.size(); ++n)
     for (std::size_t s = 0; s < g.nodes[n].parallelism; ++s)
       metrics_[n].push_back(std::make_unique<subtask_metrics>());
 }
@@ -23,7 +25,32 @@ void job_metrics::reset() {
       m->lines_read.store(0, r);
       m->backpressured_ns.store(0, r);
       m->watermark.store(min_watermark, r);
+      m->bytes_in.store(0, r);
+      m->bytes_out.store(0, r);
+      m->state_bytes.store(0, r);
+      m->source_lag.store(-1, r);
     }
+}
+
+std::uint64_t batch_bytes(const record_batch& batch) noexcept {
+  std::uint64_t bytes = batch.timestamps.size() * 8;
+  for (const auto& c : batch.columns) {
+    switch (c.type) {
+      case type_id::boolean:
+        bytes += c.bools.size();
+        break;
+      case type_id::string:
+        bytes += c.chars.size() + 4 * c.size();
+        break;
+      case type_id::float64:
+        bytes += 8 * c.floats.size();
+        break;
+      default:
+        bytes += 8 * c.ints.size();
+        break;
+    }
+  }
+  return bytes;
 }
 
 job_totals job_metrics::totals() const {

@@ -26,6 +26,7 @@ operator_chain::operator_chain(const job_graph& g, const chain_vertex& vertex,
     collectors_[k].k = k;
     writers_of_[k].resize(std::max<std::size_t>(node.outputs.size(), 1));
     metrics_.push_back(&metrics.at(node.id, subtask));
+    taps_.push_back(node.is_sink ? &metrics.tap(node.id) : nullptr);
   }
   writers_.reserve(writer_specs_.size());
   for (std::size_t w = 0; w < writer_specs_.size(); ++w) {
@@ -90,14 +91,20 @@ void operator_chain::emit(std::size_t k, std::size_t port, record_batch_ptr batc
     return;
   const auto& node = *nodes_[k];
   auto rows = batch->num_rows;
-  if (port < node.outputs.size() && node.outputs[port].counts_as_late)
+  const auto bytes = batch_bytes(*batch);
+  if (port < node.outputs.size() && node.outputs[port].counts_as_late) {
     metrics_[k]->late_records.fetch_add(rows, std::memory_order_relaxed);
-  else
+  } else {
     metrics_[k]->records_out.fetch_add(rows, std::memory_order_relaxed);
+    metrics_[k]->bytes_out.fetch_add(bytes, std::memory_order_relaxed);
+  }
   for (auto w : writers_of_[k][port])
     writers_[w].write(batch, *out_);
   if (port == 0 && k + 1 < ops_.size()) {
-    metrics_[k + 1]->records_in.fetch_add(rows, std::memory_order_relaxed);
+    auto seen = metrics_[k + 1]->records_in.fetch_add(rows, std::memory_order_relaxed);
+    metrics_[k + 1]->bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+    if (taps_[k + 1] && taps_[k + 1]->active())
+      taps_[k + 1]->publish(batch, subtask_, seen);
     auto saved = current_;
     current_ = k + 1;
     maybe_inject(k + 1);

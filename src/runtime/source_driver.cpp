@@ -43,6 +43,12 @@ bool source_driver::poll_once(operator_chain& chain, subtask_clock& clock) {
     m.lines_read.store(*lines, std::memory_order_relaxed);
     m.counts_lines.store(true, std::memory_order_relaxed);
   }
+  if (auto now = std::chrono::steady_clock::now();
+      now - lag_polled_ >= std::chrono::milliseconds{100}) {
+    lag_polled_ = now;
+    if (auto lag = reader_->lag())
+      chain.metrics(0).source_lag.store(*lag, std::memory_order_relaxed);
+  }
   if (!batch)
     return false;
   // Splits as partitions, unless partition_by names them.

@@ -25,7 +25,10 @@ namespace weir {
 namespace runtime {
 struct job_graph;
 class stop_request; // weir/runtime/stop_request.hpp
+struct job_control; // actors/job_control.hpp
 } // namespace runtime
+
+class running_job; // weir/api/running_job.hpp
 
 namespace state {
 class keyed_process_function; // include/weir/state/keyed_process_function.hpp
@@ -556,10 +559,22 @@ public:
   /// thread that calls it (as the `weir` executable does).
   void stop();
 
+  /// Runs the job in the background, on threads of its own, and returns at
+  /// once: the handle (weir/api/running_job.hpp) reports its status and
+  /// metrics while it runs, stops, cancels or waits for it. The job must not
+  /// be started or executed again while that run goes on (it shares this
+  /// job's graph). Never throws for a failing job: the failure is in
+  /// `running_job::wait()`'s result.
+  running_job start();
+
   /// The logical graph (for the runtime and tests).
   const std::shared_ptr<runtime::job_graph>& graph() const noexcept { return graph_; }
 
 private:
+  friend class running_job;
+  /// `execute`, reporting to `control` (null: nobody watches).
+  job_result execute_with(runtime::job_control* control);
+
   std::shared_ptr<runtime::job_graph> graph_;
   std::shared_ptr<runtime::stop_request> stop_;
 };

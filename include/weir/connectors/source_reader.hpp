@@ -154,6 +154,12 @@ public:
   /// a checkpoint); nullopt for a reader of anything else (a generator).
   virtual std::optional<std::uint64_t> lines_read() const { return std::nullopt; }
 
+  /// Records the source has yet to read where that is known (Kafka: the
+  /// partitions' high watermarks minus the next offsets, Flink's
+  /// `pendingRecords`); nullopt elsewhere. Called at most every 100 ms; must
+  /// not block (the Kafka reader uses librdkafka's cached watermarks).
+  virtual std::optional<std::int64_t> lag() { return std::nullopt; }
+
   /// After `poll_next` returned a batch of 0 rows: how long the source
   /// subtask may wait before polling again because nothing can be emitted
   /// sooner (a rate-limited generator between batches). 0 = poll again at

@@ -63,7 +63,10 @@ public:
 
   /// A batch from the network at the head.
   void process_batch(const record_batch_ptr& batch) {
-    metrics_[0]->records_in.fetch_add(batch->num_rows, std::memory_order_relaxed);
+    auto seen = metrics_[0]->records_in.fetch_add(batch->num_rows, std::memory_order_relaxed);
+    metrics_[0]->bytes_in.fetch_add(batch_bytes(*batch), std::memory_order_relaxed);
+    if (taps_[0] && taps_[0]->active())
+      taps_[0]->publish(batch, subtask_, seen);
     current_ = 0;
     maybe_inject(0);
     ops_[0]->process_batch(batch, collectors_[0]);
@@ -83,6 +86,7 @@ public:
   /// A batch of the head's input 2 (two-input head only).
   void process_batch2(const record_batch_ptr& batch) {
     metrics_[0]->records_in.fetch_add(batch->num_rows, std::memory_order_relaxed);
+    metrics_[0]->bytes_in.fetch_add(batch_bytes(*batch), std::memory_order_relaxed);
     current_ = 0;
     maybe_inject(0);
     head2_->process_batch2(batch, collectors_[0]);
@@ -180,6 +184,7 @@ private:
   std::size_t subtask_;
   std::vector<const stream_node*> nodes_;
   std::vector<subtask_metrics*> metrics_;
+  std::vector<batch_tap*> taps_; ///< per member: its tap if it is a sink, else null
   std::vector<stream_operator_ptr> ops_; ///< null for a source head
   two_input_stream_operator* head2_ = nullptr; ///< ops_[0] if it has two inputs
   std::vector<collector> collectors_;

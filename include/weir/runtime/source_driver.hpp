@@ -86,6 +86,8 @@ private:
 
   source_reader_ptr reader_;
   std::size_t batch_size_;
+  /// When the reader's lag was last asked for (at most every 100 ms).
+  std::chrono::steady_clock::time_point lag_polled_{};
   time::source_watermarks watermarks_;
   std::optional<std::size_t> partition_field_;
   std::optional<std::size_t> processing_time_field_;

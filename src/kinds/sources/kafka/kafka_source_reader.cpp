@@ -282,6 +282,25 @@ public:
 
   const std::vector<std::string>* partitions() const override { return &active_; }
 
+  std::optional<std::int64_t> lag() override {
+    if (!started_ || !consumer_)
+      return std::nullopt;
+    std::int64_t total = 0;
+    for (const auto& p : parts_) {
+      if (p.next < 0 || p.done)
+        continue;
+      std::int64_t low = 0;
+      std::int64_t high = -1;
+      // Cached from fetch responses: no broker round trip.
+      if (consumer_->get_watermark_offsets(p.topic, p.partition, &low, &high)
+            != RdKafka::ERR_NO_ERROR
+          || high < 0)
+        continue;
+      total += std::max<std::int64_t>(0, (o_.spec.bounded && p.end >= 0 ? std::min(high, p.end) : high) - p.next);
+    }
+    return total;
+  }
+
   const std::vector<partition_run>* partition_runs() const override { return &runs_; }
 
   std::chrono::nanoseconds next_poll_delay() const override {

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "weir/api/job.hpp"
+#include "weir/api/running_job.hpp"
+#include "weir/core/expected.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weir::server {
+
+/// Options of the HTTP server (`weir serve`, DESIGN.md §11).
+struct server_options {
+  /// Address to listen on. Loopback ("127.0.0.1", "::1", "localhost", any
+  /// 127.x.y.z) by default; any other address needs a `token`.
+  std::string host = "127.0.0.1";
+  int port = 8081; ///< 0 = any free port (see `http_server::port`)
+  /// Bearer token every request but `GET /healthz` must carry
+  /// (`Authorization: Bearer T`, or `?access_token=T` for the dashboard in
+  /// a browser); empty = none (loopback only).
+  std::string token;
+  /// Largest request body accepted (bytes); larger gets 413.
+  std::size_t max_body_bytes = std::size_t{1} << 20;
+  /// Rows a live-results (SSE) client may have queued; rows arriving while
+  /// it is full are skipped and the client told how many (never blocking
+  /// the job).
+  std::size_t stream_queue_rows = 10'000;
+  /// HTTP worker threads: each open SSE stream holds one.
+  std::size_t threads = 32;
+  /// Rate samples kept per job for the throughput chart (one a second).
+  std::size_t rate_history = 300;
+};
+
+/// weir's server mode as a class a host program can run in itself: a
+/// Flink-shaped JSON API over the jobs it runs, Prometheus metrics, live
+/// sink output as Server-Sent Events and the web dashboard (the endpoints are
+/// listed in README.md, "Server mode"). Jobs run as `running_job`s; the
+/// server samples each once a second for rates. Thread-safe.
+class http_server {
+public:
+  explicit http_server(server_options opts);
+  /// Stops serving and cancels jobs still running (call `shutdown` first
+  /// for a graceful stop).
+  ~http_server();
+
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  /// Binds and starts serving on threads of its own; returns at once.
+  /// Errors: `errc::invalid_argument` for a non-loopback host without a
+  /// token; `errc::io_error` when the address cannot be bound.
+  [[nodiscard]] expected<std::monostate> start();
+
+  /// The port bound (the chosen one when `port` was 0); 0 before `start`.
+  int port() const noexcept;
+
+  /// Starts `j` in the background and serves it; returns its id (32 hex
+  /// digits, as Flink's job ids).
+  std::string submit(std::unique_ptr<job> j);
+
+  /// Stops every running job gracefully (`running_job::stop`), waits for
+  /// them, then stops serving. Idempotent.
+  void shutdown();
+
+  /// The job called `id`, if the server has it.
+  running_job* find(const std::string& id);
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// Whether `host` is a loopback address or name.
+bool is_loopback(const std::string& host) noexcept;
+
+} // namespace weir::server

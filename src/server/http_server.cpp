@@ -1,0 +1,913 @@
+// SPDX-License-Identifier: Apache-2.0
+// weir's HTTP server (DESIGN.md §11): a Flink-shaped JSON API, Prometheus
+// metrics, live sink output as Server-Sent Events and the dashboard, over
+// jobs run as `running_job`s. cpp-httplib (Debian's libcpp-httplib) serves.
+#include "weir/server/http_server.hpp"
+
+#include "dashboard_files.hpp"
+#include "json_writer.hpp"
+#include "weir/config/loader.hpp"
+#include "weir/core/log.hpp"
+#include "weir/format/format.hpp"
+
+#include <httplib.h>
+#include <spdlog/logger.h>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace weir::server {
+
+using internal::json_writer;
+
+bool is_loopback(const std::string& host) noexcept {
+  if (host == "localhost" || host == "::1" || host == "[::1]")
+    return true;
+  in_addr a{};
+  if (::inet_pton(AF_INET, host.c_str(), &a) == 1)
+    return (ntohl(a.s_addr) >> 24) == 127;
+  return false;
+}
+
+namespace {
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+std::string new_job_id() {
+  static std::mutex m;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard lock{m};
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+/// Flink's error shape: {"errors": ["..."]}.
+void json_error(httplib::Response& res, int status, const std::string& message) {
+  json_writer w;
+  w.begin_object().key("errors").begin_array().value(message).end_array().end_object();
+  res.status = status;
+  res.set_content(w.take(), "application/json");
+}
+
+void json_reply(httplib::Response& res, int status, std::string body) {
+  res.status = status;
+  res.set_content(std::move(body), "application/json");
+}
+
+/// Constant-time comparison, so a wrong token's timing says nothing of
+/// the right one.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+
+/// Totals of one operator over its subtasks, from a status snapshot.
+struct operator_totals {
+  std::uint64_t records_in = 0, records_out = 0, bytes_in = 0, bytes_out = 0;
+  std::uint64_t late = 0, bad = 0, backpressured_ms = 0, state_bytes = 0;
+  std::optional<std::int64_t> watermark; ///< min over subtasks that have one
+  bool all_have_watermark = true;
+};
+
+operator_totals sum(const operator_status& op) {
+  operator_totals t;
+  for (const auto& s : op.subtasks) {
+    t.records_in += s.records_in;
+    t.records_out += s.records_out;
+    t.bytes_in += s.bytes_in;
+    t.bytes_out += s.bytes_out;
+    t.late += s.late_records;
+    t.bad += s.bad_records;
+    t.backpressured_ms += s.backpressured_ms;
+    t.state_bytes += s.state_bytes;
+    if (!s.watermark)
+      t.all_have_watermark = false;
+    else if (!t.watermark || *s.watermark < *t.watermark)
+      t.watermark = s.watermark;
+  }
+  if (!t.all_have_watermark)
+    t.watermark.reset();
+  return t;
+}
+
+/// One live-results (SSE) client: a bounded queue of batches the sink's
+/// thread fills and the client's HTTP thread drains.
+struct stream_client {
+  struct item {
+    record_batch_ptr batch;
+    std::size_t subtask = 0;
+    std::uint64_t first_row = 0;
+  };
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<item> queue;
+  std::size_t queued_rows = 0;
+  std::size_t max_rows = 0;
+  std::uint64_t skipped = 0; ///< rows skipped since the last notice
+
+  /// On the sink's thread: never blocks beyond the lock.
+  void offer(const record_batch_ptr& b, std::size_t subtask, std::uint64_t first_row) {
+    {
+      std::lock_guard lock{mutex};
+      if (queued_rows + b->num_rows > max_rows) {
+        skipped += b->num_rows;
+      } else {
+        queued_rows += b->num_rows;
+        queue.push_back(item{b, subtask, first_row});
+      }
+    }
+    cv.notify_one();
+  }
+};
+
+} // namespace
+
+/// A job the server runs, and what it samples of it for rates.
+struct served_job {
+  std::string id;
+  std::unique_ptr<job> owner;
+  std::unique_ptr<running_job> run;
+
+  struct sample {
+    std::int64_t t_ms = 0;
+    double records_in_per_s = 0;  ///< into the sinks
+    double records_out_per_s = 0; ///< out of the sources
+  };
+  std::mutex mutex;
+  /// Per operator (graph order): last totals, and rates over the last interval.
+  std::vector<operator_totals> last;
+  std::int64_t last_ms = 0;
+  std::vector<double> in_rate, out_rate, backpressure_ratio;
+  std::deque<sample> history;
+};
+
+struct http_server::impl {
+  server_options opts;
+  httplib::Server http;
+  std::thread http_thread;
+  std::thread sampler;
+  std::atomic<int> bound_port{0};
+  std::atomic<bool> stopping{false};
+  std::mutex sampler_mutex;
+  std::condition_variable sampler_cv;
+
+  mutable std::mutex jobs_mutex;
+  std::vector<std::shared_ptr<served_job>> jobs; ///< submission order
+
+  std::shared_ptr<served_job> find(const std::string& id) const {
+    std::lock_guard lock{jobs_mutex};
+    for (const auto& j : jobs)
+      if (j->id == id)
+        return j;
+    return nullptr;
+  }
+
+  std::vector<std::shared_ptr<served_job>> all() const {
+    std::lock_guard lock{jobs_mutex};
+    return jobs;
+  }
+
+  void sample_all() {
+    for (const auto& j : all()) {
+      auto st = j->run->status();
+      auto now = wall_ms();
+      std::lock_guard lock{j->mutex};
+      const auto n = st.operators.size();
+      std::vector<operator_totals> cur;
+      for (const auto& op : st.operators)
+        cur.push_back(sum(op));
+      if (j->last.size() == n && j->last_ms > 0 && now > j->last_ms) {
+        const double secs = static_cast<double>(now - j->last_ms) / 1000.0;
+        j->in_rate.assign(n, 0);
+        j->out_rate.assign(n, 0);
+        j->backpressure_ratio.assign(n, 0);
+        double src_out = 0, sink_in = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+          auto d = [&](std::uint64_t a, std::uint64_t b) {
+            return a >= b ? static_cast<double>(a - b) / secs : 0.0;
+          };
+          j->in_rate[k] = d(cur[k].records_in, j->last[k].records_in);
+          j->out_rate[k] = d(cur[k].records_out, j->last[k].records_out);
+          auto par = std::max<std::size_t>(1, st.operators[k].parallelism);
+          j->backpressure_ratio[k] = std::min(
+            1.0, d(cur[k].backpressured_ms, j->last[k].backpressured_ms) / 1000.0
+                   / static_cast<double>(par));
+          if (st.operators[k].is_source)
+            src_out += j->out_rate[k];
+          if (st.operators[k].is_sink)
+            sink_in += j->in_rate[k];
+        }
+        if (!is_terminal(st.state)) {
+          j->history.push_back({now, sink_in, src_out});
+          while (j->history.size() > opts.rate_history)
+            j->history.pop_front();
+        }
+      }
+      j->last = std::move(cur);
+      j->last_ms = now;
+    }
+  }
+
+  // -- JSON renderings ---------------------------------------------------------
+
+  std::string overview() const {
+    std::size_t running = 0, finished = 0, canceled = 0, failed = 0;
+    for (const auto& j : all()) {
+      auto s = j->run->state();
+      if (!is_terminal(s))
+        ++running;
+      else if (s == job_state::finished || s == job_state::stopped)
+        ++finished;
+      else if (s == job_state::canceled)
+        ++canceled;
+      else
+        ++failed;
+    }
+    json_writer w;
+    w.begin_object()
+      .field("taskmanagers", 1)
+      .field("slots-total", static_cast<std::uint64_t>(std::thread::hardware_concurrency()))
+      .field("jobs-running", static_cast<std::uint64_t>(running))
+      .field("jobs-finished", static_cast<std::uint64_t>(finished))
+      .field("jobs-cancelled", static_cast<std::uint64_t>(canceled))
+      .field("jobs-failed", static_cast<std::uint64_t>(failed))
+      .field("weir-version", "0.1.0")
+      .end_object();
+    return w.take();
+  }
+
+  std::string job_list() const {
+    json_writer w;
+    w.begin_object().key("jobs").begin_array();
+    for (const auto& j : all()) {
+      auto st = j->run->status();
+      w.begin_object()
+        .field("id", j->id)
+        .field("name", st.name)
+        .field("status", to_string(st.state))
+        .field("start-time", st.start_ms)
+        .field("duration", st.duration_ms)
+        .end_object();
+    }
+    w.end_array().end_object();
+    return w.take();
+  }
+
+  static void write_totals(json_writer& w, const operator_totals& t) {
+    w.field("read-records", t.records_in)
+      .field("write-records", t.records_out)
+      .field("read-bytes", t.bytes_in)
+      .field("write-bytes", t.bytes_out)
+      .field("late-records", t.late)
+      .field("bad-records", t.bad)
+      .field("backpressured-ms", t.backpressured_ms)
+      .field("watermark", t.watermark)
+      .field("state-size", t.state_bytes);
+  }
+
+  std::string job_detail(served_job& j) const {
+    auto st = j.run->status();
+    json_writer w;
+    w.begin_object()
+      .field("jid", j.id)
+      .field("name", st.name)
+      .field("state", to_string(st.state))
+      .field("start-time", st.start_ms)
+      .field("end-time", is_terminal(st.state) ? st.start_ms + st.duration_ms : std::int64_t{-1})
+      .field("duration", st.duration_ms)
+      .field("now", wall_ms())
+      .field("restarts", static_cast<std::uint64_t>(st.restarts));
+    std::lock_guard lock{j.mutex};
+    w.key("vertices").begin_array();
+    for (std::size_t k = 0; k < st.operators.size(); ++k) {
+      const auto& op = st.operators[k];
+      w.begin_object()
+        .field("id", static_cast<std::uint64_t>(k))
+        .field("name", op.name)
+        .field("kind", op.kind)
+        .field("parallelism", static_cast<std::uint64_t>(op.parallelism))
+        .field("is-source", op.is_source)
+        .field("is-sink", op.is_sink);
+      w.key("inputs").begin_array();
+      for (const auto& in : op.inputs)
+        w.value(in);
+      w.end_array();
+      w.key("metrics").begin_object();
+      write_totals(w, sum(op));
+      auto rate = [&](const std::vector<double>& v) { return k < v.size() ? v[k] : 0.0; };
+      w.field("read-records-per-second", rate(j.in_rate))
+        .field("write-records-per-second", rate(j.out_rate))
+        .field("backpressure-ratio", rate(j.backpressure_ratio));
+      w.end_object();
+      w.key("subtasks").begin_array();
+      for (const auto& s : op.subtasks) {
+        w.begin_object()
+          .field("subtask", static_cast<std::uint64_t>(s.subtask))
+          .field("read-records", s.records_in)
+          .field("write-records", s.records_out)
+          .field("read-bytes", s.bytes_in)
+          .field("write-bytes", s.bytes_out)
+          .field("late-records", s.late_records)
+          .field("bad-records", s.bad_records)
+          .field("backpressured-ms", s.backpressured_ms)
+          .field("watermark", s.watermark)
+          .field("state-size", s.state_bytes)
+          .field("source-lag", s.source_lag)
+          .end_object();
+      }
+      w.end_array().end_object();
+    }
+    w.end_array();
+    w.key("throughput").begin_array();
+    for (const auto& s : j.history)
+      w.begin_object()
+        .field("t", s.t_ms)
+        .field("in", s.records_in_per_s)
+        .field("out", s.records_out_per_s)
+        .end_object();
+    w.end_array();
+    if (st.result) {
+      const auto& r = *st.result;
+      w.key("result").begin_object()
+        .field("ok", r.ok)
+        .field("error", r.error)
+        .field("stopped", r.stopped)
+        .field("records-read", r.records_read)
+        .field("records-written", r.records_written)
+        .field("bad-records", r.bad_records)
+        .field("late-records", r.late_records)
+        .field("checkpoints-completed", r.checkpoints_completed)
+        .field("last-checkpoint-id", r.last_checkpoint_id)
+        .end_object();
+    } else {
+      w.key("result").null();
+    }
+    w.end_object();
+    return w.take();
+  }
+
+  static void write_checkpoint(json_writer& w, const checkpoint_record& c) {
+    w.begin_object()
+      .field("id", c.checkpoint_id)
+      .field("status", to_string(c.status))
+      .field("trigger_timestamp", c.trigger_ms)
+      .field("end_to_end_duration", c.duration_ms)
+      .field("state_size", c.size_bytes)
+      .field("alignment_duration", c.alignment_ms);
+    if (c.status == checkpoint_record::status_kind::failed)
+      w.field("failure_message", c.failure_reason);
+    else
+      w.key("failure_message").null();
+    w.end_object();
+  }
+
+  std::string checkpoints(served_job& j) const {
+    auto st = j.run->status();
+    std::uint64_t in_progress = 0;
+    const checkpoint_record* last_done = nullptr;
+    const checkpoint_record* last_failed = nullptr;
+    for (const auto& c : st.checkpoints) {
+      if (c.status == checkpoint_record::status_kind::in_progress)
+        ++in_progress;
+      else if (c.status == checkpoint_record::status_kind::completed)
+        last_done = &c;
+      else
+        last_failed = &c;
+    }
+    json_writer w;
+    w.begin_object().field("enabled", st.checkpointing);
+    w.key("counts").begin_object()
+      .field("total", st.checkpoints_completed + st.checkpoints_failed + in_progress)
+      .field("in_progress", in_progress)
+      .field("completed", st.checkpoints_completed)
+      .field("failed", st.checkpoints_failed)
+      .field("restored", static_cast<std::uint64_t>(
+                           st.result ? st.result->restored_checkpoint_id != 0 : 0))
+      .end_object();
+    w.key("latest").begin_object();
+    w.key("completed");
+    if (last_done)
+      write_checkpoint(w, *last_done);
+    else
+      w.null();
+    w.key("failed");
+    if (last_failed)
+      write_checkpoint(w, *last_failed);
+    else
+      w.null();
+    w.end_object();
+    w.key("history").begin_array();
+    for (auto it = st.checkpoints.rbegin(); it != st.checkpoints.rend(); ++it)
+      write_checkpoint(w, *it);
+    w.end_array().end_object();
+    return w.take();
+  }
+
+  std::string exceptions(served_job& j) const {
+    auto st = j.run->status();
+    json_writer w;
+    w.begin_object();
+    if (!st.exceptions.empty())
+      w.field("root-exception", st.exceptions.back().message)
+        .field("timestamp", st.exceptions.back().timestamp_ms);
+    else
+      w.key("root-exception").null().key("timestamp").null();
+    w.key("entries").begin_array();
+    for (auto it = st.exceptions.rbegin(); it != st.exceptions.rend(); ++it)
+      w.begin_object()
+        .field("timestamp", it->timestamp_ms)
+        .field("message", it->message)
+        .field("restarted", it->restarted)
+        .end_object();
+    w.end_array().end_object();
+    return w.take();
+  }
+
+  // -- Prometheus ----------------------------------------------------------------
+
+  static std::string label_value(std::string_view v) {
+    std::string out;
+    for (char c : v) {
+      if (c == '\\' || c == '"')
+        out += '\\', out += c;
+      else if (c == '\n')
+        out += "\\n";
+      else
+        out += c;
+    }
+    return out;
+  }
+
+  std::string metrics_text() const {
+    struct family {
+      const char* name;
+      const char* type;
+      const char* help;
+      std::string lines;
+    };
+    std::vector<family> f = {
+      {"weir_records_in_total", "counter", "Records received by the subtask (Flink numRecordsIn).", {}},
+      {"weir_records_out_total", "counter", "Records emitted by the subtask (Flink numRecordsOut).", {}},
+      {"weir_bytes_in_total", "counter", "Bytes received, columnar payload (Flink numBytesIn).", {}},
+      {"weir_bytes_out_total", "counter", "Bytes emitted, columnar payload (Flink numBytesOut).", {}},
+      {"weir_late_records_total", "counter", "Records behind the watermark (Flink numLateRecordsDropped).", {}},
+      {"weir_bad_records_total", "counter", "Input records that could not be decoded.", {}},
+      {"weir_backpressured_seconds_total", "counter", "Time blocked on output credit (Flink backPressuredTimeMsPerSecond, summed).", {}},
+      {"weir_watermark_seconds", "gauge", "Current input watermark, seconds since the epoch (Flink currentInputWatermark).", {}},
+      {"weir_watermark_lag_seconds", "gauge", "Wall clock minus the current watermark.", {}},
+      {"weir_state_size_bytes", "gauge", "State stored at the subtask's last checkpoint (Flink checkpointedSize).", {}},
+      {"weir_checkpoints_completed_total", "counter", "Completed checkpoints (Flink numberOfCompletedCheckpoints).", {}},
+      {"weir_checkpoints_failed_total", "counter", "Failed or aborted checkpoints (Flink numberOfFailedCheckpoints).", {}},
+      {"weir_last_checkpoint_duration_seconds", "gauge", "Duration of the last completed checkpoint (Flink lastCheckpointDuration).", {}},
+      {"weir_last_checkpoint_size_bytes", "gauge", "Size of the last completed checkpoint (Flink lastCheckpointSize).", {}},
+      {"weir_last_checkpoint_alignment_seconds", "gauge", "Longest barrier alignment of the last completed checkpoint.", {}},
+      {"weir_job_restarts_total", "counter", "Restarts from a checkpoint (Flink numRestarts).", {}},
+      {"weir_job_uptime_seconds", "gauge", "Time since the job started (Flink uptime).", {}},
+      {"weir_job_running", "gauge", "1 while the job runs or restarts, else 0.", {}},
+      {"weir_source_lag_records", "gauge", "Records the source has yet to read: Kafka consumer lag (Flink pendingRecords).", {}},
+    };
+    auto add = [&](std::size_t i, const std::string& labels, double v) {
+      f[i].lines += f[i].name;
+      f[i].lines += '{';
+      f[i].lines += labels;
+      f[i].lines += "} ";
+      std::string num;
+      format::append_json_double(v, num);
+      f[i].lines += num;
+      f[i].lines += '\n';
+    };
+    auto addu = [&](std::size_t i, const std::string& labels, std::uint64_t v) {
+      f[i].lines += f[i].name;
+      f[i].lines += '{';
+      f[i].lines += labels;
+      f[i].lines += "} ";
+      f[i].lines += std::to_string(v);
+      f[i].lines += '\n';
+    };
+    const auto now = wall_ms();
+    for (const auto& j : all()) {
+      auto st = j->run->status();
+      const std::string jl =
+        "job=\"" + label_value(st.name) + "\",job_id=\"" + label_value(j->id) + "\"";
+      for (const auto& op : st.operators) {
+        for (const auto& s : op.subtasks) {
+          const std::string l = jl + ",operator=\"" + label_value(op.name) + "\",subtask=\""
+                                + std::to_string(s.subtask) + "\"";
+          addu(0, l, s.records_in);
+          addu(1, l, s.records_out);
+          addu(2, l, s.bytes_in);
+          addu(3, l, s.bytes_out);
+          addu(4, l, s.late_records);
+          addu(5, l, s.bad_records);
+          add(6, l, static_cast<double>(s.backpressured_ms) / 1000.0);
+          if (s.watermark && *s.watermark != max_watermark) {
+            add(7, l, static_cast<double>(*s.watermark) / 1000.0);
+            add(8, l, static_cast<double>(now - *s.watermark) / 1000.0);
+          }
+          addu(9, l, s.state_bytes);
+          if (s.source_lag)
+            addu(18, l, static_cast<std::uint64_t>(*s.source_lag));
+        }
+      }
+      addu(10, jl, st.checkpoints_completed);
+      addu(11, jl, st.checkpoints_failed);
+      for (auto it = st.checkpoints.rbegin(); it != st.checkpoints.rend(); ++it)
+        if (it->status == checkpoint_record::status_kind::completed) {
+          add(12, jl, static_cast<double>(it->duration_ms) / 1000.0);
+          addu(13, jl, it->size_bytes);
+          add(14, jl, static_cast<double>(it->alignment_ms) / 1000.0);
+          break;
+        }
+      addu(15, jl, st.restarts);
+      add(16, jl, static_cast<double>(st.duration_ms) / 1000.0);
+      addu(17, jl, is_terminal(st.state) ? 0 : 1);
+    }
+    std::string out;
+    for (const auto& fam : f) {
+      out += "# HELP ";
+      out += fam.name;
+      out += ' ';
+      out += fam.help;
+      out += "\n# TYPE ";
+      out += fam.name;
+      out += ' ';
+      out += fam.type;
+      out += '\n';
+      out += fam.lines;
+    }
+    return out;
+  }
+
+  // -- routes ----------------------------------------------------------------------
+
+  bool authorized(const httplib::Request& req) const {
+    if (opts.token.empty())
+      return true;
+    auto h = req.get_header_value("Authorization");
+    const std::string bearer = "Bearer ";
+    if (h.size() > bearer.size() && h.compare(0, bearer.size(), bearer) == 0)
+      return same_secret(h.substr(bearer.size()), opts.token);
+    if (req.has_param("access_token"))
+      return same_secret(req.get_param_value("access_token"), opts.token);
+    return false;
+  }
+
+  /// A path segment ".." (or a backslash, or a NUL) anywhere: refused.
+  static bool is_traversal(const std::string& path) {
+    if (path.find('\\') != std::string::npos || path.find('\0') != std::string::npos)
+      return true;
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      auto end = path.find('/', start);
+      if (end == std::string::npos)
+        end = path.size();
+      if (path.compare(start, end - start, "..") == 0)
+        return true;
+      start = end + 1;
+    }
+    return false;
+  }
+
+  void routes() {
+    http.set_payload_max_length(opts.max_body_bytes);
+    http.new_task_queue = [n = opts.threads] { return new httplib::ThreadPool(n); };
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (is_traversal(req.path) || is_traversal(req.target)) {
+        json_error(res, 400, "path traversal refused: " + req.path);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (req.path != "/healthz" && !authorized(req)) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        json_error(res, 401, "a bearer token is required (Authorization: Bearer <token>)");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    http.set_error_handler(httplib::Server::HandlerWithResponse{
+      [](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty())
+        return httplib::Server::HandlerResponse::Unhandled;
+      std::string what = res.status == 404   ? "not found: " + req.method + " " + req.path
+                         : res.status == 413 ? "request body too large"
+                         : res.status == 405 ? "method not allowed"
+                                             : "bad request";
+      json_error(res, res.status, what);
+      return httplib::Server::HandlerResponse::Handled;
+    }});
+    http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          if (ep)
+            std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what += std::string{": "} + e.what();
+        } catch (...) {
+        }
+        json_error(res, 500, what);
+      });
+
+    http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      json_reply(res, 200, R"({"status":"ok"})");
+    });
+    http.Get("/overview", [this](const httplib::Request&, httplib::Response& res) {
+      json_reply(res, 200, overview());
+    });
+    http.Get("/jobs", [this](const httplib::Request&, httplib::Response& res) {
+      json_reply(res, 200, job_list());
+    });
+    http.Post("/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+      submit_request(req, res);
+    });
+    http.Get(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      with_job(req, res, [&](served_job& j) { json_reply(res, 200, job_detail(j)); });
+    });
+    http.Get(R"(/jobs/([0-9a-f]+)/checkpoints)",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               with_job(req, res, [&](served_job& j) { json_reply(res, 200, checkpoints(j)); });
+             });
+    http.Get(R"(/jobs/([0-9a-f]+)/exceptions)",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               with_job(req, res, [&](served_job& j) { json_reply(res, 200, exceptions(j)); });
+             });
+    http.Post(R"(/jobs/([0-9a-f]+)/stop)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                with_job(req, res, [&](served_job& j) {
+                  j.run->stop();
+                  json_reply(res, 202, R"({"status":"STOPPING"})");
+                });
+              });
+    http.Delete(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      with_job(req, res, [&](served_job& j) {
+        j.run->cancel();
+        json_reply(res, 202, R"({"status":"CANCELING"})");
+      });
+    });
+    http.Get(R"(/jobs/([0-9a-f]+)/sinks/([^/]+)/stream)",
+             [this](const httplib::Request& req, httplib::Response& res) { stream(req, res); });
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+    http.Get(R"(/(|index\.html|app\.js|style\.css))",
+             [](const httplib::Request& req, httplib::Response& res) {
+               std::string name = req.matches[1];
+               if (name.empty())
+                 name = "index.html";
+               const auto* file = internal::find_dashboard_file(name);
+               if (!file) {
+                 json_error(res, 404, "not found: " + req.path);
+                 return;
+               }
+               res.set_header("Cache-Control", "no-cache");
+               res.set_content(std::string{file->content}, file->content_type);
+             });
+  }
+
+  template <class F>
+  void with_job(const httplib::Request& req, httplib::Response& res, F f) {
+    auto j = find(req.matches[1]);
+    if (!j) {
+      json_error(res, 404, "no job " + std::string{req.matches[1]});
+      return;
+    }
+    f(*j);
+  }
+
+  void submit_request(const httplib::Request& req, httplib::Response& res) {
+    if (req.body.empty()) {
+      json_error(res, 400, "the request body must be a TOML pipeline");
+      return;
+    }
+    std::string file = req.has_param("file") ? req.get_param_value("file") : "submitted.toml";
+    if (is_traversal(file) || file.find('/') != std::string::npos || file.empty()) {
+      json_error(res, 400, "file must be a plain file name, got '" + file + "'");
+      return;
+    }
+    auto loaded = config::load_pipeline(req.body, file);
+    if (!loaded) {
+      const auto& ds = loaded.error();
+      json_writer w;
+      w.begin_object().key("errors").begin_array();
+      for (const auto& d : ds)
+        w.value(d.to_string());
+      w.end_array().key("diagnostics").begin_array();
+      for (const auto& d : ds) {
+        w.begin_object()
+          .field("file", d.file)
+          .field("line", static_cast<std::uint64_t>(d.line))
+          .field("column", static_cast<std::uint64_t>(d.column))
+          .field("message", d.message);
+        w.key("notes").begin_array();
+        for (const auto& n : d.notes)
+          w.value(n);
+        w.end_array().end_object();
+      }
+      w.end_array().end_object();
+      json_reply(res, 400, w.take());
+      return;
+    }
+    auto id = add(std::move(*loaded));
+    json_writer w;
+    w.begin_object().field("jobid", id).end_object();
+    json_reply(res, 202, w.take());
+  }
+
+  std::string add(std::unique_ptr<job> j) {
+    // Served jobs print no status line; their progress is the API's.
+    j->options().status_interval = std::chrono::milliseconds{0};
+    auto sj = std::make_shared<served_job>();
+    sj->id = new_job_id();
+    sj->run = std::make_unique<running_job>(j->start());
+    sj->owner = std::move(j);
+    {
+      std::lock_guard lock{jobs_mutex};
+      jobs.push_back(sj);
+    }
+    log::runtime().info("server: job '{}' started as {}", sj->owner->options().name, sj->id);
+    return sj->id;
+  }
+
+  void stream(const httplib::Request& req, httplib::Response& res) {
+    auto j = find(req.matches[1]);
+    if (!j) {
+      json_error(res, 404, "no job " + std::string{req.matches[1]});
+      return;
+    }
+    const std::string sink = req.matches[2];
+    auto schema = j->run->sink_schema(sink);
+    if (!schema) {
+      json_error(res, 404, "job " + j->id + " has no sink '" + sink + "'");
+      return;
+    }
+    auto client = std::make_shared<stream_client>();
+    client->max_rows = opts.stream_queue_rows;
+    auto sub = j->run->subscribe_sink(
+      sink, [client](const record_batch_ptr& b, std::size_t subtask, std::uint64_t first) {
+        client->offer(b, subtask, first);
+      });
+    if (!sub) {
+      json_error(res, 404, "job " + j->id + " has no sink '" + sink + "'");
+      return;
+    }
+    auto encoder = std::shared_ptr<format::record_encoder>(
+      format::make_encoder(format::format_kind::jsonl));
+    auto opened = std::make_shared<bool>(false);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, j, client, encoder, opened, sink](std::size_t, httplib::DataSink& out) {
+        std::string text;
+        if (!*opened) {
+          *opened = true;
+          json_writer w;
+          w.begin_object().field("job", j->id).field("sink", sink).end_object();
+          text = "event: subscribed\ndata: " + w.take() + "\n\n";
+          return out.write(text.data(), text.size());
+        }
+        // Terminal before draining: every row the sink got is queued by now.
+        const bool over = is_terminal(j->run->state()) || stopping.load();
+        std::deque<stream_client::item> items;
+        std::uint64_t skipped = 0;
+        {
+          std::unique_lock lock{client->mutex};
+          if (!over)
+            client->cv.wait_for(lock, std::chrono::milliseconds{500}, [&] {
+              return !client->queue.empty() || client->skipped > 0 || stopping.load();
+            });
+          items.swap(client->queue);
+          client->queued_rows = 0;
+          skipped = client->skipped;
+          client->skipped = 0;
+        }
+        if (skipped > 0)
+          text += "event: skipped\ndata: {\"skipped_rows\":" + std::to_string(skipped)
+                  + "}\n\n";
+        std::string line;
+        for (const auto& it : items) {
+          for (std::size_t r = 0; r < it.batch->num_rows; ++r) {
+            line.clear();
+            encoder->encode(*it.batch, r, line);
+            if (!line.empty() && line.back() == '\n')
+              line.pop_back();
+            text += "id: ";
+            text += std::to_string(it.subtask);
+            text += ':';
+            text += std::to_string(it.first_row + r);
+            text += "\ndata: ";
+            text += line;
+            text += "\n\n";
+          }
+        }
+        if (text.empty()) {
+          if (over) {
+            json_writer w;
+            w.begin_object().field("state", to_string(j->run->state())).end_object();
+            text = "event: end\ndata: " + w.take() + "\n\n";
+            out.write(text.data(), text.size());
+            out.done();
+            return true;
+          }
+          text = ": keep-alive\n\n"; // also finds clients that have gone
+        }
+        return out.write(text.data(), text.size());
+      },
+      [j, sink, id = *sub](bool) { j->run->unsubscribe_sink(sink, id); });
+  }
+};
+
+http_server::http_server(server_options opts) : impl_(std::make_unique<impl>()) {
+  impl_->opts = std::move(opts);
+  impl_->routes();
+}
+
+http_server::~http_server() {
+  impl_->stopping = true;
+  impl_->http.stop();
+  if (impl_->http_thread.joinable())
+    impl_->http_thread.join();
+  {
+    std::lock_guard lock{impl_->sampler_mutex};
+  }
+  impl_->sampler_cv.notify_all();
+  if (impl_->sampler.joinable())
+    impl_->sampler.join();
+  // running_job's destructor cancels a job still running.
+  std::lock_guard lock{impl_->jobs_mutex};
+  impl_->jobs.clear();
+}
+
+expected<std::monostate> http_server::start() {
+  auto& o = impl_->opts;
+  if (!is_loopback(o.host) && o.token.empty())
+    return make_error(errc::invalid_argument,
+                      "listening on " + o.host + ", which is not a loopback address, needs a "
+                        "bearer token (--token): anyone who can reach it could submit jobs");
+  int port = o.port;
+  if (port == 0)
+    port = impl_->http.bind_to_any_port(o.host);
+  else if (!impl_->http.bind_to_port(o.host, port))
+    port = -1;
+  if (port <= 0)
+    return make_error(errc::io_error,
+                      "cannot listen on " + o.host + ":" + std::to_string(o.port));
+  impl_->bound_port = port;
+  impl_->http_thread = std::thread{[this] { impl_->http.listen_after_bind(); }};
+  impl_->sampler = std::thread{[this] {
+    std::unique_lock lock{impl_->sampler_mutex};
+    while (!impl_->stopping) {
+      lock.unlock();
+      impl_->sample_all();
+      lock.lock();
+      impl_->sampler_cv.wait_for(lock, std::chrono::seconds{1},
+                                 [this] { return impl_->stopping.load(); });
+    }
+  }};
+  return std::monostate{};
+}
+
+int http_server::port() const noexcept { return impl_->bound_port; }
+
+std::string http_server::submit(std::unique_ptr<job> j) { return impl_->add(std::move(j)); }
+
+running_job* http_server::find(const std::string& id) {
+  auto j = impl_->find(id);
+  return j ? j->run.get() : nullptr;
+}
+
+void http_server::shutdown() {
+  auto jobs = impl_->all();
+  for (const auto& j : jobs)
+    if (!is_terminal(j->run->state()))
+      j->run->stop();
+  for (const auto& j : jobs)
+    j->run->wait();
+  {
+    std::lock_guard lock{impl_->sampler_mutex};
+    impl_->stopping = true;
+  }
+  impl_->sampler_cv.notify_all();
+  impl_->http.stop();
+  if (impl_->http_thread.joinable())
+    impl_->http_thread.join();
+  if (impl_->sampler.joinable())
+    impl_->sampler.join();
+}
+
+} // namespace weir::server
