@@ -2,7 +2,7 @@
 // job::execute lives in weir_actors: it is the one place where the public API
 // meets the actor system.
 #include "job_context.hpp"
-#include "job_control.hpp"
+#include "background_run.hpp"
 #include "job_manager_actor.hpp"
 #include "weir/api/job.hpp"
 #include "weir/core/log.hpp"
@@ -26,7 +26,7 @@ namespace weir {
 
 job_result job::execute() { return execute_with(nullptr); }
 
-job_result job::execute_with(runtime::job_control* control) {
+job_result job::execute_with(runtime::background_run* control) {
   job_result result;
   auto started = std::chrono::steady_clock::now();
   std::shared_ptr<runtime::job_context> ctx;

@@ -4,7 +4,7 @@
 #include "weir/api/running_job.hpp"
 
 #include "job_context.hpp"
-#include "job_control.hpp"
+#include "background_run.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/runtime/stop_request.hpp"
 
@@ -68,7 +68,7 @@ job_state terminal_state(const job_result& r, bool canceled) {
 } // namespace
 
 running_job job::start() {
-  auto control = std::make_shared<runtime::job_control>(*this);
+  auto control = std::make_shared<runtime::background_run>(*this);
   control->start_ms = wall_ms();
   auto* c = control.get();
   // The thread holds the control alive until the job has ended; the handle
@@ -86,7 +86,7 @@ running_job job::start() {
   return running_job{std::move(control)};
 }
 
-running_job::running_job(std::shared_ptr<runtime::job_control> c) : control_(std::move(c)) {}
+running_job::running_job(std::shared_ptr<runtime::background_run> c) : control_(std::move(c)) {}
 running_job::running_job(running_job&&) noexcept = default;
 
 running_job& running_job::operator=(running_job&& other) noexcept {

@@ -25,7 +25,7 @@ namespace weir {
 namespace runtime {
 struct job_graph;
 class stop_request; // weir/runtime/stop_request.hpp
-struct job_control; // actors/job_control.hpp
+struct background_run; // actors/background_run.hpp
 } // namespace runtime
 
 class running_job; // weir/api/running_job.hpp
@@ -573,7 +573,7 @@ public:
 private:
   friend class running_job;
   /// `execute`, reporting to `control` (null: nobody watches).
-  job_result execute_with(runtime::job_control* control);
+  job_result execute_with(runtime::background_run* control);
 
   std::shared_ptr<runtime::job_graph> graph_;
   std::shared_ptr<runtime::stop_request> stop_;

@@ -14,7 +14,7 @@
 namespace weir {
 
 namespace runtime {
-struct job_control; // actors/job_control.hpp
+struct background_run; // actors/background_run.hpp
 } // namespace runtime
 
 /// Where a job is in its life (Flink's `JobStatus`).
@@ -157,8 +157,8 @@ public:
 
 private:
   friend class job;
-  explicit running_job(std::shared_ptr<runtime::job_control> c);
-  std::shared_ptr<runtime::job_control> control_;
+  explicit running_job(std::shared_ptr<runtime::background_run> c);
+  std::shared_ptr<runtime::background_run> control_;
 };
 
 } // namespace weir

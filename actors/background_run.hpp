@@ -18,8 +18,8 @@ namespace weir::runtime {
 /// What a `running_job` handle shares with the thread running its job:
 /// the execution's context once it exists, the cancel hook into the actor
 /// system, and the result once the job has ended. Thread-safe.
-struct job_control {
-  explicit job_control(job j) : owner(std::move(j)) {}
+struct background_run {
+  explicit background_run(job j) : owner(std::move(j)) {}
 
   job owner; ///< shares the graph and the stop request with the caller's job
   std::int64_t start_ms = 0;
