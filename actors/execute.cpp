@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // job::execute lives in weir_actors: it is the one place where the public API
 // meets the actor system.
+#include "control_messages.hpp"
 #include "job_context.hpp"
 #include "job_manager_actor.hpp"
 #include "weir/api/job.hpp"
@@ -8,6 +9,7 @@
 #include "weir/core/messages.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/runtime/loss_check.hpp"
+#include "weir/runtime/job_control.hpp"
 #include "weir/runtime/stop_request.hpp"
 
 #include <caf/actor_system.hpp>
@@ -35,7 +37,7 @@ job_result job::execute() {
     const auto& cp = graph_->options.checkpoint;
     bool resumable = false; // a completed checkpoint exists to resume from
     if (cp.enabled) {
-      if (cp.fresh) {
+      if (cp.fresh || !cp.from_savepoint.empty()) {
         // Start over: the old checkpoints must not be restored by a crash
         // that happens before the first new one completes.
         std::error_code ec;
@@ -52,7 +54,7 @@ job_result job::execute() {
                        + store.error().message;
         return result;
       }
-      if (!cp.fresh) {
+      if (!cp.fresh && cp.from_savepoint.empty()) {
         // Unverified (the job manager verifies the one it restores), but
         // only complete manifests count.
         auto stored = (*store)->list(false);
@@ -60,6 +62,26 @@ job_result job::execute() {
                                            [](const auto& l) { return l.restorable; });
       }
       ctx->store = std::move(*store);
+    }
+    if (!cp.from_savepoint.empty()) {
+      std::error_code ec;
+      namespace fs = std::filesystem;
+      if (cp.enabled && fs::weakly_canonical(cp.from_savepoint, ec) == fs::weakly_canonical(cp.dir, ec)) {
+        result.error = "the savepoint " + cp.from_savepoint
+                       + " is the job's checkpoint dir: restore a savepoint from its own directory";
+        return result;
+      }
+      checkpoint::store_options so;
+      so.dir = cp.from_savepoint;
+      so.read_only = true;
+      so.map_size = cp.max_size;
+      auto sp = checkpoint::lmdb_checkpoint_store::open(so);
+      if (!sp) {
+        result.error = "cannot open savepoint " + cp.from_savepoint + ": " + sp.error().message;
+        return result;
+      }
+      ctx->savepoint = std::move(*sp);
+      resumable = true;
     }
     if (graph_->options.on_bad_record == bad_record_policy::dead_letter
         && !graph_->options.dead_letter_path.empty())
@@ -81,7 +103,11 @@ job_result job::execute() {
     caf::actor_system sys{cfg};
     auto jm = runtime::spawn_job_manager(sys, ctx);
     stop_->attach([jm] { caf::anon_send(jm, stop_atom::value); });
+    control_->attach(runtime::job_control::hooks{
+      [jm](runtime::state_query q) { caf::anon_send(jm, std::move(q)); },
+      [jm](runtime::savepoint_request r) { caf::anon_send(jm, std::move(r)); }});
     sys.await_all_actors_done();
+    control_->detach();
     stop_->detach();
   }
   graph_->end_output->print(std::cout);
