@@ -62,9 +62,12 @@ struct savepoint_request {
 
 /// How the public `job` reaches its running `execute()` (as `stop_request`
 /// does for `job::stop`): `execute` attaches hooks that post requests to
-/// the job manager's mailbox, and detaches them before it returns. Asked
-/// while no `execute` runs, a request is answered at once with
-/// `errc::runtime_error` "the job is not running". Thread-safe.
+/// the job manager's mailbox, and detaches them before it returns. A
+/// request made before the first `execute()` has attached waits for it (a
+/// host may start `execute()` on a thread and query at once); one made
+/// after an `execute()` has ended, and before the next attaches, is
+/// answered at once with `errc::runtime_error` "the job is not running".
+/// Thread-safe.
 class job_control {
 public:
   struct hooks {
@@ -72,9 +75,17 @@ public:
     std::function<void(savepoint_request)> savepoint;
   };
 
+  /// `execute` runs: posts the requests that waited, then every new one.
   void attach(hooks h) {
     std::lock_guard guard{mutex_};
     hooks_ = std::move(h);
+    started_ = true;
+    for (auto& q : waiting_queries_)
+      hooks_.query(std::move(q));
+    for (auto& r : waiting_savepoints_)
+      hooks_.savepoint(std::move(r));
+    waiting_queries_.clear();
+    waiting_savepoints_.clear();
   }
 
   void detach() {
@@ -90,6 +101,10 @@ public:
       hooks_.query(std::move(q));
       return;
     }
+    if (!started_) {
+      waiting_queries_.push_back(std::move(q));
+      return;
+    }
     guard.unlock();
     q.reply->set(not_running());
   }
@@ -98,6 +113,10 @@ public:
     std::unique_lock guard{mutex_};
     if (hooks_.savepoint) {
       hooks_.savepoint(std::move(r));
+      return;
+    }
+    if (!started_) {
+      waiting_savepoints_.push_back(std::move(r));
       return;
     }
     guard.unlock();
@@ -111,6 +130,9 @@ private:
 
   std::mutex mutex_;
   hooks hooks_;
+  bool started_ = false; ///< an `execute()` has attached once
+  std::vector<state_query> waiting_queries_;
+  std::vector<savepoint_request> waiting_savepoints_;
 };
 
 } // namespace weir::runtime

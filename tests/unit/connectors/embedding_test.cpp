@@ -80,7 +80,7 @@ weir::state_query_result query_until(weir::job& j, const std::string& op,
   weir::state_query_result last;
   while (std::chrono::steady_clock::now() < until) {
     auto r = j.query_state(op, key).get();
-    REQUIRE_MESSAGE(r, r ? "" : r.error().message);
+    REQUIRE_MESSAGE(r.has_value(), (r ? std::string{} : r.error().message));
     last = *r;
     if (pred(last))
       return last;
@@ -231,7 +231,7 @@ TEST_CASE("a running count's queried state equals the count the sink emitted las
   REQUIRE(got.wait_for(103));
   for (const auto& u : users) {
     auto a = j.query_state("counts", {u}).get();
-    REQUIRE_MESSAGE(a, a ? "" : a.error().message);
+    REQUIRE_MESSAGE(a.has_value(), (a ? std::string{} : a.error().message));
     CHECK(a->found);
     CHECK(a->operator_name == "counts");
     CHECK(a->parallelism == 2);
@@ -352,7 +352,7 @@ TEST_CASE("a savepoint of a running job restores into a new job at another paral
     REQUIRE_FALSE(bad);
     CHECK(bad.error().code == weir::errc::invalid_argument);
     auto saved = j.stop_with_savepoint(sp).get();
-    REQUIRE_MESSAGE(saved, saved ? "" : saved.error().message);
+    REQUIRE_MESSAGE(saved.has_value(), (saved ? std::string{} : saved.error().message));
     CHECK(saved->path == sp);
     CHECK(saved->checkpoint_id > 0);
     runner.join();
