@@ -4,6 +4,7 @@
 // (job::from_push, sink_to_callback, query_state, trigger_savepoint).
 #include "weir/api/job.hpp"
 #include "weir/connectors/push_source.hpp"
+#include "weir/state/keyed_process_function.hpp"
 #include "weir/window/tumbling_windows.hpp"
 
 #include <doctest/doctest.h>
@@ -263,6 +264,55 @@ TEST_CASE("a running count's queried state equals the count the sink emitted las
   auto after = j.query_state("counts", {"u0"}).get();
   REQUIRE_FALSE(after);
   CHECK(after.error().code == weir::errc::runtime_error);
+}
+
+/// Keeps per user the number of purchases (value state "n") and the last
+/// amount (value state "last"), and emits {user, n} for each.
+class purchase_tracker final : public weir::state::keyed_process_function {
+public:
+  void open(context& ctx) override {
+    n_ = *ctx.state().get_value_state<std::int64_t>("n");
+    last_ = *ctx.state().get_value_state<std::string>("last");
+  }
+  void process_element(const weir::row_view& row, context& ctx,
+                       weir::state::row_collector& out) override {
+    auto n = n_.value_or(0) + 1;
+    n_.update(n);
+    last_.update("amount " + std::to_string(*row.get_int("amount")));
+    out.emit({ctx.key().front(), n});
+  }
+
+private:
+  weir::state::value_state<std::int64_t> n_;
+  weir::state::value_state<std::string> last_;
+};
+
+TEST_CASE("a keyed process function's queried value states equal what it emitted last") {
+  weir::job j{quiet_options(2)};
+  weir::push_source_spec spec;
+  spec.schema = event_schema();
+  auto src = j.from_push(spec, {"events", 0});
+  REQUIRE(src);
+  auto tracked = src->stream.key_by({"user"})->process(
+    "tracker", weir::make_schema({{"user", weir::type_id::string}, {"n", weir::type_id::int64}}),
+    [] { return std::make_unique<purchase_tracker>(); });
+  REQUIRE(tracked);
+  collected got;
+  REQUIRE(tracked->sink_to_callback([&](const weir::row_view& r) { got.add(r); }, {"out", 1}));
+  weir::job_result result;
+  std::thread runner{[&] { result = j.execute(); }};
+  for (int i = 0; i < 10; ++i)
+    src->handle->push(std::vector<weir::value>{std::string{i < 7 ? "ann" : "bo"}, std::int64_t{i},
+                                               std::int64_t{i * 10}});
+  REQUIRE(got.wait_for(10));
+  auto a = j.query_state("tracker", {"ann"}).get();
+  REQUIRE(a.has_value());
+  CHECK(a->state == "{\"last\":\"amount 60\",\"n\":7}");
+  auto rows = got.snapshot();
+  CHECK(std::count(rows.begin(), rows.end(), std::string{"{\"user\":\"ann\",\"n\":7}"}) == 1);
+  src->handle->close();
+  runner.join();
+  REQUIRE_MESSAGE(result.ok, result.error);
 }
 
 TEST_CASE("a window's queried open window equals the row the sink emits when it fires") {
