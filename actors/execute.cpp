@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // job::execute lives in weir_actors: it is the one place where the public API
 // meets the actor system.
+#include "control_messages.hpp"
 #include "job_context.hpp"
 #include "background_run.hpp"
 #include "job_manager_actor.hpp"
@@ -9,6 +10,7 @@
 #include "weir/core/messages.hpp"
 #include "weir/runtime/job_graph.hpp"
 #include "weir/runtime/loss_check.hpp"
+#include "weir/runtime/job_control.hpp"
 #include "weir/runtime/stop_request.hpp"
 
 #include <caf/actor_system.hpp>
@@ -38,7 +40,7 @@ job_result job::execute_with(runtime::background_run* control) {
     const auto& cp = graph_->options.checkpoint;
     bool resumable = false; // a completed checkpoint exists to resume from
     if (cp.enabled) {
-      if (cp.fresh) {
+      if (cp.fresh || !cp.from_savepoint.empty()) {
         // Start over: the old checkpoints must not be restored by a crash
         // that happens before the first new one completes.
         std::error_code ec;
@@ -55,7 +57,7 @@ job_result job::execute_with(runtime::background_run* control) {
                        + store.error().message;
         return result;
       }
-      if (!cp.fresh) {
+      if (!cp.fresh && cp.from_savepoint.empty()) {
         // Unverified (the job manager verifies the one it restores), but
         // only complete manifests count.
         auto stored = (*store)->list(false);
@@ -66,6 +68,26 @@ job_result job::execute_with(runtime::background_run* control) {
     }
     if (control)
       control->attach_context(ctx);
+    if (!cp.from_savepoint.empty()) {
+      std::error_code ec;
+      namespace fs = std::filesystem;
+      if (cp.enabled && fs::weakly_canonical(cp.from_savepoint, ec) == fs::weakly_canonical(cp.dir, ec)) {
+        result.error = "the savepoint " + cp.from_savepoint
+                       + " is the job's checkpoint dir: restore a savepoint from its own directory";
+        return result;
+      }
+      checkpoint::store_options so;
+      so.dir = cp.from_savepoint;
+      so.read_only = true;
+      so.map_size = cp.max_size;
+      auto sp = checkpoint::lmdb_checkpoint_store::open(so);
+      if (!sp) {
+        result.error = "cannot open savepoint " + cp.from_savepoint + ": " + sp.error().message;
+        return result;
+      }
+      ctx->savepoint = std::move(*sp);
+      resumable = true;
+    }
     if (graph_->options.on_bad_record == bad_record_policy::dead_letter
         && !graph_->options.dead_letter_path.empty())
       // A job resuming from a checkpoint keeps earlier bad records (those
@@ -88,7 +110,11 @@ job_result job::execute_with(runtime::background_run* control) {
     stop_->attach([jm] { caf::anon_send(jm, stop_atom::value); });
     if (control)
       control->attach_cancel([jm] { caf::anon_send(jm, runtime::cancel_job_atom::value); });
+    control_->attach(runtime::job_control::hooks{
+      [jm](runtime::state_query q) { caf::anon_send(jm, std::move(q)); },
+      [jm](runtime::savepoint_request r) { caf::anon_send(jm, std::move(r)); }});
     sys.await_all_actors_done();
+    control_->detach();
     if (control)
       control->detach_cancel();
     stop_->detach();

@@ -154,6 +154,10 @@ struct job_context {
   /// Checkpoint storage; null when checkpoints are off. Opened once per
   /// process: LMDB allows one environment handle per directory.
   std::shared_ptr<checkpoint::lmdb_checkpoint_store> store;
+  /// The savepoint to restore (`checkpoint_options::from_savepoint`, read
+  /// only); null when none. Used until the job's first own checkpoint
+  /// completes: a restart before that restores the savepoint again.
+  std::shared_ptr<checkpoint::lmdb_checkpoint_store> savepoint;
 
   /// Filled in by the job manager as it ends.
   struct outcome {

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "job_manager_actor.hpp"
 
+#include "control_messages.hpp"
 #include "state_writer_actor.hpp"
 #include "task_actor.hpp"
 #include "weir/checkpoint/checkpoint_coordinator.hpp"
 #include "weir/checkpoint/checkpoint_failure_manager.hpp"
 #include "weir/checkpoint/checkpoint_report.hpp"
+#include "weir/core/key_group.hpp"
 #include "weir/core/log.hpp"
 #include "weir/core/messages.hpp"
 #include "weir/core/timestamp.hpp"
@@ -19,9 +21,13 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -95,6 +101,10 @@ struct job_manager_state {
   std::optional<checkpoint::checkpoint_coordinator> coordinator;
   /// Counts failed checkpoints against [checkpoint] tolerable_failures.
   std::optional<checkpoint::checkpoint_failure_manager> failures;
+  /// Savepoints waiting for their checkpoint, by checkpoint id.
+  std::map<std::uint64_t, savepoint_request> savepoints;
+  /// A stop-with-savepoint waiting for the stop's final checkpoint.
+  std::optional<savepoint_request> stop_savepoint;
 };
 
 using jm_actor = caf::stateful_actor<job_manager_state>;
@@ -138,6 +148,13 @@ void abort_checkpoints(jm_actor* self,
       self->send(t, cancel_checkpoint{a.checkpoint_id});
     if (st.writer)
       self->send(st.writer, discard_ckpt_atom::value, a.checkpoint_id);
+    if (auto sp = st.savepoints.find(a.checkpoint_id); sp != st.savepoints.end()) {
+      sp->second.reply->set(make_error(errc::runtime_error,
+                                       "the savepoint's checkpoint "
+                                         + std::to_string(a.checkpoint_id)
+                                         + " was aborted: " + a.reason));
+      st.savepoints.erase(sp);
+    }
   }
 }
 
@@ -150,25 +167,64 @@ bool read_restore_points(jm_actor* self,
   const auto& g = *ctx.graph;
   const auto& plan = ctx.plan;
   out.assign(plan.vertices.size(), {});
-  if (!ctx.store)
+  // A savepoint (--from-savepoint) is restored until the job's own first
+  // checkpoint completes; from then on its checkpoints are.
+  const bool from_savepoint = ctx.savepoint && ctx.result.last_checkpoint_id == 0;
+  auto* source = from_savepoint ? ctx.savepoint.get() : ctx.store.get();
+  if (!source)
     return true;
-  auto latest = ctx.store->read_latest();
+  const auto& where = from_savepoint ? g.options.checkpoint.from_savepoint
+                                     : g.options.checkpoint.dir;
+  auto latest = source->read_latest();
   if (!latest) {
-    ctx.fail("cannot read checkpoints in " + g.options.checkpoint.dir + ": "
-             + latest.error().message);
+    ctx.fail("cannot read " + std::string{from_savepoint ? "the savepoint in " : "checkpoints in "}
+             + where + ": " + latest.error().message);
+    return false;
+  }
+  if (from_savepoint && !latest->manifest) {
+    ctx.fail("the savepoint " + where + " holds no complete checkpoint");
     return false;
   }
   for (const auto& w : latest->warnings) {
     log::checkpoint().warn("job '{}': {}", g.options.name, w);
     ctx.result.warnings.push_back(w);
   }
-  if (auto highest = ctx.store->highest_id(); highest && st.coordinator)
+  if (auto highest = ctx.store ? ctx.store->highest_id() : expected<std::uint64_t>{0};
+      highest && st.coordinator)
     st.coordinator->resume_after(*highest);
   if (!latest->manifest) {
     ctx.result.restored_checkpoint_id = 0;
     return true;
   }
   const auto& m = *latest->manifest;
+  if (from_savepoint) {
+    // State is matched by operator name: an operator the savepoint holds
+    // and the job no longer has cannot be restored (Flink's
+    // --allowNonRestoredState skips it).
+    std::set<std::string> missing;
+    for (const auto& h : m.handles)
+      if (!g.has_node_named(h.operator_uid))
+        missing.insert(h.operator_uid);
+    if (!missing.empty()) {
+      std::string names;
+      for (const auto& n : missing)
+        names += (names.empty() ? "'" : ", '") + n + "'";
+      if (!g.options.checkpoint.allow_non_restored_state) {
+        ctx.fail("the savepoint " + where + " holds state of operator(s) " + names
+                 + " that the job does not have (renamed or removed); run with "
+                   "--allow-non-restored-state to skip that state");
+        return false;
+      }
+      std::string w = "savepoint " + where + ": state of operator(s) " + names
+                      + " not restored (--allow-non-restored-state)";
+      log::checkpoint().warn("job '{}': {}", g.options.name, w);
+      ctx.result.warnings.push_back(std::move(w));
+    }
+    if (st.coordinator)
+      st.coordinator->resume_after(m.checkpoint_id);
+    log::checkpoint().info("job '{}': restoring from savepoint {} (checkpoint {})",
+                           g.options.name, where, m.checkpoint_id);
+  }
   ctx.result.restored_checkpoint_id = m.checkpoint_id;
   // Info: job_options::quiet (-q) raises the level to warn (execute.cpp).
   log::checkpoint().info("job '{}': restoring from checkpoint {}", g.options.name,
@@ -178,7 +234,7 @@ bool read_restore_points(jm_actor* self,
     out[v].resize(vertex.parallelism);
     for (std::size_t s = 0; s < vertex.parallelism; ++s) {
       for (auto node_id : vertex.nodes) {
-        auto r = ctx.store->read_restore(m, g.nodes[node_id].name,
+        auto r = source->read_restore(m, g.nodes[node_id].name,
                                          static_cast<std::uint32_t>(s),
                                          static_cast<std::uint32_t>(vertex.parallelism),
                                          g.options.max_parallelism);
@@ -400,6 +456,14 @@ void stop_sources(jm_actor* self) {
   }
   st.sources_stopped = true;
   st.ctx->result.stop_checkpoint_id = id;
+  if (st.stop_savepoint) {
+    if (id != 0)
+      st.savepoints.emplace(id, std::move(*st.stop_savepoint));
+    else
+      st.stop_savepoint->reply->set(make_error(
+        errc::runtime_error, "the job stopped without a final checkpoint to keep as savepoint"));
+    st.stop_savepoint.reset();
+  }
   if (id != 0)
     log::runtime().info("job '{}': stopping with final checkpoint {}", name, id);
   else
@@ -407,6 +471,218 @@ void stop_sources(jm_actor* self) {
   for (std::size_t t = 0; t < st.subtasks.size(); ++t)
     if (st.is_source[t])
       self->send(st.subtasks[t], stop_source{id, now.count()});
+}
+
+/// Copies checkpoint `m` (whose commit was just sent to the state writer,
+/// so nothing can come between) into the savepoint directory asked for, and
+/// answers the request. A stop-with-savepoint's job stops on its own.
+void write_savepoint(jm_actor* self, checkpoint::snapshot_manifest m) {
+  auto& st = self->state;
+  auto it = st.savepoints.find(m.checkpoint_id);
+  if (it == st.savepoints.end())
+    return;
+  auto req = std::move(it->second);
+  st.savepoints.erase(it);
+  auto id = m.checkpoint_id;
+  auto path = req.path;
+  auto reply = req.reply;
+  const auto& name = st.ctx->graph->options.name;
+  self->request(st.writer, caf::infinite, savepoint_atom::value, std::move(m), path)
+    .then(
+      [reply, path, id, name](savepoint_write_result& r) {
+        if (!r.ok) {
+          log::checkpoint().warn("job '{}': savepoint of checkpoint {} at {} failed: {}", name,
+                                 id, path, r.error);
+          reply->set(make_error(errc::io_error, r.error));
+          return;
+        }
+        log::checkpoint().info("job '{}': savepoint of checkpoint {} written to {}", name, id,
+                               path);
+        reply->set(savepoint_result{path, id, r.bytes});
+      },
+      [reply](caf::error& err) {
+        reply->set(make_error(errc::io_error, "state writer: " + to_string(err)));
+      });
+}
+
+/// Checks a savepoint path before anything is triggered: not empty, not the
+/// checkpoint dir, and not a directory holding anything.
+std::optional<error> check_savepoint_path(const job_manager_state& st, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!st.coordinator || !st.writer)
+    return make_error(errc::invalid_argument,
+                      "a savepoint needs checkpoints: add a [checkpoint] table with a dir");
+  if (path.empty())
+    return make_error(errc::invalid_argument, "a savepoint needs a path");
+  std::error_code ec;
+  auto a = fs::weakly_canonical(path, ec);
+  auto b = fs::weakly_canonical(st.ctx->graph->options.checkpoint.dir, ec);
+  if (a == b)
+    return make_error(errc::invalid_argument, "the savepoint path " + path
+                                                + " is the job's checkpoint dir");
+  if (fs::exists(path, ec) && (!fs::is_directory(path, ec) || !fs::is_empty(path, ec)))
+    return make_error(errc::invalid_argument,
+                      "the savepoint path " + path + " exists and is not an empty directory");
+  return std::nullopt;
+}
+
+/// A savepoint asked for by the host (`job::trigger_savepoint`): triggers a
+/// checkpoint at once (retrying shortly while another is in flight) and
+/// remembers the request until it completes or aborts.
+void trigger_savepoint(jm_actor* self, savepoint_request& r) {
+  auto& st = self->state;
+  if (auto e = check_savepoint_path(st, r.path)) {
+    r.reply->set(*e);
+    return;
+  }
+  if (st.restarting || st.failed || st.stopping) {
+    r.reply->set(make_error(errc::runtime_error, "the job is restarting or stopping"));
+    return;
+  }
+  if (r.stop) {
+    // The stop's final checkpoint is the savepoint (Flink's
+    // stop-with-savepoint): the sinks commit exactly what it holds.
+    st.stop_savepoint = std::move(r);
+    st.stopping = true;
+    st.ctx->result.stopped = true;
+    stop_sources(self);
+    return;
+  }
+  auto now = wall_now();
+  abort_checkpoints(self, st.coordinator->expire(now));
+  auto t = st.coordinator->trigger(now, true);
+  if (t.refusal == checkpoint::trigger_refusal::too_many) {
+    self->delayed_send(self, std::chrono::milliseconds{10}, std::move(r));
+    return;
+  }
+  if (!t.triggered()) {
+    r.reply->set(make_error(errc::runtime_error, "no savepoint can be taken: " + t.reason));
+    return;
+  }
+  log::checkpoint().info("job '{}': savepoint to {}: checkpoint {} triggered",
+                         st.ctx->graph->options.name, r.path, t.checkpoint_id);
+  st.savepoints.emplace(t.checkpoint_id, std::move(r));
+  for (std::size_t i = 0; i < st.subtasks.size(); ++i)
+    if (st.is_source[i])
+      self->send(st.subtasks[i], trigger_checkpoint{t.checkpoint_id, now.count()});
+}
+
+/// Parses `text` as a value of type `t` into `col`; false if it is not one.
+bool append_key_text(column& col, type_id t, const std::string& text) {
+  auto whole = [&](auto& v) {
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    return ec == std::errc{} && p == text.data() + text.size();
+  };
+  switch (t) {
+    case type_id::int64:
+    case type_id::timestamp: {
+      std::int64_t v = 0;
+      if (!whole(v))
+        return false;
+      col.append_int(v);
+      return true;
+    }
+    case type_id::float64: {
+      char* end = nullptr;
+      double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || end != text.c_str() + text.size())
+        return false;
+      col.append_float(v);
+      return true;
+    }
+    case type_id::boolean:
+      if (text != "true" && text != "false")
+        return false;
+      col.append_bool(text == "true");
+      return true;
+    case type_id::string:
+      col.append_string(text);
+      return true;
+    case type_id::null_type:
+      return false;
+  }
+  return false;
+}
+
+/// A host's state query: finds the operator's chain and member, encodes the
+/// key with the key fields' types, and sends the question to the subtask
+/// owning the key group (`operator_index_for_key_group`).
+void route_state_query(jm_actor* self, state_query& q) {
+  auto& st = self->state;
+  const auto& g = *st.ctx->graph;
+  const auto& plan = st.ctx->plan;
+  std::optional<std::pair<std::size_t, std::size_t>> at; // (vertex, member)
+  for (std::size_t v = 0; v < plan.vertices.size() && !at; ++v)
+    for (std::size_t k = 0; k < plan.vertices[v].nodes.size(); ++k)
+      if (g.nodes[plan.vertices[v].nodes[k]].name == q.operator_name)
+        at.emplace(v, k);
+  if (!at) {
+    q.reply->set(make_error(errc::not_found, "the job has no operator '" + q.operator_name + "'"));
+    return;
+  }
+  const auto& vertex = plan.vertices[at->first];
+  const stream_edge* keyed = nullptr;
+  for (const auto& e : g.edges)
+    if (e.target == vertex.nodes[0] && e.mode == partitioning::hash) {
+      keyed = &e;
+      break;
+    }
+  if (!keyed) {
+    q.reply->set(make_error(errc::invalid_argument,
+                            "operator '" + q.operator_name + "' is not keyed (no key_by before it)"));
+    return;
+  }
+  const auto& schema = *g.nodes[keyed->source].outputs[keyed->port].schema;
+  if (q.key.size() != keyed->key_fields.size()) {
+    std::string names;
+    for (auto i : keyed->key_fields)
+      names += (names.empty() ? "" : ", ") + schema.at(i).name;
+    q.reply->set(make_error(errc::invalid_argument,
+                            "operator '" + q.operator_name + "' is keyed by " + names + ": "
+                              + std::to_string(keyed->key_fields.size()) + " key value(s), got "
+                              + std::to_string(q.key.size())));
+    return;
+  }
+  std::vector<field> fields;
+  for (auto i : keyed->key_fields)
+    fields.push_back(schema.at(i));
+  batch_builder b{std::make_shared<const weir::schema>(fields)};
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (!append_key_text(b.col(i), fields[i].type, q.key[i])) {
+      q.reply->set(make_error(errc::invalid_argument,
+                              "key field '" + fields[i].name + "' is "
+                                + std::string{to_string(fields[i].type)} + ", got '" + q.key[i]
+                                + "'"));
+      return;
+    }
+  b.commit_row();
+  auto one = b.finish();
+  std::vector<std::size_t> all(fields.size());
+  for (std::size_t i = 0; i < all.size(); ++i)
+    all[i] = i;
+  subtask_state_query sq;
+  encode_key(*one, all, 0, sq.encoded_key);
+  auto group = assign_key_group(sq.encoded_key, g.options.max_parallelism);
+  auto sub = operator_index_for_key_group(group, g.options.max_parallelism, vertex.parallelism);
+  std::optional<std::size_t> task;
+  for (std::size_t t = 0; t < st.task_subtask.size(); ++t)
+    if (st.task_subtask[t] == std::make_pair(at->first, sub) && st.task_of.count(st.subtasks[t].address()))
+      task = t;
+  if (!task) {
+    q.reply->set(make_error(errc::runtime_error, "operator '" + q.operator_name + "' subtask "
+                                                   + std::to_string(sub + 1)
+                                                   + " is not running (finished or restarting)"));
+    return;
+  }
+  sq.member = at->second;
+  sq.result.operator_name = q.operator_name;
+  sq.result.key = std::move(q.key);
+  sq.result.subtask = sub;
+  sq.result.parallelism = vertex.parallelism;
+  sq.result.key_group = group;
+  sq.result.checkpoint_id = last_completed_id(st);
+  sq.reply = std::move(q.reply);
+  self->send(st.subtasks[*task], std::move(sq));
 }
 
 void on_ack(jm_actor* self, write_snapshot_result& r) {
@@ -444,6 +720,9 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
     return;
   auto id = r.checkpoint_id;
   auto attempt = st.attempt;
+  std::optional<checkpoint::snapshot_manifest> for_savepoint;
+  if (st.savepoints.count(id))
+    for_savepoint = *res.manifest;
   self->request(st.writer, caf::infinite, commit_ckpt_atom::value, std::move(*res.manifest))
     .then(
       [self, id, attempt](commit_manifest_result& c) {
@@ -477,6 +756,8 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
           abort_checkpoints(self, {*a});
         checkpoint_failed(self, id, why);
       });
+  if (for_savepoint)
+    write_savepoint(self, std::move(*for_savepoint));
 }
 
 caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
@@ -650,6 +931,8 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
       for (auto& a : st.subtasks)
         self->send_exit(a, caf::exit_reason::user_shutdown);
     },
+    [self](state_query& q) { route_state_query(self, q); },
+    [self](savepoint_request& r) { trigger_savepoint(self, r); },
     [self](redeploy_atom) {
       auto redeploy = [self] {
         auto& s = self->state;

@@ -97,13 +97,16 @@ extern "C" void on_stop_signal(int signo) {
 /// gracefully (`job::stop`), a second one ends the process.
 class stop_on_signals {
 public:
-  stop_on_signals(weir::job& j, bool quiet) {
+  /// `savepoint_path`: a stop signal stops with a savepoint there
+  /// (`job::stop_with_savepoint`) instead of a plain stop.
+  stop_on_signals(weir::job& j, bool quiet, std::string savepoint_path = {}) {
     if (::pipe2(stop_pipe, O_CLOEXEC) != 0) {
       std::perror("weir: pipe");
       return;
     }
-    watcher_ = std::thread{[&j, quiet] {
+    watcher_ = std::thread{[&j, quiet, savepoint_path] {
       unsigned char b = 0;
+      int seen = 0;
       for (;;) {
         auto n = ::read(stop_pipe[0], &b, 1);
         if (n < 0 && errno == EINTR)
@@ -116,7 +119,20 @@ public:
                        "\nweir: %s: stopping (sources stop, sinks flush); "
                        "send it again to stop at once\n",
                        b == SIGINT ? "SIGINT" : "SIGTERM");
-        j.stop();
+        if (savepoint_path.empty() || ++seen > 1) {
+          j.stop();
+          continue;
+        }
+        // The first signal: stop with a savepoint, and say how it went.
+        auto r = j.stop_with_savepoint(savepoint_path).get();
+        if (!r) {
+          std::fprintf(stderr, "weir: savepoint to %s failed: %s; stopping without it\n",
+                       savepoint_path.c_str(), r.error().message.c_str());
+          j.stop();
+        } else if (!quiet) {
+          std::fprintf(stderr, "weir: savepoint of checkpoint %llu written to %s\n",
+                       static_cast<unsigned long long>(r->checkpoint_id), r->path.c_str());
+        }
       }
     }};
     struct sigaction sa = {};
@@ -338,6 +354,17 @@ int main(int argc, char** argv) {
   bool fresh = false;
   run->add_flag("--fresh", fresh,
                 "Start over: discard the checkpoints in [checkpoint] dir instead of resuming");
+  std::string from_savepoint;
+  run->add_option("--from-savepoint", from_savepoint,
+                  "Restore from this savepoint directory (at any parallelism); the "
+                  "checkpoints in [checkpoint] dir are discarded");
+  bool allow_non_restored = false;
+  run->add_flag("--allow-non-restored-state", allow_non_restored,
+                "With --from-savepoint: skip the state of operators the pipeline no longer has");
+  std::string savepoint_on_stop;
+  run->add_option("--savepoint-on-stop", savepoint_on_stop,
+                  "On SIGINT/SIGTERM stop with a savepoint written to this directory "
+                  "(needs [checkpoint])");
 
   auto* validate = app.add_subcommand("validate", "Check a pipeline and exit");
   validate->add_option("pipeline", path, "Pipeline TOML file")->required();
@@ -421,6 +448,8 @@ int main(int argc, char** argv) {
   }
   if (fresh)
     job.options().checkpoint.fresh = true;
+  job.options().checkpoint.from_savepoint = from_savepoint;
+  job.options().checkpoint.allow_non_restored_state = allow_non_restored;
   if (strict) {
     job.options().max_bad_ratio = 0.0;
     job.options().max_late_ratio = 0.0;
@@ -428,7 +457,7 @@ int main(int argc, char** argv) {
   }
   weir::job_result result;
   {
-    stop_on_signals guard{job, quiet};
+    stop_on_signals guard{job, quiet, savepoint_on_stop};
     result = job.execute();
   }
   if (!quiet)

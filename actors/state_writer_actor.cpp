@@ -63,6 +63,7 @@ namespace {
 struct state_writer_state {
   std::shared_ptr<checkpoint::lmdb_checkpoint_store> store;
   std::string job_name; ///< for log messages
+  std::uint64_t last_committed = 0; ///< the last checkpoint committed here
 };
 
 /// Runs `f`, turning an escaping exception (allocation failure) into the
@@ -106,6 +107,7 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
         }
         r.ok = true;
         r.deleted = std::move(*deleted);
+        self->state.last_committed = m.checkpoint_id;
         return r;
       });
     },
@@ -124,6 +126,23 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
       });
     },
     [](drain_atom a) { return a; },
+    [self](savepoint_atom, const checkpoint::snapshot_manifest& m, const std::string& dir) {
+      return guarded<savepoint_write_result>([&] {
+        savepoint_write_result r;
+        if (self->state.last_committed != m.checkpoint_id) {
+          r.error = "checkpoint " + std::to_string(m.checkpoint_id) + " did not complete";
+          return r;
+        }
+        auto bytes = self->state.store->export_checkpoint(m, dir);
+        if (!bytes) {
+          r.error = bytes.error().message;
+          return r;
+        }
+        r.ok = true;
+        r.bytes = *bytes;
+        return r;
+      });
+    },
     [self](read_latest_atom) {
       return guarded<read_latest_result>([&] {
         read_latest_result r;

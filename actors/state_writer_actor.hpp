@@ -50,6 +50,10 @@ using restore_op_atom = caf::atom_constant<caf::atom("restore_op")>;
 /// Reply once every request the sender sent before is done (the mailbox is
 /// in order): a restart or the job's end waits for in-flight commits.
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
+/// Copy a committed checkpoint into a savepoint directory:
+/// (savepoint_atom, snapshot_manifest, std::string dir) -> savepoint_write_result.
+/// Sent right after the checkpoint's commit, so retention cannot delete it first.
+using savepoint_atom = caf::atom_constant<caf::atom("savepoint")>;
 
 /// The reply to a write: on success `ack` is what the task sends to the job
 /// manager (`checkpoint_coordinator::acknowledge`); on failure the task
@@ -71,6 +75,12 @@ struct commit_manifest_result {
   std::string error;
   /// Checkpoints deleted by `retain`.
   std::vector<std::uint64_t> deleted;
+};
+
+struct savepoint_write_result {
+  bool ok = false;
+  std::string error;
+  std::uint64_t bytes = 0; ///< state bytes copied
 };
 
 struct discard_result {
@@ -130,6 +140,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::write_snapshot_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::checkpoint::snapshot_manifest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::commit_manifest_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::discard_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::savepoint_write_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::read_latest_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::restore_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::restore_result)

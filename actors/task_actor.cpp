@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "task_actor.hpp"
 
+#include "control_messages.hpp"
 #include "state_writer_actor.hpp"
 
 #include "weir/core/messages.hpp"
@@ -80,6 +81,29 @@ public:
     guarded([&](subtask& st) {
       st.on_input(input_element{element_kind::batch, m.channel, std::move(m.batch), 0});
     });
+  }
+
+  /// A state query for a key of this subtask, answered between two
+  /// messages: consistent for the key (DESIGN.md §11). A query that throws
+  /// is answered with the error; it never fails the subtask.
+  void answer(subtask_state_query& q) {
+    try {
+      auto& chain = subtask_.chain();
+      auto state = chain.query_state(q.member, q.encoded_key);
+      if (!state) {
+        q.reply->set(make_error(errc::invalid_argument, "operator '" + q.result.operator_name
+                                                          + "' has no queryable keyed state"));
+        return;
+      }
+      q.result.state = std::move(*state);
+      q.result.found = q.result.state != "null";
+      q.result.watermark = chain.metrics(q.member).watermark.load(std::memory_order_relaxed);
+      q.result.checkpoint_id =
+        std::max(q.result.checkpoint_id, subtask_.last_completed_checkpoint());
+      q.reply->set(std::move(q.result));
+    } catch (const std::exception& e) {
+      q.reply->set(make_error(errc::runtime_error, e.what()));
+    }
   }
 
   // -- subtask_environment ------------------------------------------------------
@@ -206,6 +230,7 @@ caf::behavior subtask_actor(caf::event_based_actor* self, subtask_spec spec) {
     [sh](const cancel_checkpoint& m) {
       sh->guarded([&](subtask& st) { st.on_cancel(m.checkpoint_id); });
     },
+    [sh](subtask_state_query& q) { sh->answer(q); },
     [sh](const credit& m) {
       sh->guarded([&](subtask& st) { st.on_credit(m.channel, m.batches); });
     },

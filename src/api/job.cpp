@@ -3,6 +3,8 @@
 
 #include "internal/graph.hpp"
 #include "weir/runtime/job_graph.hpp"
+#include "weir/format/format.hpp"
+#include "weir/runtime/job_control.hpp"
 #include "weir/runtime/stop_request.hpp"
 #include "weir/state/keyed_process_function.hpp"
 
@@ -200,6 +202,40 @@ event_time row_view::timestamp() const {
   return batch_->has_timestamps() ? batch_->timestamps[row_] : min_watermark;
 }
 
+std::string row_view::to_json() const {
+  std::string out = "{";
+  const auto& fields = batch_->schema->fields();
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0)
+      out += ',';
+    format::append_json_string(fields[i].name, out);
+    out += ':';
+    format::append_json(batch_->columns[i].get(row_), fields[i].type, out);
+  }
+  out += '}';
+  return out;
+}
+
+// -- state_query_result ---------------------------------------------------------
+
+std::string state_query_result::to_json() const {
+  std::string out = "{\"operator\":";
+  format::append_json_string(operator_name, out);
+  out += ",\"key\":[";
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    if (i > 0)
+      out += ',';
+    format::append_json_string(key[i], out);
+  }
+  out += "],\"subtask\":" + std::to_string(subtask)
+         + ",\"parallelism\":" + std::to_string(parallelism)
+         + ",\"key_group\":" + std::to_string(key_group) + ",\"watermark\":"
+         + (watermark == min_watermark ? std::string{"null"} : std::to_string(watermark))
+         + ",\"checkpoint_id\":" + std::to_string(checkpoint_id)
+         + ",\"found\":" + (found ? "true" : "false") + ",\"state\":" + state + "}";
+  return out;
+}
+
 // -- data_stream --------------------------------------------------------------
 
 const schema_ptr& data_stream::output_schema() const {
@@ -327,7 +363,9 @@ expected<data_stream> keyed_stream::process(
 // -- job ----------------------------------------------------------------------
 
 job::job(job_options opts)
-  : graph_(std::make_shared<job_graph>()), stop_(std::make_shared<runtime::stop_request>()) {
+  : graph_(std::make_shared<job_graph>()),
+    stop_(std::make_shared<runtime::stop_request>()),
+    control_(std::make_shared<runtime::job_control>()) {
   if (opts.parallelism == 0)
     opts.parallelism = 1;
   if (opts.max_parallelism == 0 || opts.max_parallelism > 32768)
@@ -339,6 +377,28 @@ job::job(job_options opts)
 
 void job::stop() {
   stop_->request();
+}
+
+std::future<expected<state_query_result>>
+job::query_state(std::string operator_name, std::vector<std::string> key) const {
+  auto reply = std::make_shared<runtime::reply_slot<state_query_result>>();
+  auto f = reply->future();
+  control_->query(runtime::state_query{std::move(operator_name), std::move(key), reply});
+  return f;
+}
+
+std::future<expected<savepoint_result>> job::trigger_savepoint(std::string path) {
+  auto reply = std::make_shared<runtime::reply_slot<savepoint_result>>();
+  auto f = reply->future();
+  control_->savepoint(runtime::savepoint_request{std::move(path), false, reply});
+  return f;
+}
+
+std::future<expected<savepoint_result>> job::stop_with_savepoint(std::string path) {
+  auto reply = std::make_shared<runtime::reply_slot<savepoint_result>>();
+  auto f = reply->future();
+  control_->savepoint(runtime::savepoint_request{std::move(path), true, reply});
+  return f;
 }
 
 const job_options& job::options() const {

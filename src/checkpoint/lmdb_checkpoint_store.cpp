@@ -676,4 +676,55 @@ expected<std::vector<checkpoint_listing>> lmdb_checkpoint_store::list(bool verif
   return out;
 }
 
+expected<std::uint64_t> lmdb_checkpoint_store::export_checkpoint(const snapshot_manifest& m,
+                                                                 const std::string& dir) const {
+  const auto cp = "savepoint of checkpoint " + std::to_string(m.checkpoint_id);
+  {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::path{dir} / "data.mdb", ec))
+      return make_error(errc::invalid_argument,
+                        cp + ": " + dir + " holds checkpoints or a savepoint already");
+  }
+  store_options so;
+  so.dir = dir;
+  so.retain = 1;
+  so.map_size = opts_.map_size;
+  auto target = open(so);
+  if (!target)
+    return target.error();
+  auto& src = *impl_;
+  auto& dst = *(*target)->impl_;
+  txn_guard rtxn;
+  if (int rc = mdb_txn_begin(src.env, nullptr, MDB_RDONLY, rtxn.out()); rc != 0)
+    return src.fail(cp + ": beginning the read", rc);
+  txn_guard wtxn;
+  if (int rc = mdb_txn_begin(dst.env, nullptr, 0, wtxn.out()); rc != 0)
+    return dst.fail(cp + ": beginning the write", rc);
+  std::uint64_t bytes = 0;
+  auto copy = [&](const std::string& key, const std::string& what) -> std::optional<error> {
+    MDB_val k = as_val(key), v{};
+    if (int rc = mdb_get(rtxn.get(), src.state, &k, &v); rc != 0)
+      return src.fail(cp + ": reading " + what, rc);
+    bytes += v.mv_size;
+    if (int rc = mdb_put(wtxn.get(), dst.state, &k, &v, 0); rc != 0)
+      return dst.fail(cp + ": writing " + what, rc);
+    return std::nullopt;
+  };
+  for (const auto& h : m.handles) {
+    for (const auto& g : h.key_groups)
+      if (auto e = copy(keyed_state_key(m.checkpoint_id, h.operator_uid, g.key_group),
+                        "key group " + std::to_string(g.key_group) + " of " + describe(h)))
+        return *e;
+    if (h.has_operator_state)
+      if (auto e = copy(operator_state_key(m.checkpoint_id, h.operator_uid, h.subtask),
+                        "operator state of " + describe(h)))
+        return *e;
+  }
+  if (int rc = wtxn.commit(); rc != 0)
+    return dst.fail(cp + ": committing the state", rc);
+  if (auto r = (*target)->commit_manifest(m); !r)
+    return r.error();
+  return bytes;
+}
+
 } // namespace weir::checkpoint

@@ -140,6 +140,7 @@ void subtask::release_held() {
 }
 
 void subtask::on_notify_complete(std::uint64_t checkpoint_id) {
+  last_completed_ = std::max(last_completed_, checkpoint_id);
   chain_.notify_checkpoint_complete(checkpoint_id);
   if (source_)
     source_->reader().notify_checkpoint_complete(checkpoint_id);

@@ -159,6 +159,13 @@ public:
     out.keyed_state = backend_->snapshot();
   }
 
+  /// The key's state by state name (`keyed_state_backend::query_json`).
+  std::optional<std::string> query_state(std::string_view encoded_key) override {
+    auto out = backend_->query_json(encoded_key);
+    key_values_valid_ = false; // the current key changed
+    return out;
+  }
+
   void restore_state(const operator_restore& in) override {
     for (const auto& [group, bytes] : in.key_groups) {
       auto ok = backend_->restore_key_group(group, bytes);

@@ -551,4 +551,20 @@ expected<std::monostate> keyed_state_backend::restore_key_group(std::uint16_t gr
   return std::monostate{};
 }
 
+std::string keyed_state_backend::query_json(std::string_view encoded_key) {
+  set_current_key(encoded_key);
+  set_current_namespace({});
+  std::string out;
+  for (const auto& [name, table] : tables_) {
+    auto v = table->value_json(scope_.current());
+    if (!v)
+      continue;
+    out += out.empty() ? "{" : ",";
+    detail::json_string(name, out);
+    out += ':';
+    out += *v;
+  }
+  return out.empty() ? std::string{"null"} : out + "}";
+}
+
 } // namespace weir::state

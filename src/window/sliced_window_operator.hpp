@@ -54,6 +54,17 @@ public:
 
 protected:
   void register_states() override;
+  /// The windows not fired yet that slice `ns` belongs to.
+  void windows_of_namespace(const time_window& ns, std::vector<time_window>& out) const override {
+    const auto& s = *plan_->slicing;
+    const auto wm = backend_->current_watermark();
+    for (auto start = window_start(ns.start, s.offset, s.slide); start + s.size > ns.start;
+         start -= s.slide) {
+      const time_window w{start, internal::saturating_add(start, s.size)};
+      if (w.end - 1 > wm)
+        out.push_back(w);
+    }
+  }
 
   // The end of the last window holding slice `a`.
   event_time last_end(event_time a) const noexcept {

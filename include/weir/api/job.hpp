@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@ namespace runtime {
 struct job_graph;
 class stop_request; // weir/runtime/stop_request.hpp
 struct background_run; // actors/background_run.hpp
+class job_control;  // weir/runtime/job_control.hpp
 } // namespace runtime
 
 class running_job; // weir/api/running_job.hpp
@@ -55,6 +57,14 @@ struct checkpoint_options {
   std::chrono::milliseconds timeout{60000}; ///< a checkpoint not complete by then is aborted
   std::chrono::milliseconds min_pause{0};   ///< between one completion and the next trigger
   bool fresh = false; ///< start over: discard what `dir` holds instead of resuming
+  /// Restore from this savepoint (`--from-savepoint`, a directory written by
+  /// `job::trigger_savepoint`) instead of `dir`'s checkpoints, which are
+  /// discarded as with `fresh`; empty: none. Operator state is matched by
+  /// operator name, key groups spread over any parallelism.
+  std::string from_savepoint;
+  /// With `from_savepoint`: state of operators the job no longer has is
+  /// skipped (`--allow-non-restored-state`) instead of failing the job.
+  bool allow_non_restored_state = false;
   /// Failed checkpoints in a row the job survives (storage failed: disk or
   /// map full, I/O error; or timed out); the next one fails the job, which
   /// then restarts per `restart_options` or stops (Flink's tolerable
@@ -139,6 +149,8 @@ struct postgres_sink_spec;  // weir/connectors/postgres_sink.hpp
 struct stdout_sink_spec;    // weir/connectors/file_sink.hpp
 struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
 struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
+struct push_source_spec;    // weir/connectors/push_source.hpp
+class push_source_handle;   // weir/connectors/push_source.hpp
 
 /// Read-only access to one row, for user functions (lambda filters).
 class row_view {
@@ -150,6 +162,11 @@ public:
   std::optional<std::int64_t> get_int(std::string_view name) const;
   std::optional<std::string_view> get_string(std::string_view name) const;
   event_time timestamp() const;
+  /// The row as one compact JSON object, fields in schema order (as the
+  /// jsonl sink writes it, timestamps as integer ms).
+  std::string to_json() const;
+  const record_batch& batch() const noexcept { return *batch_; }
+  std::size_t row() const noexcept { return row_; }
 
 private:
   const record_batch* batch_;
@@ -249,6 +266,28 @@ public:
   /// for operators: one connection per subtask. Errors as documented there.
   [[nodiscard]] expected<std::monostate> sink_to_postgres(postgres_sink_spec spec,
                                                           operator_options opts = {}) const;
+  /// Hands every row to `fn` (a callback sink, for a host program that
+  /// embeds weir). Threading: `fn` runs on the sink subtask's thread (a CAF
+  /// worker), one row after another per subtask; with parallelism above 1
+  /// (the job's default unless `opts.parallelism` says 1) subtasks call it
+  /// concurrently, so it must be thread-safe then. The row is valid only
+  /// during the call (copy what you keep, e.g. `row.to_json()`). `fn` must
+  /// be quick and must not block on the job (no `push` into a push source
+  /// of the same job, no waiting on `query_state`): while it runs, its
+  /// subtask processes nothing, and a slow callback backpressures the job
+  /// back to its sources. An exception thrown by `fn` fails the job naming
+  /// the sink. Rows reach it once each while the job runs without failure;
+  /// after a restart from a checkpoint, rows emitted since that checkpoint
+  /// come again (at-least-once: the callback is no transactional sink).
+  /// Errors: `errc::invalid_argument` for an empty `fn` or a duplicate name.
+  [[nodiscard]] expected<std::monostate>
+  sink_to_callback(std::function<void(const row_view&)> fn, operator_options opts = {}) const;
+
+  /// As `sink_to_callback`, with each batch whole (its rows in order; the
+  /// batch is immutable and may be kept by its shared pointer).
+  [[nodiscard]] expected<std::monostate>
+  sink_batches_to_callback(std::function<void(const record_batch_ptr&)> fn,
+                           operator_options opts = {}) const;
 
   /// Prints the stream as JSON lines on stdout.
   void print(operator_options opts = {}) const;
@@ -277,6 +316,13 @@ private:
   std::shared_ptr<runtime::job_graph> graph_;
   std::size_t node_ = 0;
   std::size_t port_ = 0;
+};
+
+/// A push source's stream and the handle the host's threads push into
+/// (`job::from_push`; weir/connectors/push_source.hpp).
+struct push_stream {
+  data_stream stream;
+  std::shared_ptr<push_source_handle> handle;
 };
 
 /// Options of a window operator beyond its assigner and aggregates.
@@ -497,6 +543,41 @@ struct job_result {
   std::uint64_t stop_checkpoint_id = 0;
 };
 
+/// The live state of one key in one keyed operator of a running job
+/// (`job::query_state`): what the subtask that owns the key's key group
+/// holds between two batches.
+struct state_query_result {
+  std::string operator_name;
+  std::vector<std::string> key; ///< as asked, one text per key field
+  std::size_t subtask = 0;      ///< the owning subtask, 0-based
+  std::size_t parallelism = 1;
+  std::uint16_t key_group = 0;
+  /// The operator's current (input) watermark, ms; `min_watermark` before
+  /// the first one.
+  event_time watermark = min_watermark;
+  /// The last checkpoint the subtask knows complete (0 = none): the state
+  /// shown includes everything that checkpoint covers.
+  std::uint64_t checkpoint_id = 0;
+  /// Whether the key has state; `state` is `null` when not.
+  bool found = false;
+  /// The state as JSON: a running count `{"count":3}`; a window operator
+  /// `{"windows":[{"window_start":..,"window_end":..,<aggregates>...}]}`
+  /// (open windows in start order, aggregates as they would fire now); a
+  /// keyed process function's value states by name.
+  std::string state = "null";
+  /// The whole answer as one JSON object: {"operator","key","subtask",
+  /// "parallelism","key_group","watermark" (ms, null before the first),
+  /// "checkpoint_id","found","state"}.
+  std::string to_json() const;
+};
+
+/// A savepoint taken (`job::trigger_savepoint`).
+struct savepoint_result {
+  std::string path;                ///< its directory (an LMDB environment)
+  std::uint64_t checkpoint_id = 0; ///< the checkpoint it holds
+  std::uint64_t size_bytes = 0;    ///< state bytes
+};
+
 /// A job under construction and its runner (Flink's
 /// `StreamExecutionEnvironment`). The TOML loader builds jobs through this
 /// same API.
@@ -540,6 +621,15 @@ public:
   [[nodiscard]] expected<data_stream> from_nexmark(nexmark_source_spec spec,
                                                    operator_options opts = {});
 
+  /// Adds a push source: the host program's threads write records into the
+  /// returned handle (weir/connectors/push_source.hpp) while the job runs;
+  /// parallelism 1; event time from `spec.event_time_field` with the usual
+  /// watermark generator. Errors: `errc::invalid_argument` for a duplicate
+  /// name, a missing schema, a format other than jsonl or csv, or an
+  /// event-time field that is absent or not a timestamp/int64.
+  [[nodiscard]] expected<push_stream> from_push(push_source_spec spec,
+                                                operator_options opts = {});
+
   /// The stream called `name` (an operator's main output or a side output).
   std::optional<data_stream> stream(std::string_view name) const;
 
@@ -566,6 +656,39 @@ public:
   /// job's graph). Never throws for a failing job: the failure is in
   /// `running_job::wait()`'s result.
   running_job start();
+  /// Asks the running `execute()` for the state of `key` in keyed operator
+  /// `operator_name` (a window, a running count, a keyed process function):
+  /// the job manager routes the question by message to the subtask that
+  /// owns the key's key group, which answers between two batches without
+  /// stopping (consistent for that key). `key` holds one text per key field
+  /// in key_by order, parsed by the field's type (int64 and timestamp as
+  /// integers, float64, bool as true/false, string as is). Thread-safe;
+  /// returns at once; the future is ready when the subtask has answered.
+  /// Errors in the future: `errc::not_found` for an operator the job does
+  /// not have; `errc::invalid_argument` for an operator that is not keyed
+  /// or has no queryable state, or a key of the wrong arity or type;
+  /// `errc::runtime_error` when no `execute()` runs (or it ends first).
+  std::future<expected<state_query_result>>
+  query_state(std::string operator_name, std::vector<std::string> key) const;
+
+  /// Takes a savepoint of the running `execute()` (Flink's savepoint): a
+  /// checkpoint like the periodic ones, copied once complete into its own
+  /// LMDB environment in directory `path` (created; must not exist or be
+  /// empty), which retention never deletes and which can be copied
+  /// elsewhere. `weir run --from-savepoint` (`checkpoint_options::
+  /// from_savepoint`) restores it, at any parallelism. Needs checkpoints on
+  /// (`[checkpoint]`). Thread-safe; returns at once; the future is ready
+  /// when the savepoint is written. Errors in the future:
+  /// `errc::invalid_argument` (checkpoints off; `path` not empty, or the
+  /// checkpoint dir); `errc::io_error` (writing it);
+  /// `errc::runtime_error` (the checkpoint was aborted, or no `execute()`
+  /// runs).
+  std::future<expected<savepoint_result>> trigger_savepoint(std::string path);
+
+  /// As `trigger_savepoint`, then stops the job gracefully (`stop`) once the
+  /// savepoint is written: Flink's stop-with-savepoint. On error the job
+  /// keeps running.
+  std::future<expected<savepoint_result>> stop_with_savepoint(std::string path);
 
   /// The logical graph (for the runtime and tests).
   const std::shared_ptr<runtime::job_graph>& graph() const noexcept { return graph_; }
@@ -577,6 +700,7 @@ private:
 
   std::shared_ptr<runtime::job_graph> graph_;
   std::shared_ptr<runtime::stop_request> stop_;
+  std::shared_ptr<runtime::job_control> control_;
 };
 
 } // namespace weir

@@ -156,6 +156,17 @@ public:
                std::uint32_t subtask, std::uint32_t parallelism,
                std::size_t max_parallelism) const;
 
+  /// Copies checkpoint `m` (complete, in this store) into a new environment
+  /// in directory `dir`: every value its manifest points to, then the
+  /// manifest, so that `dir` alone restores it (a savepoint; Flink's
+  /// self-contained savepoint directory). `dir` is created; it must not
+  /// hold an environment already. Returns the bytes of state copied.
+  ///
+  /// Errors: `errc::invalid_argument` when `dir` holds an environment;
+  /// `errc::io_error` (creating `dir`, LMDB, a value missing).
+  [[nodiscard]] expected<std::uint64_t> export_checkpoint(const snapshot_manifest& m,
+                                                          const std::string& dir) const;
+
   /// Every manifest, oldest first; with `verify`, also checks every value
   /// (as `read_latest` does).
   [[nodiscard]] expected<std::vector<checkpoint_listing>> list(bool verify) const;

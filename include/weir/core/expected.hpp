@@ -16,6 +16,7 @@ enum class errc : std::uint8_t {
   io_error,             ///< a file could not be opened, read or written
   bad_record,           ///< a record could not be decoded
   runtime_error,        ///< a subtask failed while processing
+  not_found,            ///< a named thing (an operator, a savepoint) does not exist
 };
 
 /// An error code with a human-readable message; `offset` is a byte offset into

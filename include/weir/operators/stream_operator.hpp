@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -170,6 +171,16 @@ public:
   /// Restores state before any element arrives (after `open`).
   virtual void restore_state(const operator_restore& in) { (void) in; }
 
+  /// Queryable state (`job::query_state`): the live state of the key whose
+  /// `weir::encode_key` bytes are `encoded_key` (its key group is this
+  /// subtask's), as one JSON value: `null` when the key has no state. Called
+  /// between two calls of the others (so consistent for the key), on the
+  /// subtask's thread; it must not change what the operator will emit.
+  /// nullopt (the default): the operator has no queryable state.
+  virtual std::optional<std::string> query_state(std::string_view encoded_key) {
+    (void) encoded_key;
+    return std::nullopt;
+  }
   /// Checkpoint n is complete (its manifest is durable): sinks commit what
   /// they pre-committed for n (two-phase commit, Flink's
   /// `CheckpointListener.notifyCheckpointComplete`).

@@ -149,6 +149,10 @@ public:
   /// Checkpoint n: member k's operator state (k must not be a source head).
   void snapshot_member(std::size_t k, std::uint64_t checkpoint_id, operator_snapshot& out);
   void notify_checkpoint_complete(std::uint64_t checkpoint_id);
+  /// Member k's `stream_operator::query_state` (nullopt for a source head).
+  std::optional<std::string> query_state(std::size_t k, std::string_view encoded_key) {
+    return k < ops_.size() && ops_[k] ? ops_[k]->query_state(encoded_key) : std::nullopt;
+  }
 
   /// Every input ended: `finish` on every member in order, then end of
   /// input on every output channel. With `drain` false (the job is being

@@ -92,6 +92,8 @@ public:
   /// (and declines the checkpoint).
   void on_stop(std::uint64_t checkpoint_id, event_time timestamp);
   void on_notify_complete(std::uint64_t checkpoint_id);
+  /// The last checkpoint this subtask was told complete (0 = none).
+  std::uint64_t last_completed_checkpoint() const noexcept { return last_completed_; }
   void on_cancel(std::uint64_t checkpoint_id);
   /// The receiver of output channel `channel` returned `batches` credits.
   void on_credit(std::uint32_t channel, std::uint32_t batches);
@@ -148,6 +150,7 @@ private:
   bool stopping_ = false;      ///< finishing without draining (a graceful stop)
   std::uint64_t last_snapshot_ = 0;       ///< id of the last snapshot taken
   bool last_snapshot_resolved_ = true;    ///< ... is complete or aborted
+  std::uint64_t last_completed_ = 0;
 };
 
 } // namespace weir::runtime

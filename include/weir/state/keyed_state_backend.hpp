@@ -195,6 +195,13 @@ public:
   void for_each_key(std::string_view name,
                     const std::function<void(std::string_view key, std::string_view ns)>& f) const;
 
+  /// Queryable state: every registered state's value for key `encoded_key`
+  /// in the global namespace, as one JSON object by state name (see
+  /// `detail::json_of`), states without a value left out; `null` when none
+  /// has one. Makes `encoded_key` the current key and the global namespace
+  /// current. Precondition: its key group is in `range()`.
+  std::string query_json(std::string_view encoded_key);
+
   /// Number of (key, namespace) entries of state `name` (0 if unknown).
   std::size_t num_entries(std::string_view name) const;
 

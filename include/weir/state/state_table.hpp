@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <charconv>
+#include <cmath>
+#include <tuple>
+#include <type_traits>
+
 #include "weir/core/expected.hpp"
 #include "weir/state/codec.hpp"
 #include "weir/state/cow_state_map.hpp"
@@ -90,6 +95,105 @@ public:
   virtual std::size_t approximate_bytes() const = 0;
 };
 
+/// Appends `s` as a JSON string literal (quotes included; `"`, `\\` and
+/// control characters escaped; other bytes as they are).
+inline void json_string(std::string_view s, std::string& out) {
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static const char* hex = "0123456789abcdef";
+          out += "\\u00";
+          out += hex[(c >> 4) & 0xF];
+          out += hex[c & 0xF];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+/// Appends a state value as JSON (queryable state): bools, integers and
+/// strings as themselves, floating point in shortest round-trip form (null
+/// for NaN and infinities), vectors as arrays, maps with string keys as
+/// objects (other maps as arrays of [key, value]), optionals as the value or
+/// null, pairs and tuples as arrays, anything else as its encoded size,
+/// `{"bytes":N}`.
+template <class T>
+void json_of(const T& v, std::string& out) {
+  if constexpr (std::is_same_v<T, bool>) {
+    out += v ? "true" : "false";
+  } else if constexpr (std::is_integral_v<T>) {
+    out += std::to_string(v);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(v)) {
+      out += "null";
+    } else {
+      char buf[64];
+      auto r = std::to_chars(buf, buf + sizeof buf, v);
+      out.append(buf, r.ptr);
+    }
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    json_string(std::string_view{v}, out);
+  } else if constexpr (requires { typename T::value_type; v.has_value(); }) {
+    if (v)
+      json_of(*v, out);
+    else
+      out += "null";
+  } else if constexpr (requires { typename T::key_type; typename T::mapped_type; }) {
+    constexpr bool string_keys = std::is_convertible_v<const typename T::key_type&, std::string_view>;
+    out += string_keys ? '{' : '[';
+    bool first = true;
+    for (const auto& [key, val] : v) {
+      if (!first)
+        out += ',';
+      first = false;
+      if constexpr (string_keys) {
+        json_string(std::string_view{key}, out);
+        out += ':';
+        json_of(val, out);
+      } else {
+        out += '[';
+        json_of(key, out);
+        out += ',';
+        json_of(val, out);
+        out += ']';
+      }
+    }
+    out += string_keys ? '}' : ']';
+  } else if constexpr (requires { v.begin(); v.end(); }) {
+    out += '[';
+    bool first = true;
+    for (const auto& e : v) {
+      if (!first)
+        out += ',';
+      first = false;
+      json_of(e, out);
+    }
+    out += ']';
+  } else if constexpr (requires { std::tuple_size<T>::value; }) {
+    out += '[';
+    std::apply(
+      [&](const auto&... xs) {
+        bool first = true;
+        ((out += first ? "" : ",", first = false, json_of(xs, out)), ...);
+      },
+      v);
+    out += ']';
+  } else {
+    std::string bytes;
+    codec<T>::encode(v, bytes);
+    out += "{\"bytes\":" + std::to_string(bytes.size()) + "}";
+  }
+}
+
 /// One registered state, type-erased.
 class state_table_base {
 public:
@@ -108,6 +212,8 @@ public:
   virtual std::shared_ptr<const frozen_state_table> snapshot() = 0;
   virtual void for_each_key(
     const std::function<void(std::string_view key, std::string_view ns)>& f) const = 0;
+  /// The value at `k` as JSON (see `json_of`), or nullopt when none is set.
+  virtual std::optional<std::string> value_json(const state_key& k) const = 0;
   /// Decodes a section written by `frozen_state_table::serialize_group`
   /// for key group `group`. Errors: `errc::parse_error` for malformed bytes
   /// (nothing is changed).
@@ -141,6 +247,15 @@ public:
   void for_each_key(
     const std::function<void(std::string_view, std::string_view)>& f) const override {
     map.for_each([&f](const auto& e) { f(e.key, e.ns); });
+  }
+
+  std::optional<std::string> value_json(const state_key& k) const override {
+    const V* v = map.get(k);
+    if (v == nullptr)
+      return std::nullopt;
+    std::string out;
+    json_of(*v, out);
+    return out;
   }
 
   expected<std::unique_ptr<staged_restore>> decode_group(std::uint16_t group,

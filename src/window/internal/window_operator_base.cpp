@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "window_operator_base.hpp"
 
+#include "weir/format/format.hpp"
+
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -71,6 +74,73 @@ void window_operator_base::restore_state(const operator_restore& in) {
   // Every timer at or before it fired before the checkpoint was taken.
   if (watermark && *watermark > min_watermark)
     backend_->advance_watermark(*watermark, [](event_time) {});
+}
+
+std::optional<std::string> window_operator_base::query_state(std::string_view encoded_key) {
+  const auto& p = *plan_;
+  std::vector<std::string> namespaces;
+  backend_->for_each_key(contents_state, [&](std::string_view k, std::string_view ns) {
+    if (k == encoded_key)
+      namespaces.emplace_back(ns);
+  });
+  if (namespaces.empty())
+    return std::string{"null"};
+  backend_->set_current_key(encoded_key);
+  const auto n = p.aggregates.size();
+  std::map<std::pair<event_time, event_time>, std::vector<accumulator>> windows;
+  std::vector<time_window> of;
+  for (const auto& ns : namespaces) {
+    if (ns.size() != 15 && ns.size() != 16)
+      continue; // not a window (none of the strategies keeps such contents)
+    backend_->set_current_namespace(ns);
+    const auto* acc = contents_.accumulator();
+    if (acc == nullptr)
+      continue;
+    contents_fn_->check(*acc);
+    of.clear();
+    windows_of_namespace(decode_window(ns), of);
+    for (const auto& w : of) {
+      auto [it, fresh] = windows.try_emplace({w.start, w.end});
+      if (fresh)
+        it->second.assign(acc->data(), acc->data() + n);
+      else
+        p.aggregates.merge(it->second.data(), acc->data());
+    }
+  }
+  if (windows.empty())
+    return std::string{"null"};
+  batch_builder b{p.output};
+  auto key_values = must(state::decode_key(encoded_key));
+  for (const auto& [w, accs] : windows) {
+    const std::size_t nk = key_values.size();
+    for (std::size_t k = 0; k < nk; ++k)
+      b.col(k).append_value(key_values[k]);
+    std::size_t next = nk;
+    if (p.assigner->is_global()) {
+      b.col(next++).append_int(0);
+    } else {
+      b.col(next++).append_int(w.first);
+      b.col(next++).append_int(w.second);
+    }
+    p.aggregates.append_results(accs.data(), &b.col(next));
+    b.commit_row();
+  }
+  auto batch = b.finish();
+  const auto& fields = batch->schema->fields();
+  std::string out = "{\"windows\":[";
+  for (std::size_t r = 0; r < batch->num_rows; ++r) {
+    out += r == 0 ? "{" : ",{";
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (i > 0)
+        out += ',';
+      format::append_json_string(fields[i].name, out);
+      out += ':';
+      format::append_json(batch->columns[i].get(r), fields[i].type, out);
+    }
+    out += '}';
+  }
+  out += "]}";
+  return out;
 }
 
 } // namespace weir::window::internal

@@ -55,6 +55,13 @@ public:
     return backend_->current_watermark();
   }
 
+  /// `{"windows":[row...]}`: one row per open window of the key, in window
+  /// order, shaped as the operator's output rows (key fields, window_start,
+  /// window_end, the aggregates as they would fire now); `null` for a key
+  /// without contents. Windows kept only as buffered rows (an evictor) are
+  /// not shown. O(entries of the contents state) to find the key's windows.
+  std::optional<std::string> query_state(std::string_view encoded_key) override;
+
 protected:
   explicit window_operator_base(std::shared_ptr<const window_plan::impl> plan);
 
@@ -63,6 +70,13 @@ protected:
 
   /// Obtains the strategy's state handles from `backend_`.
   virtual void register_states() = 0;
+
+  /// For `query_state`: the open windows whose contents include those kept
+  /// under namespace `ns` (decoded as a window). The default: that window.
+  /// The sliced operator maps a slice to the windows it belongs to.
+  virtual void windows_of_namespace(const time_window& ns, std::vector<time_window>& out) const {
+    out.push_back(ns);
+  }
 
   /// Processing time: the job's clock when opened with one, else (tests) the
   /// last time passed to `on_processing_time`, 0 before that.

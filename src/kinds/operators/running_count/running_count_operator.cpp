@@ -26,6 +26,14 @@ void running_count::restore_state(const operator_restore& in) {
                                + r.error().message);
 }
 
+std::optional<std::string> running_count::query_state(std::string_view encoded_key) {
+  backend_->set_current_key(encoded_key);
+  auto c = counts_.value();
+  if (!c)
+    return std::string{"null"};
+  return "{\"" + output_->at(key_fields_.size()).name + "\":" + std::to_string(*c) + "}";
+}
+
 void running_count::process_batch(const record_batch_ptr& batch, output_collector& out) {
   const std::size_t n = batch->num_rows;
   keys_.clear();

@@ -23,6 +23,8 @@ public:
   void process_batch(const record_batch_ptr& batch, output_collector& out) override;
   void snapshot_state(std::uint64_t checkpoint_id, operator_snapshot& out) override;
   void restore_state(const operator_restore& in) override;
+  /// `{"count":N}` for a key seen N times; `null` for an unseen key.
+  std::optional<std::string> query_state(std::string_view encoded_key) override;
 
 private:
   schema_ptr output_;
