@@ -29,6 +29,7 @@ class stop_request; // weir/runtime/stop_request.hpp
 
 namespace state {
 class keyed_process_function; // include/weir/state/keyed_process_function.hpp
+class keyed_co_process_function; // include/weir/state/keyed_co_process_function.hpp
 } // namespace state
 
 /// What happens to a record that cannot be decoded (DESIGN.md §8).
@@ -341,6 +342,19 @@ public:
   transform(std::string kind, schema_ptr output_schema,
             std::function<std::unique_ptr<two_input_stream_operator>()> factory,
             operator_options opts = {}) const;
+
+  /// Runs a user `state::keyed_co_process_function` over the keyed inputs
+  /// (Flink's `ConnectedStreams.process` after `keyBy`): `factory` makes one
+  /// instance per subtask; each gets keyed state and timers for its key
+  /// groups, shared by both inputs (snapshotted with checkpoints, restored
+  /// by key group at any parallelism), and emits rows of `output_schema`.
+  /// The operator is named `name` (its kind is "co_process"). Errors:
+  /// `errc::invalid_argument` if `key_by` was not called, for a null schema
+  /// or factory, streams of different jobs, or a duplicate name.
+  [[nodiscard]] expected<data_stream>
+  process(std::string name, schema_ptr output_schema,
+          std::function<std::unique_ptr<state::keyed_co_process_function>()> factory,
+          operator_options opts = {}) const;
 
 private:
   friend class data_stream;
