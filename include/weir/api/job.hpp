@@ -135,6 +135,7 @@ struct kafka_sink_spec;     // weir/connectors/kafka_sink.hpp
 struct stdout_sink_spec;    // weir/connectors/file_sink.hpp
 struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
 struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
+struct enrich_spec;         // weir/operators/enrich.hpp
 
 /// Read-only access to one row, for user functions (lambda filters).
 class row_view {
@@ -213,6 +214,16 @@ public:
   /// two-input operator (Flink's `DataStream.connect`); the schemas may
   /// differ.
   connected_streams connect(const data_stream& other) const;
+
+  /// Joins each record with the latest row of `table` for its key at the
+  /// record's event time (the enrich kind; `enrich_spec` in
+  /// weir/operators/enrich.hpp gives the semantics and the output shape:
+  /// this stream's fields, then the chosen table fields, `prefix` + name).
+  /// Errors: `errc::type_error` for an unknown key or table field or key
+  /// types that differ; `errc::invalid_argument` for no key, a negative
+  /// max_wait, an added field whose name clashes, or a duplicate name.
+  [[nodiscard]] expected<data_stream> enrich(const data_stream& table, enrich_spec spec,
+                                             operator_options opts = {}) const;
 
   /// Adds a custom operator; `factory` makes one instance per subtask.
   data_stream transform(std::string kind, schema_ptr output_schema,
