@@ -55,6 +55,9 @@ public:
     auto range = key_group_range_for_subtask(ctx.max_parallelism, ctx.parallelism,
                                              ctx.subtask_index);
     backend_ = std::make_unique<keyed_state_backend>(range, ctx.max_parallelism);
+    // State TTL goes by the job's clock (wall or replay).
+    if (const auto* clock = ctx.clock)
+      backend_->set_ttl_time_provider([clock] { return clock->now(); });
     ts_.reset();
     domain_.reset();
   }

@@ -303,8 +303,14 @@ public:
          window_options wopts = {}, operator_options opts = {}) const;
 
   /// Running count per key: emits {keys..., count} for every input row.
-  [[nodiscard]] expected<data_stream> count(std::string output_field = "count",
-                                            operator_options opts = {}) const;
+  /// With `state_ttl`, a key's count expires that long (processing time,
+  /// ms) after it was last written (`state::state_ttl_config`): a key not
+  /// seen for that long counts from 1 again, and its state is dropped.
+  /// Errors: `errc::invalid_argument` for an output field that clashes
+  /// with a key or a state_ttl that is not positive.
+  [[nodiscard]] expected<data_stream>
+  count(std::string output_field = "count", operator_options opts = {},
+        std::optional<std::chrono::milliseconds> state_ttl = std::nullopt) const;
 
   /// Runs a user `state::keyed_process_function` (Flink's
   /// `KeyedStream.process`): `factory` makes one instance per subtask; each

@@ -4,6 +4,7 @@
 // src/kinds/operators/enrich/).
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ struct enrich_spec {
   /// With `wait`, when the wait ends without a row: true emits the record
   /// with null table fields, false drops it (counted).
   bool emit_on_timeout = true;
+  /// Time-to-live of a key's table row in keyed state, in processing time
+  /// since it was written (`state::state_ttl_config`; Flink's
+  /// `StateTtlConfig`): records of a key whose row expired find no row
+  /// (`on_missing` applies) and the row is dropped from memory and from
+  /// checkpoints. None: kept forever.
+  std::optional<std::chrono::milliseconds> state_ttl;
 };
 
 } // namespace weir

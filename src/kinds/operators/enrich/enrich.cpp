@@ -50,6 +50,7 @@ kind_descriptor describe_operators_enrich() {
     {"on_missing", "string", false, "\"wait\"", "wait | null | drop: a record with no row for its key"},
     {"max_wait", "duration", false, "\"0s\"", "wait: how long past its time a record waits for a row"},
     {"on_timeout", "string", false, "\"null\"", "wait: null | drop when the wait ends without a row"},
+    {"state_ttl", "duration", false, "", "a key's table row expires this long after it was written"},
   };
   d.parse = [](parse_context& c) {
     auto s = std::make_unique<enrich_kind_spec>();
@@ -72,6 +73,9 @@ kind_descriptor describe_operators_enrich() {
       s->spec.max_wait = *w;
     if (auto t = c.hard.choice("on_timeout", {"null", "drop"}))
       s->spec.emit_on_timeout = t->value == "null";
+    if (c.hard.get("state_ttl"))
+      if (auto t = c.hard.duration("state_ttl", reader::sign::positive))
+        s->spec.state_ttl = *t;
     s->spec.key_by = values(s->key_by);
     s->spec.table_key = values(s->table_key);
     s->spec.fields = values(s->fields);
@@ -122,6 +126,8 @@ expected<data_stream> data_stream::enrich(const data_stream& table, enrich_spec 
     spec.table_key = spec.key_by;
   if (spec.max_wait.count() < 0)
     return make_error(errc::invalid_argument, "enrich: max_wait must not be negative");
+  if (spec.state_ttl && spec.state_ttl->count() <= 0)
+    return make_error(errc::invalid_argument, "enrich: state_ttl must be positive");
   auto keyed = connect(table).key_by(spec.key_by, spec.table_key);
   if (!keyed)
     return keyed.error();
@@ -160,6 +166,7 @@ expected<data_stream> data_stream::enrich(const data_stream& table, enrich_spec 
   plan.on_missing = spec.on_missing;
   plan.max_wait = spec.max_wait.count();
   plan.emit_on_timeout = spec.emit_on_timeout;
+  plan.state_ttl = spec.state_ttl;
   auto schema = plan.output;
   return keyed->transform("enrich", schema,
                           [plan] { return internal::make_enrich_operator(plan); },

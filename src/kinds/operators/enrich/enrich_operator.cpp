@@ -41,7 +41,12 @@ public:
                                              ctx.subtask_index);
     backend_ = std::make_unique<state::keyed_state_backend>(range, ctx.max_parallelism);
     auto& b = *backend_;
-    row_ = must(b.get_value_state<row_values>("row"));
+    if (const auto* clock = ctx.clock)
+      b.set_ttl_time_provider([clock] { return clock->now(); });
+    std::optional<state::state_ttl_config> ttl;
+    if (plan_.state_ttl)
+      ttl = state::state_ttl_config{*plan_.state_ttl};
+    row_ = must(b.get_value_state<row_values>("row", ttl));
     pending_ = must(b.get_list_state<row_values>("pending"));
     pending_table_ = must(b.get_list_state<row_values>("pending_table"));
     waiting_ = must(b.get_list_state<row_values>("waiting"));

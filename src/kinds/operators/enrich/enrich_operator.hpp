@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace weir::internal {
@@ -22,6 +24,7 @@ struct enrich_plan {
   enrich_missing on_missing = enrich_missing::wait;
   event_time max_wait = 0; ///< ms
   bool emit_on_timeout = true;
+  std::optional<std::chrono::milliseconds> state_ttl; ///< of the table row
 };
 
 /// Makes one subtask's enrich operator (see `enrich_spec` for the
