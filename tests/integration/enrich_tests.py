@@ -228,7 +228,10 @@ def test_crash(args, seed):
                 p = subprocess.Popen([args.weir, "run", toml, "-q"] + (["--fresh"] if runs == 0 else []),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 runs += 1
-                time.sleep(rnd.uniform(0.2, 1.5) * SCALE)
+                if kills < args.kills:
+                    time.sleep(rnd.uniform(0.2, 1.5) * SCALE)
+                else:  # enough kills: let this run finish
+                    p.wait()
                 if p.poll() is not None:
                     err = p.stderr.read()
                     check(p.returncode == 0, f"a run exited {p.returncode}:\n{err[-3000:]}")
