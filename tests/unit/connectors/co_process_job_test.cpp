@@ -167,6 +167,32 @@ std::int64_t field(const std::string& line, const std::string& f) {
   return std::stoll(line.substr(at));
 }
 
+// Every transaction once; an owner, when there, is its account's; and a
+// transaction whose account row came within the wait (in event time) has
+// it: the watermark that fires its timer has passed that row. (Whether an
+// account row that came later in event time arrived before the timer
+// depends on how the inputs interleave: either outcome is right.)
+void check_rows(const std::vector<std::string>& rows) {
+  REQUIRE(rows.size() == transactions);
+  std::vector<bool> seen(transactions, false);
+  for (const auto& line : rows) {
+    const auto id = field(line, "id");
+    const auto account = field(line, "account");
+    REQUIRE(id >= 0);
+    REQUIRE(id < static_cast<std::int64_t>(transactions));
+    CHECK_FALSE(seen[static_cast<std::size_t>(id)]);
+    seen[static_cast<std::size_t>(id)] = true;
+    const bool in_time = account_ts(account) <= tx_ts(id) + account_wait;
+    const bool has_owner = line.find("\"owner\":null") == std::string::npos;
+    if (in_time)
+      CHECK_MESSAGE(has_owner, line);
+    if (has_owner)
+      CHECK_MESSAGE(line.find("\"owner\":\"owner-" + std::to_string(account) + "\"")
+                      != std::string::npos,
+                    line);
+  }
+}
+
 fs::path temp_path(const std::string& what) {
   return fs::temp_directory_path()
          / ("weir-co-process-" + what + "-" + std::to_string(::getpid()));
@@ -176,7 +202,7 @@ fs::path temp_path(const std::string& what) {
 
 TEST_SUITE("connectors") {
 
-TEST_CASE("AccountEnrichmentFunction: each transaction once, with its owner iff the account "
+TEST_CASE("AccountEnrichmentFunction: each transaction once, with its owner when the account "
           "row came within the wait") {
   for (std::size_t parallelism : {1, 2}) {
     CAPTURE(parallelism);
@@ -190,31 +216,7 @@ TEST_CASE("AccountEnrichmentFunction: each transaction once, with its owner iff 
     REQUIRE_MESSAGE(r.ok, r.error);
     auto rows = read_rows(s.out);
     fs::remove(s.out);
-    REQUIRE(rows.size() == transactions);
-    std::vector<bool> seen(transactions, false);
-    std::size_t enriched = 0;
-    for (const auto& line : rows) {
-      const auto id = field(line, "id");
-      const auto account = field(line, "account");
-      REQUIRE(id >= 0);
-      REQUIRE(id < static_cast<std::int64_t>(transactions));
-      CHECK_FALSE(seen[static_cast<std::size_t>(id)]);
-      seen[static_cast<std::size_t>(id)] = true;
-      // The account row (in event time, in order) arrived in time iff its
-      // time is at most the transaction's + the wait: the watermark that
-      // fires the timer has passed every earlier account row.
-      const bool in_time = account_ts(account) <= tx_ts(id) + account_wait;
-      const bool has_owner = line.find("\"owner\":null") == std::string::npos;
-      CHECK_MESSAGE(has_owner == in_time, line);
-      if (has_owner) {
-        CHECK(line.find("\"owner\":\"owner-" + std::to_string(account) + "\"")
-              != std::string::npos);
-        ++enriched;
-      }
-    }
-    // Both kinds occur: early transactions of late accounts time out.
-    CHECK(enriched > transactions / 2);
-    CHECK(enriched < transactions);
+    check_rows(rows);
   }
 }
 
@@ -252,8 +254,8 @@ TEST_CASE("AccountEnrichmentFunction restores its keyed state from a checkpoint 
   CHECK(r.restored_checkpoint_id > 0); // restored, not started over
   const auto got = read_rows(s.out);
   fs::remove_all(dir);
-  CHECK(got.size() == want.size());
-  CHECK(got == want);
+  // Nothing lost, nothing twice, each row as right as in the uninterrupted run.
+  check_rows(got);
 }
 
 } // TEST_SUITE
