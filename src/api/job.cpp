@@ -7,6 +7,7 @@
 #include "weir/runtime/job_control.hpp"
 #include "weir/runtime/stop_request.hpp"
 #include "weir/state/keyed_process_function.hpp"
+#include "weir/state/keyed_co_process_function.hpp"
 
 #include <stdexcept>
 
@@ -330,6 +331,30 @@ connected_streams::transform(std::string kind, schema_ptr schema,
     in2.key_fields = second_keys_;
   }
   return data_stream{first_.graph_, *id, 0};
+}
+
+expected<data_stream> connected_streams::process(
+  std::string name, schema_ptr output_schema,
+  std::function<std::unique_ptr<state::keyed_co_process_function>()> factory,
+  operator_options opts) const {
+  if (!is_keyed())
+    return invalid("process: a keyed co-process function needs keyed inputs (call key_by "
+                   "on the connected streams first)");
+  if (!output_schema)
+    return invalid("process: an output schema is required");
+  if (!factory)
+    return invalid("process: a function factory is required");
+  if (!name.empty())
+    opts.name = std::move(name);
+  return transform(
+    "co_process", output_schema,
+    [output_schema, k1 = first_keys_, k2 = second_keys_, factory = std::move(factory)] {
+      auto fn = factory();
+      if (!fn)
+        throw std::runtime_error("process: the factory returned no function");
+      return state::make_keyed_co_process_operator(k1, k2, output_schema, std::move(fn));
+    },
+    std::move(opts));
 }
 
 // -- keyed_stream -------------------------------------------------------------

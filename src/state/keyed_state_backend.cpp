@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cstring>
 #include <set>
 #include <tuple>
@@ -192,7 +193,13 @@ keyed_state_backend::keyed_state_backend(key_group_range range, std::size_t max_
     event_timers_(std::make_unique<timer_service>(event_timer_kind, range)),
     processing_timers_(std::make_unique<timer_service>(processing_timer_kind, range)),
     watermark_(min_watermark),
-    processing_time_(min_watermark) {
+    processing_time_(min_watermark),
+    ttl_now_([] {
+      return static_cast<std::int64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+    }) {
   if (max_parallelism == 0 || max_parallelism > 32768)
     state_invariant_failed("max_parallelism must be in 1..32768", __FILE__, __LINE__);
   if (!range.empty() && range.end >= max_parallelism)
@@ -202,6 +209,7 @@ keyed_state_backend::keyed_state_backend(key_group_range range, std::size_t max_
 keyed_state_backend::~keyed_state_backend() = default;
 
 void keyed_state_backend::set_current_key(std::string_view encoded_key) {
+  maybe_sweep();
   auto group = assign_key_group(encoded_key, max_parallelism_);
   if (!range_.contains(group))
     state_invariant_failed("key of a key group outside this backend's range", __FILE__, __LINE__);
@@ -213,6 +221,7 @@ void keyed_state_backend::set_current_key(std::string_view encoded_key) {
 }
 
 void keyed_state_backend::set_current_key(std::string_view encoded_key, const key_address& a) {
+  maybe_sweep();
   assert(a.group == assign_key_group(encoded_key, max_parallelism_));
   assert(a.key_hash == hash_key_bytes(encoded_key));
   if (!range_.contains(a.group))
@@ -368,7 +377,63 @@ std::size_t keyed_state_backend::num_processing_timers() const noexcept {
 
 // -- snapshots ----------------------------------------------------------------
 
+void keyed_state_backend::set_ttl_time_provider(std::function<std::int64_t()> now) {
+  if (now)
+    ttl_now_ = std::move(now);
+}
+
+expected<std::monostate> keyed_state_backend::bind_ttl(detail::state_table_base& table,
+                                                       const state_ttl_config& ttl) {
+  // The write times are a value state of their own, so that they are
+  // snapshotted, restored and rescaled by key group with the values.
+  auto stamps = obtain_table<std::int64_t>("ttl:" + table.name(), state_kind::value,
+                                           typeid(value_state<std::int64_t>), std::nullopt);
+  if (!stamps)
+    return stamps.error();
+  table.ttl = detail::ttl_binding{ttl, &(*stamps)->map, &ttl_now_, &ttl_writes_};
+  has_ttl_ = true;
+  return std::monostate{};
+}
+
+std::size_t keyed_state_backend::sweep_expired() {
+  std::size_t dropped = 0, live = 0;
+  if (!has_ttl_)
+    return 0;
+  const std::int64_t now = ttl_now_();
+  struct dead {
+    std::uint16_t group;
+    std::uint64_t hash;
+    std::string key, ns;
+  };
+  std::vector<dead> gone;
+  for (auto& [name, t] : tables_) {
+    if (!t->ttl)
+      continue;
+    auto& stamps = *t->ttl->stamps;
+    gone.clear();
+    for (std::uint32_t g = range_.start; g <= range_.end; ++g) {
+      const auto group = static_cast<std::uint16_t>(g);
+      stamps.for_each_in_group(group, [&](const auto& e) {
+        if (t->ttl->expired(e.value, now))
+          gone.push_back({group, e.hash, e.key, e.ns});
+      });
+    }
+    for (const auto& d : gone) {
+      const state_key k{d.group, d.hash, d.key, d.ns};
+      t->remove(k);
+      stamps.remove(k);
+    }
+    dropped += gone.size();
+    live += t->size();
+  }
+  ttl_writes_ = 0;
+  ttl_sweep_after_ = std::max(live, state_ttl_config::min_sweep_writes);
+  return dropped;
+}
+
 std::shared_ptr<const keyed_state_snapshot> keyed_state_backend::snapshot() {
+  // Expired entries go into no checkpoint.
+  sweep_expired();
   auto snap = std::make_shared<keyed_state_snapshot>();
   snap->range_ = range_;
   snap->max_parallelism_ = max_parallelism_;

@@ -34,6 +34,7 @@ class running_job; // weir/api/running_job.hpp
 
 namespace state {
 class keyed_process_function; // include/weir/state/keyed_process_function.hpp
+class keyed_co_process_function; // include/weir/state/keyed_co_process_function.hpp
 } // namespace state
 
 /// What happens to a record that cannot be decoded (DESIGN.md §8).
@@ -151,6 +152,7 @@ struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
 struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
 struct push_source_spec;    // weir/connectors/push_source.hpp
 class push_source_handle;   // weir/connectors/push_source.hpp
+struct enrich_spec;         // weir/operators/enrich.hpp
 
 /// Read-only access to one row, for user functions (lambda filters).
 class row_view {
@@ -234,6 +236,16 @@ public:
   /// two-input operator (Flink's `DataStream.connect`); the schemas may
   /// differ.
   connected_streams connect(const data_stream& other) const;
+
+  /// Joins each record with the latest row of `table` for its key at the
+  /// record's event time (the enrich kind; `enrich_spec` in
+  /// weir/operators/enrich.hpp gives the semantics and the output shape:
+  /// this stream's fields, then the chosen table fields, `prefix` + name).
+  /// Errors: `errc::type_error` for an unknown key or table field or key
+  /// types that differ; `errc::invalid_argument` for no key, a negative
+  /// max_wait, an added field whose name clashes, or a duplicate name.
+  [[nodiscard]] expected<data_stream> enrich(const data_stream& table, enrich_spec spec,
+                                             operator_options opts = {}) const;
 
   /// Adds a custom operator; `factory` makes one instance per subtask.
   data_stream transform(std::string kind, schema_ptr output_schema,
@@ -405,8 +417,14 @@ public:
          window_options wopts = {}, operator_options opts = {}) const;
 
   /// Running count per key: emits {keys..., count} for every input row.
-  [[nodiscard]] expected<data_stream> count(std::string output_field = "count",
-                                            operator_options opts = {}) const;
+  /// With `state_ttl`, a key's count expires that long (processing time,
+  /// ms) after it was last written (`state::state_ttl_config`): a key not
+  /// seen for that long counts from 1 again, and its state is dropped.
+  /// Errors: `errc::invalid_argument` for an output field that clashes
+  /// with a key or a state_ttl that is not positive.
+  [[nodiscard]] expected<data_stream>
+  count(std::string output_field = "count", operator_options opts = {},
+        std::optional<std::chrono::milliseconds> state_ttl = std::nullopt) const;
 
   /// Runs a user `state::keyed_process_function` (Flink's
   /// `KeyedStream.process`): `factory` makes one instance per subtask; each
@@ -486,6 +504,19 @@ public:
   transform(std::string kind, schema_ptr output_schema,
             std::function<std::unique_ptr<two_input_stream_operator>()> factory,
             operator_options opts = {}) const;
+
+  /// Runs a user `state::keyed_co_process_function` over the keyed inputs
+  /// (Flink's `ConnectedStreams.process` after `keyBy`): `factory` makes one
+  /// instance per subtask; each gets keyed state and timers for its key
+  /// groups, shared by both inputs (snapshotted with checkpoints, restored
+  /// by key group at any parallelism), and emits rows of `output_schema`.
+  /// The operator is named `name` (its kind is "co_process"). Errors:
+  /// `errc::invalid_argument` if `key_by` was not called, for a null schema
+  /// or factory, streams of different jobs, or a duplicate name.
+  [[nodiscard]] expected<data_stream>
+  process(std::string name, schema_ptr output_schema,
+          std::function<std::unique_ptr<state::keyed_co_process_function>()> factory,
+          operator_options opts = {}) const;
 
 private:
   friend class data_stream;

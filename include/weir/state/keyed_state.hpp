@@ -64,18 +64,40 @@ public:
     return fallback;
   }
 
-  /// The stored value without copying, or nullptr.
-  const T* get() const { return table().map.get(scope_->current()); }
+  /// The stored value without copying, or nullptr (also once expired,
+  /// with a ttl).
+  const T* get() const {
+    auto k = scope_->current();
+    table().ttl_access(k, true);
+    return table().map.get(k);
+  }
 
   /// The stored value for in-place changes (clones a bucket a snapshot
-  /// shares), or nullptr when none is set.
-  T* get_mut() { return table().map.get_mut(scope_->current()); }
+  /// shares), or nullptr when none is set. With a ttl, counts as a write
+  /// (the entry's life restarts).
+  T* get_mut() {
+    auto k = scope_->current();
+    auto& t = table();
+    t.ttl_access(k, false);
+    T* p = t.map.get_mut(k);
+    if (p)
+      t.ttl_written(k);
+    return p;
+  }
 
   /// Sets the value.
-  void update(T v) { table().map.put(scope_->current(), std::move(v)); }
+  void update(T v) {
+    auto k = scope_->current();
+    table().map.put(k, std::move(v));
+    table().ttl_written(k);
+  }
 
   /// Removes the value.
-  void clear() { table().map.remove(scope_->current()); }
+  void clear() {
+    auto k = scope_->current();
+    table().map.remove(k);
+    table().ttl_removed(k);
+  }
 
   /// Prefetch hints for a coming access at `a` (stage 1: the index slot;
   /// stage 2, some accesses later: the entry). See
@@ -164,36 +186,52 @@ public:
 
   /// The elements in insertion order; empty when none.
   std::span<const T> get() const {
-    if (const auto* p = table().map.get(scope_->current()))
+    auto k = scope_->current();
+    table().ttl_access(k, true);
+    if (const auto* p = table().map.get(k))
       return {p->data(), p->size()};
     return {};
   }
 
   bool empty() const { return get().empty(); }
 
-  /// Appends one element.
+  /// Appends one element (with a ttl: to a fresh list if the old one expired).
   void add(T v) {
-    table().map.get_or_insert(scope_->current(), [] { return std::vector<T>{}; })
-      .push_back(std::move(v));
+    auto k = scope_->current();
+    auto& t = table();
+    t.ttl_access(k, false);
+    t.map.get_or_insert(k, [] { return std::vector<T>{}; }).push_back(std::move(v));
+    t.ttl_written(k);
   }
 
   /// Appends elements in order.
   void add_all(std::span<const T> vs) {
     if (vs.empty())
       return;
-    auto& l = table().map.get_or_insert(scope_->current(), [] { return std::vector<T>{}; });
+    auto k = scope_->current();
+    auto& t = table();
+    t.ttl_access(k, false);
+    auto& l = t.map.get_or_insert(k, [] { return std::vector<T>{}; });
     l.insert(l.end(), vs.begin(), vs.end());
+    t.ttl_written(k);
   }
 
   /// Replaces the list.
   void update(std::vector<T> vs) {
-    if (vs.empty())
+    if (vs.empty()) {
       clear();
-    else
-      table().map.put(scope_->current(), std::move(vs));
+      return;
+    }
+    auto k = scope_->current();
+    table().map.put(k, std::move(vs));
+    table().ttl_written(k);
   }
 
-  void clear() { table().map.remove(scope_->current()); }
+  void clear() {
+    auto k = scope_->current();
+    table().map.remove(k);
+    table().ttl_removed(k);
+  }
 
   /// Appends the lists of namespaces `sources` (current key) to the list of
   /// `target`, in the order given, and removes them (Flink's
@@ -238,7 +276,9 @@ public:
 
   /// The value of `uk` without copying, or nullptr.
   const UV* find(const UK& uk) const {
-    const auto* m = table().map.get(scope_->current());
+    auto k = scope_->current();
+    table().ttl_access(k, true);
+    const auto* m = table().map.get(k);
     if (!m)
       return nullptr;
     auto it = m->find(uk);
@@ -249,8 +289,12 @@ public:
 
   /// Sets the value of `uk`.
   void put(UK uk, UV uv) {
-    table().map.get_or_insert(scope_->current(), [] { return map_type{}; })
+    auto k = scope_->current();
+    auto& t = table();
+    t.ttl_access(k, false);
+    t.map.get_or_insert(k, [] { return map_type{}; })
       .insert_or_assign(std::move(uk), std::move(uv));
+    t.ttl_written(k);
   }
 
   /// Removes `uk`; returns whether it was there.
@@ -260,21 +304,31 @@ public:
       return false;
     auto* m = table().map.get_mut(k);
     m->erase(uk);
-    if (m->empty())
+    if (m->empty()) {
       table().map.remove(k);
+      table().ttl_removed(k);
+    } else {
+      table().ttl_written(k);
+    }
     return true;
   }
 
   /// Every (user key, user value), in key order; an empty map when none.
   const map_type& entries() const {
     static const map_type none;
-    const auto* m = table().map.get(scope_->current());
+    auto k = scope_->current();
+    table().ttl_access(k, true);
+    const auto* m = table().map.get(k);
     return m ? *m : none;
   }
 
   bool empty() const { return entries().empty(); }
 
-  void clear() { table().map.remove(scope_->current()); }
+  void clear() {
+    auto k = scope_->current();
+    table().map.remove(k);
+    table().ttl_removed(k);
+  }
 
 private:
   friend class keyed_state_backend;
@@ -302,20 +356,29 @@ public:
 
   /// The reduced value, or nullopt when nothing was added.
   std::optional<T> get() const {
-    if (const T* p = table().map.get(scope_->current()))
+    auto k = scope_->current();
+    table().ttl_access(k, true);
+    if (const T* p = table().map.get(k))
       return *p;
     return std::nullopt;
   }
 
   void add(T v) {
     auto k = scope_->current();
-    if (T* cur = table().map.get_mut(k))
+    auto& t = table();
+    t.ttl_access(k, false);
+    if (T* cur = t.map.get_mut(k))
       *cur = (*reduce_)(*cur, v);
     else
-      table().map.put(k, std::move(v));
+      t.map.put(k, std::move(v));
+    t.ttl_written(k);
   }
 
-  void clear() { table().map.remove(scope_->current()); }
+  void clear() {
+    auto k = scope_->current();
+    table().map.remove(k);
+    table().ttl_removed(k);
+  }
 
   /// Reduces the values of namespaces `sources` into `target` and removes
   /// them (Flink's `InternalReducingState.mergeNamespaces`).
@@ -358,17 +421,25 @@ public:
   }
 
   /// The accumulator without copying, or nullptr.
-  const ACC* accumulator() const { return table().map.get(scope_->current()); }
+  const ACC* accumulator() const {
+    auto k = scope_->current();
+    table().ttl_access(k, true);
+    return table().map.get(k);
+  }
 
   /// Folds `value` in, creating the accumulator first when absent; returns
   /// whether it was created (the first value of this key and namespace).
   bool add(const IN& value) {
     const auto* fn = fn_.get();
     bool created = false;
-    fn->add(value, table().map.get_or_insert(scope_->current(), [fn, &created] {
+    auto k = scope_->current();
+    auto& t = table();
+    t.ttl_access(k, false);
+    fn->add(value, t.map.get_or_insert(k, [fn, &created] {
       created = true;
       return fn->create_accumulator();
     }));
+    t.ttl_written(k);
     return created;
   }
 
@@ -378,14 +449,22 @@ public:
   bool merge_accumulator(const ACC& from) {
     const auto* fn = fn_.get();
     bool created = false;
-    fn->merge(table().map.get_or_insert(scope_->current(), [fn, &created] {
+    auto k = scope_->current();
+    auto& t = table();
+    t.ttl_access(k, false);
+    fn->merge(t.map.get_or_insert(k, [fn, &created] {
       created = true;
       return fn->create_accumulator();
     }), from);
+    t.ttl_written(k);
     return created;
   }
 
-  void clear() { table().map.remove(scope_->current()); }
+  void clear() {
+    auto k = scope_->current();
+    table().map.remove(k);
+    table().ttl_removed(k);
+  }
 
   /// Prefetch hints for a coming access at `a` (stage 1: the index slot;
   /// stage 2, some accesses later: the entry). See

@@ -150,35 +150,55 @@ public:
 
   // -- state registration ----------------------------------------------------
 
-  /// A handle to the value state `name` holding `T`. Registering a name
-  /// again with the same kind and types returns a handle to the same state.
+  /// A handle to the value state `name` holding `T`, its entries living
+  /// `ttl` after their last write when given (`state_ttl_config`; Flink's
+  /// `StateDescriptor.enableTimeToLive`). Registering a name again with the
+  /// same kind, types and ttl returns a handle to the same state.
   /// Errors (`errc::invalid_argument`): `name` is registered with another
-  /// kind or type; (`errc::parse_error`): restored bytes of `name` do not
-  /// decode as `T` (nothing is registered then).
+  /// kind, type or ttl, or the ttl is not positive; (`errc::parse_error`):
+  /// restored bytes of `name` do not decode as `T` (nothing is registered
+  /// then).
   template <encodable T>
-  [[nodiscard]] expected<value_state<T>> get_value_state(std::string_view name);
+  [[nodiscard]] expected<value_state<T>>
+  get_value_state(std::string_view name, std::optional<state_ttl_config> ttl = std::nullopt);
 
-  /// A handle to the list state `name`; errors as `get_value_state`.
+  /// A handle to the list state `name`; ttl and errors as `get_value_state`.
   template <encodable T>
-  [[nodiscard]] expected<list_state<T>> get_list_state(std::string_view name);
+  [[nodiscard]] expected<list_state<T>>
+  get_list_state(std::string_view name, std::optional<state_ttl_config> ttl = std::nullopt);
 
-  /// A handle to the map state `name`; errors as `get_value_state`.
+  /// A handle to the map state `name`; ttl and errors as `get_value_state`.
   template <encodable UK, encodable UV>
-  [[nodiscard]] expected<map_state<UK, UV>> get_map_state(std::string_view name);
+  [[nodiscard]] expected<map_state<UK, UV>>
+  get_map_state(std::string_view name, std::optional<state_ttl_config> ttl = std::nullopt);
 
   /// A handle to the reducing state `name` folding with `reduce(acc, v)`;
-  /// errors as `get_value_state`, and `errc::invalid_argument` for an empty
-  /// function.
+  /// ttl and errors as `get_value_state`, and `errc::invalid_argument` for
+  /// an empty function.
   template <encodable T>
   [[nodiscard]] expected<reducing_state<T>>
-  get_reducing_state(std::string_view name, std::function<T(const T&, const T&)> reduce);
+  get_reducing_state(std::string_view name, std::function<T(const T&, const T&)> reduce,
+                     std::optional<state_ttl_config> ttl = std::nullopt);
 
-  /// A handle to the aggregating state `name` fed by `fn`; errors as
-  /// `get_value_state`, and `errc::invalid_argument` for a null `fn`.
+  /// A handle to the aggregating state `name` fed by `fn`; ttl and errors
+  /// as `get_value_state`, and `errc::invalid_argument` for a null `fn`.
   template <class IN, encodable ACC, class OUT>
   [[nodiscard]] expected<aggregating_state<IN, ACC, OUT>>
   get_aggregating_state(std::string_view name,
-                        std::shared_ptr<const aggregate_function<IN, ACC, OUT>> fn);
+                        std::shared_ptr<const aggregate_function<IN, ACC, OUT>> fn,
+                        std::optional<state_ttl_config> ttl = std::nullopt);
+
+  // -- state TTL -------------------------------------------------------------
+
+  /// The processing time (ms) that states with a ttl go by; default the
+  /// system clock. Operators set the job's clock (`operator_context::clock`).
+  void set_ttl_time_provider(std::function<std::int64_t()> now);
+
+  /// Drops every expired entry of every state with a ttl (values and their
+  /// write times); returns the entries dropped. `snapshot()` calls it
+  /// first, and `set_current_key` after enough writes (see
+  /// `state_ttl_config`). O(entries of those states).
+  std::size_t sweep_expired();
 
   /// Names of the registered states, sorted.
   std::vector<std::string> state_names() const;
@@ -272,7 +292,16 @@ private:
 
   template <class V>
   expected<detail::state_table<V>*> obtain_table(std::string_view name, state_kind kind,
-                                                 std::type_index handle_type);
+                                                 std::type_index handle_type,
+                                                 const std::optional<state_ttl_config>& ttl);
+  // Gives `table` its ttl: registers its companion table of write times.
+  expected<std::monostate> bind_ttl(detail::state_table_base& table,
+                                    const state_ttl_config& ttl);
+  // Sweeps when the writes since the last sweep reached the threshold.
+  void maybe_sweep() {
+    if (ttl_writes_ >= ttl_sweep_after_)
+      sweep_expired();
+  }
 
   key_group_range range_;
   std::size_t max_parallelism_;
@@ -284,6 +313,10 @@ private:
   std::unique_ptr<timer_service> processing_timers_;
   event_time watermark_;
   event_time processing_time_;
+  std::function<std::int64_t()> ttl_now_;
+  std::size_t ttl_writes_ = 0;
+  std::size_t ttl_sweep_after_ = state_ttl_config::min_sweep_writes;
+  bool has_ttl_ = false;
 };
 
 // ---------------------------------------------------------------------------
@@ -292,13 +325,22 @@ private:
 template <class V>
 expected<detail::state_table<V>*>
 keyed_state_backend::obtain_table(std::string_view name, state_kind kind,
-                                  std::type_index handle_type) {
+                                  std::type_index handle_type,
+                                  const std::optional<state_ttl_config>& ttl) {
+  if (ttl && ttl->ttl.count() <= 0)
+    return make_error(errc::invalid_argument,
+                      "keyed state '" + std::string{name} + "': the ttl must be positive");
   if (auto* base = find_table(name)) {
     if (base->kind() != static_cast<std::uint8_t>(kind) || base->handle_type() != handle_type)
       return make_error(errc::invalid_argument,
                         "keyed state '" + std::string{name} + "' is already registered as " +
                           std::string{to_string(static_cast<state_kind>(base->kind()))} +
                           " state of another type");
+    const bool same_ttl = base->ttl ? ttl && base->ttl->config == *ttl : !ttl;
+    if (!same_ttl)
+      return make_error(errc::invalid_argument,
+                        "keyed state '" + std::string{name} +
+                          "' is already registered with another ttl");
     return static_cast<detail::state_table<V>*>(base);
   }
   auto table = std::make_unique<detail::state_table<V>>(
@@ -306,29 +348,35 @@ keyed_state_backend::obtain_table(std::string_view name, state_kind kind,
   auto* raw = table.get();
   if (auto ok = adopt_table(std::move(table)); !ok)
     return ok.error();
+  if (ttl)
+    if (auto ok = bind_ttl(*raw, *ttl); !ok)
+      return ok.error();
   return raw;
 }
 
 template <encodable T>
-expected<value_state<T>> keyed_state_backend::get_value_state(std::string_view name) {
-  auto t = obtain_table<T>(name, state_kind::value, typeid(value_state<T>));
+expected<value_state<T>> keyed_state_backend::get_value_state(std::string_view name,
+                                                              std::optional<state_ttl_config> ttl) {
+  auto t = obtain_table<T>(name, state_kind::value, typeid(value_state<T>), ttl);
   if (!t)
     return t.error();
   return value_state<T>{&scope_, *t};
 }
 
 template <encodable T>
-expected<list_state<T>> keyed_state_backend::get_list_state(std::string_view name) {
-  auto t = obtain_table<std::vector<T>>(name, state_kind::list, typeid(list_state<T>));
+expected<list_state<T>> keyed_state_backend::get_list_state(std::string_view name,
+                                                            std::optional<state_ttl_config> ttl) {
+  auto t = obtain_table<std::vector<T>>(name, state_kind::list, typeid(list_state<T>), ttl);
   if (!t)
     return t.error();
   return list_state<T>{&scope_, *t};
 }
 
 template <encodable UK, encodable UV>
-expected<map_state<UK, UV>> keyed_state_backend::get_map_state(std::string_view name) {
+expected<map_state<UK, UV>>
+keyed_state_backend::get_map_state(std::string_view name, std::optional<state_ttl_config> ttl) {
   auto t = obtain_table<typename map_state<UK, UV>::map_type>(name, state_kind::map,
-                                                              typeid(map_state<UK, UV>));
+                                                              typeid(map_state<UK, UV>), ttl);
   if (!t)
     return t.error();
   return map_state<UK, UV>{&scope_, *t};
@@ -337,11 +385,12 @@ expected<map_state<UK, UV>> keyed_state_backend::get_map_state(std::string_view 
 template <encodable T>
 expected<reducing_state<T>>
 keyed_state_backend::get_reducing_state(std::string_view name,
-                                        std::function<T(const T&, const T&)> reduce) {
+                                        std::function<T(const T&, const T&)> reduce,
+                                        std::optional<state_ttl_config> ttl) {
   if (!reduce)
     return make_error(errc::invalid_argument,
                       "reducing state '" + std::string{name} + "' needs a reduce function");
-  auto t = obtain_table<T>(name, state_kind::reducing, typeid(reducing_state<T>));
+  auto t = obtain_table<T>(name, state_kind::reducing, typeid(reducing_state<T>), ttl);
   if (!t)
     return t.error();
   return reducing_state<T>{
@@ -352,12 +401,13 @@ keyed_state_backend::get_reducing_state(std::string_view name,
 template <class IN, encodable ACC, class OUT>
 expected<aggregating_state<IN, ACC, OUT>>
 keyed_state_backend::get_aggregating_state(
-  std::string_view name, std::shared_ptr<const aggregate_function<IN, ACC, OUT>> fn) {
+  std::string_view name, std::shared_ptr<const aggregate_function<IN, ACC, OUT>> fn,
+  std::optional<state_ttl_config> ttl) {
   if (!fn)
     return make_error(errc::invalid_argument,
                       "aggregating state '" + std::string{name} + "' needs a function");
   auto t = obtain_table<ACC>(name, state_kind::aggregating,
-                             typeid(aggregating_state<IN, ACC, OUT>));
+                             typeid(aggregating_state<IN, ACC, OUT>), ttl);
   if (!t)
     return t.error();
   return aggregating_state<IN, ACC, OUT>{&scope_, *t, std::move(fn)};

@@ -10,9 +10,12 @@
 #include "weir/state/codec.hpp"
 #include "weir/state/cow_state_map.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +40,37 @@ enum class state_kind : std::uint8_t {
 
 /// "value", "list", "map", "reducing", "aggregating" (or "unknown").
 std::string_view to_string(state_kind kind) noexcept;
+
+/// A time-to-live for the entries of one keyed state (Flink's
+/// `StateTtlConfig`), given when the state is registered
+/// (`keyed_state_backend::get_value_state(name, ttl)` and the other kinds).
+/// An entry (the whole value, list or map of one key and namespace) written
+/// at processing time t expires at t + ttl: from then on it is never
+/// returned (Flink's `NeverReturnExpired`; a handle sees no value, an empty
+/// list or map), and it is dropped when next accessed, by a sweep that runs
+/// after as many writes as the state had live entries at the previous sweep
+/// (at least `min_sweep_writes`), and before every snapshot, so expired
+/// entries are in no checkpoint and the state stays bounded by the keys
+/// written within about one ttl. Time is processing time in ms from the
+/// backend's TTL time provider (the job's clock in operators: the wall
+/// clock, or the replay clock's time from the input). The write times are
+/// checkpointed with the values (as the state "ttl:<name>"), so a restored
+/// entry expires when it would have.
+struct state_ttl_config {
+  /// What renews an entry's life (Flink's `UpdateType`).
+  enum class update_type : std::uint8_t {
+    on_create_and_write, ///< writes only (Flink's default)
+    on_read_and_write,   ///< reads too
+  };
+  std::chrono::milliseconds ttl{0}; ///< > 0
+  update_type update = update_type::on_create_and_write;
+
+  /// Writes to a state with a ttl before the first sweep, and at least
+  /// between two sweeps.
+  static constexpr std::size_t min_sweep_writes = 1024;
+
+  bool operator==(const state_ttl_config&) const = default;
+};
 
 /// Where one (key, namespace) lives in keyed state: its key group,
 /// `hash_key_bytes(key)` and `hash_state_key(key_hash, ns)`. From
@@ -193,6 +227,19 @@ void json_of(const T& v, std::string& out) {
     out += "{\"bytes\":" + std::to_string(bytes.size()) + "}";
   }
 }
+/// The TTL of one registered state: its config and the companion table of
+/// write times, (key, namespace) -> ms, kept by the backend.
+struct ttl_binding {
+  state_ttl_config config;
+  cow_state_map<std::int64_t>* stamps = nullptr;
+  const std::function<std::int64_t()>* now = nullptr; ///< the backend's TTL time
+  std::size_t* writes = nullptr; ///< the backend's count of writes since the last sweep
+
+  bool expired(std::int64_t written, std::int64_t at) const noexcept {
+    const std::int64_t ttl = config.ttl.count();
+    return written <= std::numeric_limits<std::int64_t>::max() - ttl && written + ttl <= at;
+  }
+};
 
 /// One registered state, type-erased.
 class state_table_base {
@@ -209,6 +256,40 @@ public:
 
   virtual std::size_t size() const noexcept = 0;
   virtual bool remove(const state_key& k) = 0;
+
+  /// Set for a state registered with a ttl.
+  std::optional<ttl_binding> ttl;
+
+  /// Before an access to `k` (read, or a write that extends the value):
+  /// drops the entry if it expired; with on_read_and_write, renews it on a
+  /// `read`. Nothing without a ttl.
+  void ttl_access(const state_key& k, bool read) {
+    if (!ttl)
+      return;
+    const std::int64_t* written = ttl->stamps->get(k);
+    if (!written)
+      return; // nothing stored (or stored before the state had a ttl: kept)
+    const std::int64_t now = (*ttl->now)();
+    if (ttl->expired(*written, now)) {
+      remove(k);
+      ttl->stamps->remove(k);
+    } else if (read && ttl->config.update == state_ttl_config::update_type::on_read_and_write
+               && *written != now) {
+      ttl->stamps->put(k, now);
+    }
+  }
+  /// After a write of `k`: its life starts now.
+  void ttl_written(const state_key& k) {
+    if (!ttl)
+      return;
+    ttl->stamps->put(k, (*ttl->now)());
+    ++*ttl->writes;
+  }
+  /// After `k` was removed.
+  void ttl_removed(const state_key& k) {
+    if (ttl)
+      ttl->stamps->remove(k);
+  }
   virtual std::shared_ptr<const frozen_state_table> snapshot() = 0;
   virtual void for_each_key(
     const std::function<void(std::string_view key, std::string_view ns)>& f) const = 0;

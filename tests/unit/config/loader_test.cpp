@@ -370,7 +370,7 @@ type = "stdout"
 path = "out/x.jsonl"
 )~") == R"~(p.toml:14:1: error: 'fields' does not apply to a filter operator
   in [[operator]] #1 (name = "big")
-  hint: 'fields' is a key of select, map operators
+  hint: 'fields' is a key of select, map, enrich operators
 p.toml:16:1: error: missing required key 'inputs'
   in [[operator]] #2 (name = "both")
 p.toml:19:1: error: 'input' does not apply to a union operator
@@ -444,7 +444,7 @@ format = "json"
 p.toml:14:8: error: unknown operator type 'filtre'
   in [[operator]] #1 (name = "big")
   hint: did you mean "filter"?
-  hint: operator types: "filter", "select", "map", "window", "union", "running_count", "split", "explode", "interval_join", "window_join"
+  hint: operator types: "filter", "select", "map", "window", "union", "running_count", "split", "explode", "interval_join", "window_join", "enrich"
 p.toml:22:10: error: format must be one of "jsonl", "csv", got "json"
   in [[sink]] #1 (name = "out")
   hint: did you mean "jsonl"?

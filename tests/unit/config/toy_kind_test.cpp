@@ -208,7 +208,7 @@ input = "in"
   REQUIRE_FALSE(r);
   const auto text = to_string(r.error());
   CHECK(text.find("hint: did you mean \"toy_scale\"?") != std::string::npos);
-  CHECK(text.find("\"window_join\", \"toy_scale\"") != std::string::npos);
+  CHECK(text.find("\"enrich\", \"toy_scale\"") != std::string::npos);
   const auto& keys = known_keys();
   CHECK(std::find(keys.begin(), keys.end(), "operator[].factor") != keys.end());
 }

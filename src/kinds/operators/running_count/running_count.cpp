@@ -16,6 +16,7 @@ struct running_count_spec : kind_spec {
   std::vector<located> key_by;
   const toml::node* key_by_node = nullptr;
   located output;
+  std::optional<std::chrono::milliseconds> state_ttl;
 };
 } // namespace
 
@@ -26,6 +27,7 @@ kind_descriptor describe_operators_running_count() {
   d.keys = {
     {"key_by", "array of strings", true, "", "the key fields"},
     {"output", "string", false, "\"count\"", "the name of the count field"},
+    {"state_ttl", "duration", false, "", "a key's count expires this long after its last write"},
   };
   d.parse = [](parse_context& c) {
     auto s = std::make_unique<running_count_spec>();
@@ -34,6 +36,9 @@ kind_descriptor describe_operators_running_count() {
       s->key_by = std::move(*kb);
     if (auto o = c.hard.string("output", false, true))
       s->output = *o;
+    if (c.hard.get("state_ttl"))
+      if (auto t = c.hard.duration("state_ttl", reader::sign::positive))
+        s->state_ttl = *t;
     return s;
   };
   d.plan = [](plan_context& c, const kind_spec& ks) {
@@ -51,7 +56,7 @@ kind_descriptor describe_operators_running_count() {
       return;
     }
     auto field_name = s.output.value.empty() ? std::string{"count"} : s.output.value;
-    auto r = keyed->count(field_name, c.options);
+    auto r = keyed->count(field_name, c.options, s.state_ttl);
     if (!r)
       c.report_api(s.output.node, "output",
                    error{r.error().code, r.error().message, error::npos});
@@ -64,8 +69,13 @@ kind_descriptor describe_operators_running_count() {
 namespace weir {
 
 // The API's method: the operator this kind plans (running_count_operator.cpp).
-expected<data_stream> keyed_stream::count(std::string output_field,
-                                          operator_options opts) const {
+expected<data_stream> keyed_stream::count(std::string output_field, operator_options opts,
+                                          std::optional<std::chrono::milliseconds> state_ttl) const {
+  if (state_ttl && state_ttl->count() <= 0)
+    return make_error(errc::invalid_argument, "count: state_ttl must be positive");
+  std::optional<state::state_ttl_config> ttl;
+  if (state_ttl)
+    ttl = state::state_ttl_config{*state_ttl};
   auto& g = input_.graph_;
   std::vector<field> fields;
   for (auto i : key_idx_)
@@ -77,9 +87,9 @@ expected<data_stream> keyed_stream::count(std::string output_field,
   fields.push_back(field{output_field, type_id::int64});
   auto schema = make_schema(std::move(fields));
   auto id = internal::add_operator_node(*g, opts,
-                                       {"count", schema, [schema, keys = key_idx_] {
-                                          return std::make_unique<internal::running_count>(schema,
-                                                                                           keys);
+                                       {"count", schema, [schema, keys = key_idx_, ttl] {
+                                          return std::make_unique<internal::running_count>(
+                                            schema, keys, ttl);
                                         }},
                                        {{input_.node_, input_.port_}}, key_idx_);
   if (!id)

@@ -9,7 +9,9 @@ void running_count::open(const operator_context& ctx) {
   auto range = state::key_group_range_for_subtask(ctx.max_parallelism, ctx.parallelism,
                                                   ctx.subtask_index);
   backend_ = std::make_unique<state::keyed_state_backend>(range, ctx.max_parallelism);
-  auto handle = backend_->get_value_state<std::int64_t>("count");
+  if (const auto* clock = ctx.clock)
+    backend_->set_ttl_time_provider([clock] { return clock->now(); });
+  auto handle = backend_->get_value_state<std::int64_t>("count", ttl_);
   if (!handle)
     throw std::logic_error(handle.error().message);
   counts_ = *handle;

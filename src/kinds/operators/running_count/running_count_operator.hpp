@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,10 @@ namespace weir::internal {
 /// kept in value state so checkpoints snapshot it (Flink's ClickCounter).
 class running_count final : public stream_operator {
 public:
-  running_count(schema_ptr output, std::vector<std::size_t> key_fields)
-    : output_(std::move(output)), key_fields_(std::move(key_fields)) {}
+  /// `ttl`: the counts' time-to-live (none: forever).
+  running_count(schema_ptr output, std::vector<std::size_t> key_fields,
+                std::optional<state::state_ttl_config> ttl = std::nullopt)
+    : output_(std::move(output)), key_fields_(std::move(key_fields)), ttl_(ttl) {}
   void open(const operator_context& ctx) override;
   void process_batch(const record_batch_ptr& batch, output_collector& out) override;
   void snapshot_state(std::uint64_t checkpoint_id, operator_snapshot& out) override;
@@ -29,6 +32,7 @@ public:
 private:
   schema_ptr output_;
   std::vector<std::size_t> key_fields_;
+  std::optional<state::state_ttl_config> ttl_;
   std::unique_ptr<state::keyed_state_backend> backend_;
   state::value_state<std::int64_t> counts_;
   // Per batch: the encoded keys back to back, where each ends, and their
