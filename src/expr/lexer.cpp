@@ -70,6 +70,13 @@ expected<std::vector<token>> tokenize(std::string_view text) {
     if (is_ident_start(c)) {
       while (pos < n && is_ident_char(text[pos]))
         ++pos;
+      // A qualified name (`small.amount`: a pattern step's field) is one
+      // identifier: a field of that name.
+      while (pos + 1 < n && text[pos] == '.' && is_ident_start(text[pos + 1])) {
+        ++pos;
+        while (pos < n && is_ident_char(text[pos]))
+          ++pos;
+      }
       t.kind = token_kind::identifier;
     } else if (is_digit(c) || (c == '.' && pos + 1 < n && is_digit(text[pos + 1]))) {
       bool is_float = false;

@@ -21,6 +21,8 @@ A case that is not one of ../shared/cases keeps its own input and
 expected*.jsonl in its folder, which is linked as ../case (the TOML reads
 "../case/input.jsonl").
 
+With --parallelism N the job runs with `--parallelism N`.
+
 With --batch-size N the job runs with `--batch-size N` (a case registered
 once per batch size checks that its output, dead letters included, does not
 depend on it). A case folder with expected_bad_records.txt also runs without
@@ -61,6 +63,9 @@ def canonical_order(rows):
     """Stable sort per the cases README; keeps emission order of repeats."""
     if rows and "window_end" in rows[0]:
         return sorted(rows, key=lambda r: (r["window_end"], json.dumps(r.get("key"))))
+    if rows and "match_end" in rows[0]:
+        # Pattern matches and timeouts: by first event, then the whole row.
+        return sorted(rows, key=lambda r: (r["match_start"], json.dumps(r, sort_keys=True)))
     if rows and "fire" in rows[0]:
         return sorted(rows, key=lambda r: (json.dumps(r.get("key")), r["fire"]))
     return rows
@@ -112,6 +117,8 @@ def run(args):
             cmd.append("--quiet")
         if args.batch_size:
             cmd += ["--batch-size", str(args.batch_size)]
+        if args.parallelism:
+            cmd += ["--parallelism", str(args.parallelism)]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             print(f"weir exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
@@ -153,6 +160,7 @@ def main():
     p.add_argument("--case", required=True)
     p.add_argument("--shared", required=True)
     p.add_argument("--batch-size", type=int, default=0)
+    p.add_argument("--parallelism", type=int, default=0)
     sys.exit(run(p.parse_args()))
 
 

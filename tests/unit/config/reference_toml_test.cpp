@@ -165,7 +165,7 @@ TEST_CASE("config/reference.toml documents no key the loader rejects") {
     // Tables whose keys the user names: fields, aggregates, schema fields.
     bool user_named = false;
     for (std::string_view p : {"source[].schema.", "source[].fields.", "source[].properties.",
-                               "operator[].fields.", "operator[].aggregate.", "sink[].aggregate.",
+                               "operator[].fields.", "operator[].aggregate.", "operator[].select.", "sink[].aggregate.",
                                "sink[].properties.", "sink[].headers."})
       user_named = user_named || key.rfind(p, 0) == 0;
     if (user_named || key == "job" || key == "source" || key == "operator" || key == "sink")
