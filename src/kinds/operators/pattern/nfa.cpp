@@ -383,9 +383,9 @@ void compiled_pattern::advance_time(key_state& ks, event_time t, engine_output& 
       keep.push_back(std::move(pm));
     }
   }
+  ks.partials = std::move(keep);
   if (!any)
     return;
-  ks.partials = std::move(keep);
   std::sort(found.begin(), found.end(), match_less);
   release(ks, std::move(found), out);
 }
