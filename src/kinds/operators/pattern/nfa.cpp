@@ -251,7 +251,7 @@ compiled_pattern::closure compiled_pattern::close(const key_state& ks, const par
     const bool more = below_max(i, c);
     if (more)
       out.positions.push_back(position{static_cast<std::uint32_t>(i), c});
-    bool proceed = c >= min_of(i);
+    bool proceed = can_leave(i, c);
     if (proceed && more && spec_.steps[i].greedy && condition(i, ks, e, pm))
       proceed = false; // greedy: take while the event matches
     if (!proceed)
@@ -263,7 +263,7 @@ compiled_pattern::closure compiled_pattern::close(const key_state& ks, const par
 }
 
 bool compiled_pattern::completes(std::uint32_t step, std::uint32_t count) const {
-  if (count < min_of(step))
+  if (!can_leave(step, count))
     return false;
   for (std::size_t k = step + 1; k < spec_.steps.size(); ++k)
     if (is_negation(k) || !spec_.steps[k].optional)
@@ -282,7 +282,7 @@ bool compiled_pattern::ends_in_not_followed_by(const partial_match& pm) const {
       passed = true;
       continue;
     }
-    if (c < min_of(i))
+    if (!can_leave(i, c))
       return false;
   }
   return passed;

@@ -139,8 +139,11 @@ private:
   };
 
   bool is_negation(std::size_t i) const { return spec_.steps[i].kind != weir::cep::step_kind::normal; }
-  std::int64_t min_of(std::size_t i) const {
-    return spec_.steps[i].optional ? 0 : spec_.steps[i].min_times;
+  /// Whether `c` events taken into step i let a partial match move past it:
+  /// at least the minimum, or none of an optional step (an optional
+  /// times(4) takes 0 or 4, never 2).
+  bool can_leave(std::size_t i, std::uint32_t c) const {
+    return c >= spec_.steps[i].min_times || (c == 0 && spec_.steps[i].optional);
   }
   bool below_max(std::size_t i, std::uint32_t c) const {
     return spec_.steps[i].max_times < 0 || c < spec_.steps[i].max_times;
