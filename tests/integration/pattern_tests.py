@@ -16,7 +16,7 @@ usage: pattern_tests.py --weir BIN TEST [--kills N] [--seed S]
            matches and timeouts equal one uninterrupted run's
   rescale  a checkpoint taken at parallelism 4 restored at parallelism 2: the
            same committed output
-  cap      max_partial_matches = 2 with followed_by_any: the summary counts
+  cap      max_partial_matches = 2, followed_by_any, small < 500: the summary counts
            the partial matches dropped, and fewer matches come out
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
@@ -63,7 +63,7 @@ type = "pattern"
 input = "tx"
 key_by = ["card"]
 steps = [
-  {{ name = "small", where = "amount < 10" }},
+  {{ name = "small", where = "amount < {small}" }},
   {{ name = "large", where = "amount > 900", contiguity = "{contiguity}" }},
 ]
 within = "5s"
@@ -121,11 +121,11 @@ class Job:
         self.work = tempfile.mkdtemp(prefix="weir-pattern-")
         generate(os.path.join(self.work, "input.jsonl"), RECORDS, seed)
 
-    def write(self, parallelism, cap=10000, contiguity="followed_by"):
+    def write(self, parallelism, cap=10000, contiguity="followed_by", small=10):
         path = os.path.join(self.work, "pipeline.toml")
         with open(path, "w") as f:
             f.write(PIPELINE.format(parallelism=parallelism, work=self.work, cap=cap,
-                                    contiguity=contiguity))
+                                    contiguity=contiguity, small=small))
         return path
 
     def run(self, toml, *flags):
@@ -237,23 +237,23 @@ def test_cap(args, seed):
     job = Job(args, seed)
     try:
         job.reset()
-        full = job.run(job.write(2, cap=10000, contiguity="followed_by_any"), "--fresh")
+        full = job.run(job.write(2, cap=10000, contiguity="followed_by_any", small=500), "--fresh")
         check(" partial matches dropped" not in full.stderr,
               f"the uncapped run dropped partial matches:\n{full.stderr[-1500:]}")
         uncapped = committed(job.work)
         job.reset()
-        capped = job.run(job.write(2, cap=2, contiguity="followed_by_any"), "--fresh")
+        capped = job.run(job.write(2, cap=2, contiguity="followed_by_any", small=500), "--fresh")
         m = re.search(r"operator 'fraud'.*?([\d,]+) partial matches dropped", capped.stderr)
         check(m, f"the summary does not count dropped partial matches:\n{capped.stderr[-1500:]}")
         dropped = int(m.group(1).replace(",", ""))
         check(dropped > 0, "no partial match dropped at max_partial_matches = 2")
         got = committed(job.work)
-        check(set(got["matches"]) <= set(uncapped["matches"]),
-              "the capped run found a match the uncapped run did not")
+        # (Not a subset: with skip past last event, which partial matches
+        # are left decides which match comes out first.)
         check(len(got["matches"]) < len(uncapped["matches"]),
               "the cap changed nothing: as many matches as without it")
-        print(f"ok: {dropped} partial matches dropped at the cap; {len(got['matches'])} of "
-              f"{len(uncapped['matches'])} matches, all found without the cap")
+        print(f"ok: {dropped} partial matches dropped at the cap; {len(got['matches'])} "
+              f"matches, {len(uncapped['matches'])} without it")
     finally:
         job.close()
 
