@@ -53,6 +53,8 @@ void print_counts(const weir::job_result& r) {
         text += ", " + with_commas(c.bad_records) + " bad";
       if (c.late_records > 0)
         text += ", " + with_commas(c.late_records) + " late";
+      if (c.partial_matches_dropped > 0)
+        text += ", " + with_commas(c.partial_matches_dropped) + " partial matches dropped";
     }
     const std::string label = (c.is_source ? "source '" : "operator '") + c.name + "'";
     std::fprintf(stderr, "  %-16s %s\n", label.c_str(), text.c_str());

@@ -22,6 +22,7 @@ void job_metrics::reset() {
       m->records_out.store(0, r);
       m->late_records.store(0, r);
       m->bad_records.store(0, r);
+      m->partial_matches_dropped.store(0, r);
       m->lines_read.store(0, r);
       m->backpressured_ns.store(0, r);
       m->watermark.store(min_watermark, r);
@@ -93,12 +94,14 @@ std::vector<node_counts> job_metrics::counts() const {
       c.records_out += m->records_out.load(r);
       c.bad_records += m->bad_records.load(r);
       c.late_records += m->late_records.load(r);
+      c.partial_matches_dropped += m->partial_matches_dropped.load(r);
       lines_read += m->lines_read.load(r);
       lines = lines || m->counts_lines.load(r);
     }
     if (lines)
       c.lines_read = lines_read;
-    if (c.is_source || c.late_records > 0 || c.bad_records > 0)
+    if (c.is_source || c.late_records > 0 || c.bad_records > 0 ||
+        c.partial_matches_dropped > 0)
       out.push_back(std::move(c));
   }
   return out;

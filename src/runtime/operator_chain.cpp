@@ -233,4 +233,8 @@ void operator_chain::collector::count_late(std::uint64_t n) {
   chain->count_late(k, n);
 }
 
+void operator_chain::collector::count_dropped_partial_matches(std::uint64_t n) {
+  chain->count_dropped_partial_matches(k, n);
+}
+
 } // namespace weir::runtime

@@ -79,6 +79,9 @@ def canonical_order(rows):
                                            json.dumps(r, sort_keys=True)))
     if rows and "window_end" in rows[0]:
         return sorted(rows, key=lambda r: (r["window_end"], json.dumps(r.get("key"))))
+    if rows and "match_end" in rows[0]:
+        # Pattern matches and timeouts: by first event, then the whole row.
+        return sorted(rows, key=lambda r: (r["match_start"], json.dumps(r, sort_keys=True)))
     if rows and "fire" in rows[0]:
         return sorted(rows, key=lambda r: (json.dumps(r.get("key")), r["fire"]))
     return rows

@@ -5,6 +5,7 @@
 #include "weir/core/log_level.hpp"
 #include "weir/core/record_batch.hpp"
 #include "weir/api/source_options.hpp"
+#include "weir/cep/pattern.hpp"
 #include "weir/operators/stream_operator.hpp"
 #include "weir/operators/two_input_stream_operator.hpp"
 #include "weir/window/window_operator.hpp"
@@ -426,6 +427,24 @@ public:
   count(std::string output_field = "count", operator_options opts = {},
         std::optional<std::chrono::milliseconds> state_ttl = std::nullopt) const;
 
+  /// Flink CEP on this keyed stream, in event time (`weir::cep::pattern_spec`,
+  /// DESIGN.md §12): records are buffered per key until the watermark passes
+  /// them, then matched in event-time order. Main output, one row per match:
+  /// the key fields, `match_start` and `match_end` (timestamps of its first
+  /// and last event; the row's event time is `match_end`), then the
+  /// `select` fields (default: `<step>.count` and `<step>.<field>` of each
+  /// step's last event, for every normal step and non-key field). The
+  /// `timeout_output` stream has the same fields with `timed_out_at` (first
+  /// event + within, its event time) after `match_end`; the `late_output`
+  /// stream has the input's schema. Errors: those of
+  /// `cep::compiled_pattern::make` (steps, conditions: `errc::parse_error`
+  /// or `type_error` with the offset into the condition), a select
+  /// expression that does not compile ("select.<name>: ..."), an output
+  /// field there twice, a timeout_output without within, a duplicate
+  /// stream name (`errc::invalid_argument`).
+  [[nodiscard]] expected<data_stream> pattern(cep::pattern_spec spec,
+                                              operator_options opts = {}) const;
+
   /// Runs a user `state::keyed_process_function` (Flink's
   /// `KeyedStream.process`): `factory` makes one instance per subtask; each
   /// gets keyed state and timers for its key groups (snapshotted with
@@ -540,6 +559,8 @@ struct node_counts {
   std::uint64_t records_out = 0; ///< sources: records decoded; operators: rows emitted
   std::uint64_t bad_records = 0;
   std::uint64_t late_records = 0;
+  /// Pattern operators: partial matches dropped at `max_partial_matches`.
+  std::uint64_t partial_matches_dropped = 0;
 };
 
 struct job_result {

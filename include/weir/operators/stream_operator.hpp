@@ -39,6 +39,9 @@ public:
   /// (a window's global phase merging a late partial of n records); rows
   /// emitted on a late side output are counted by `collect_side` already.
   virtual void count_late(std::uint64_t n) { (void) n; }
+  /// Counts `n` partial matches a pattern operator dropped at its
+  /// `max_partial_matches` cap (shown in the job summary).
+  virtual void count_dropped_partial_matches(std::uint64_t n) { (void) n; }
 };
 
 /// The job's processing-time clock as one subtask sees it (ms since the

@@ -22,6 +22,8 @@ struct subtask_metrics {
   std::atomic<std::uint64_t> records_out{0};
   std::atomic<std::uint64_t> late_records{0};
   std::atomic<std::uint64_t> bad_records{0};
+  /// Pattern operators: partial matches dropped at max_partial_matches.
+  std::atomic<std::uint64_t> partial_matches_dropped{0};
   /// Sources reading text: lines read (headers, blank and bad lines too).
   std::atomic<std::uint64_t> lines_read{0};
   std::atomic<bool> counts_lines{false};

@@ -119,6 +119,9 @@ public:
   void count_late(std::size_t k, std::uint64_t n) {
     metrics_[k]->late_records.fetch_add(n, std::memory_order_relaxed);
   }
+  void count_dropped_partial_matches(std::size_t k, std::uint64_t n) {
+    metrics_[k]->partial_matches_dropped.fetch_add(n, std::memory_order_relaxed);
+  }
 
   /// Sends a control element on every network output of member `k`.
   void broadcast_from(std::size_t k, const output_element& e);
@@ -173,6 +176,7 @@ private:
     void collect_side(std::size_t port, record_batch_ptr batch) override;
     void emit_watermark(event_time wm) override;
     void count_late(std::uint64_t n) override;
+    void count_dropped_partial_matches(std::uint64_t n) override;
   };
 
   /// Failure injection (tests of recovery): throws once the chosen member's

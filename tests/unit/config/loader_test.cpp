@@ -444,7 +444,7 @@ format = "json"
 p.toml:14:8: error: unknown operator type 'filtre'
   in [[operator]] #1 (name = "big")
   hint: did you mean "filter"?
-  hint: operator types: "filter", "select", "map", "window", "union", "running_count", "split", "explode", "interval_join", "window_join", "enrich"
+  hint: operator types: "filter", "select", "map", "window", "union", "running_count", "split", "explode", "interval_join", "window_join", "enrich", "pattern"
 p.toml:22:10: error: format must be one of "jsonl", "csv", got "json"
   in [[sink]] #1 (name = "out")
   hint: did you mean "jsonl"?
