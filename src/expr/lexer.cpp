@@ -68,7 +68,8 @@ expected<std::vector<token>> tokenize(std::string_view text) {
     const char c = text[pos];
     const std::size_t start = pos;
     if (is_ident_start(c)) {
-      // A qualified name, `left.key` (a join's fields), is one identifier.
+      // A qualified name (`left.key`: a join's field; `small.amount`: a
+      // pattern step's) is one identifier, a field of that name.
       while (pos < n && (is_ident_char(text[pos])
                          || (text[pos] == '.' && pos + 1 < n && is_ident_start(text[pos + 1]))))
         ++pos;
