@@ -131,6 +131,7 @@ struct file_source_spec;    // weir/connectors/file_source.hpp
 struct kafka_source_spec;   // weir/connectors/kafka_source.hpp
 struct file_sink_spec;      // weir/connectors/file_sink.hpp
 struct kafka_sink_spec;     // weir/connectors/kafka_sink.hpp
+struct elasticsearch_sink_spec; // weir/connectors/elasticsearch_sink.hpp
 struct stdout_sink_spec;    // weir/connectors/file_sink.hpp
 struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
 struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
@@ -228,6 +229,14 @@ public:
   /// header expression that does not compile keeps its `errc` and offset.
   [[nodiscard]] expected<std::monostate> sink_to_kafka(kafka_sink_spec spec,
                                                        operator_options opts = {}) const;
+
+  /// Indexes the stream into Elasticsearch or OpenSearch through the `_bulk`
+  /// API, one document per row (the elasticsearch sink kind;
+  /// weir/connectors/elasticsearch_sink.hpp: at least once, idempotent with
+  /// deterministic document ids). Parallelism as for operators: one HTTP
+  /// client per subtask. Errors: as `make_elasticsearch_sink`.
+  [[nodiscard]] expected<std::monostate>
+  sink_to_elasticsearch(elasticsearch_sink_spec spec, operator_options opts = {}) const;
 
   /// Prints the stream as JSON lines on stdout.
   void print(operator_options opts = {}) const;
