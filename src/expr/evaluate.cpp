@@ -556,6 +556,29 @@ column like(const node& n, const operand& a, const operand& p, std::size_t rows)
   return out;
 }
 
+// case/if over evaluated children c1, v1, ..., e: each row takes the value
+// of the first condition that is true (valid and set), else e. Every branch
+// is evaluated over the whole batch (the kernels cannot fail: division by
+// zero is null), then one pass picks.
+column conditional(const std::vector<operand>& args, type_id type, std::size_t rows) {
+  const std::size_t pairs = (args.size() - 1) / 2;
+  std::vector<std::uint32_t> pick(rows, static_cast<std::uint32_t>(args.size() - 1));
+  for (std::size_t k = pairs; k-- > 0;) {
+    const column& c = args[2 * k].col();
+    const std::size_t s = args[2 * k].stride();
+    const std::uint8_t* v = c.validity.data();
+    const std::uint8_t* b = c.bools.data();
+    const auto value = static_cast<std::uint32_t>(2 * k + 1);
+    for (std::size_t i = 0; i < rows; ++i)
+      pick[i] = (v[i * s] & b[i * s]) != 0 ? value : pick[i];
+  }
+  column out{type};
+  out.reserve(rows);
+  for (std::size_t i = 0; i < rows; ++i)
+    out.append_from(args[pick[i]].col(), i * args[pick[i]].stride());
+  return out;
+}
+
 [[noreturn]] void broken_precondition(const node& n, const record_batch& batch) {
   log::runtime().critical("expression evaluated on a batch of another schema: field "
                           "'{}' (#{}, {}) missing or of another type (batch has {} "
@@ -678,6 +701,9 @@ operand evaluate_node(const node& n, const record_batch& batch) {
       break;
     case node_kind::call:
       return evaluate_call(n, args, rows, all_scalar);
+    case node_kind::conditional:
+      result.owned = conditional(args, n.type, rows);
+      break;
   }
   return result;
 }

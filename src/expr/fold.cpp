@@ -117,6 +117,43 @@ void fold_coalesce(node_ptr& n) {
   }
 }
 
+// case/if: conditions that are literals decide at compile time (false and
+// null drop their branch, true ends the list as the else value); with no
+// branch left the else value is the result.
+void fold_conditional(node_ptr& n) {
+  auto& cs = n->children;
+  if (n->type == type_id::null_type) {
+    n = make_null_literal(type_id::null_type, n->offset);
+    return;
+  }
+  for (std::size_t i = 0; i + 1 < cs.size(); i += 2)
+    retype_null(cs[i], type_id::boolean);
+  for (std::size_t i = 1; i < cs.size(); i += 2)
+    retype_null(cs[i], n->type);
+  retype_null(cs.back(), n->type);
+  node_ptr else_value = std::move(cs.back());
+  const std::size_t pairs = (cs.size() - 1) / 2;
+  std::vector<node_ptr> kept;
+  for (std::size_t k = 0; k < pairs; ++k) {
+    node_ptr& cond = cs[2 * k];
+    if (cond->is_literal()) {
+      if (is_bool_literal(*cond, true)) {
+        else_value = std::move(cs[2 * k + 1]); // later branches are never reached
+        break;
+      }
+      continue; // false or null: never taken
+    }
+    kept.push_back(std::move(cond));
+    kept.push_back(std::move(cs[2 * k + 1]));
+  }
+  kept.push_back(std::move(else_value));
+  n->children = std::move(kept);
+  if (n->children.size() == 1) {
+    node_ptr only = std::move(n->children[0]);
+    n = std::move(only);
+  }
+}
+
 // Lists this long are searched in a sorted vector instead of compared item
 // by item.
 constexpr std::size_t min_set_items = 8;
@@ -185,6 +222,11 @@ void fold(node_ptr& n) {
       }
       for (std::size_t i = 1; i < n->children.size(); ++i)
         retype_null(n->children[i], n->children[0]->type);
+      break;
+    case node_kind::conditional:
+      fold_conditional(n);
+      if (n->kind != node_kind::conditional)
+        return;
       break;
     case node_kind::call:
       if (n->fn == function_id::coalesce) {

@@ -30,6 +30,9 @@ enum class node_kind : std::uint8_t {
   in_list,     ///< children[0] in (children[1..]); `negated` = not in
   like,        ///< children[0] like children[1]; `negated` = not like
   call,        ///< function `fn` over the children
+  conditional, ///< `case when c1 then v1 ... else e end` / `if(c, a, b)`:
+               ///< children c1, v1, c2, v2, ..., e (e a null literal when
+               ///< no else was written); a null condition counts as false
 };
 
 enum class arith_op : std::uint8_t { add, sub, mul, div, mod };

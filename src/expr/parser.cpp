@@ -246,6 +246,10 @@ private:
     }
     if (t.is_keyword("null"))
       return finish(make_null_literal(type_id::null_type, t.offset));
+    if (t.is_keyword("case") && peek().is_keyword("when"))
+      return parse_case(t);
+    if (t.is_keyword("if") && peek().is_symbol("("))
+      return parse_if(t);
     for (std::string_view kw : {"and", "or", "not", "in", "is", "like"})
       if (t.is_keyword(kw))
         return fail_unexpected(t);
@@ -273,6 +277,77 @@ private:
     }
     auto n = make(node_kind::field, t.offset);
     n->name = std::string{t.text};
+    return finish(std::move(n));
+  }
+
+  // The words that end a `case` part: an expression must not start with one.
+  node_ptr parse_case_part(std::string_view what) {
+    for (std::string_view kw : {"when", "then", "else", "end"})
+      if (peek().is_keyword(kw))
+        return fail_expected(what, peek());
+    return parse_expr(prec_or);
+  }
+
+  // case when c1 then v1 [when c2 then v2 ...] [else e] end  ('case' read)
+  node_ptr parse_case(const token& kw) {
+    auto n = make(node_kind::conditional, kw.offset);
+    n->op_offset = kw.offset;
+    n->op_text = "case";
+    while (peek().is_keyword("when")) {
+      next();
+      node_ptr cond = parse_case_part("a condition after 'when'");
+      if (!cond)
+        return nullptr;
+      if (!peek().is_keyword("then"))
+        return fail_expected("'then'", peek());
+      next();
+      node_ptr value = parse_case_part("a value after 'then'");
+      if (!value)
+        return nullptr;
+      n->children.push_back(std::move(cond));
+      n->children.push_back(std::move(value));
+    }
+    bool has_else = false;
+    if (peek().is_keyword("else")) {
+      next();
+      has_else = true;
+      node_ptr value = parse_case_part("a value after 'else'");
+      if (!value)
+        return nullptr;
+      n->children.push_back(std::move(value));
+    } else {
+      n->children.push_back(make_null_literal(type_id::null_type, peek().offset));
+    }
+    if (!peek().is_keyword("end"))
+      return fail_expected(has_else ? "'end'" : "'when', 'else' or 'end'", peek());
+    next();
+    return finish(std::move(n));
+  }
+
+  // if(cond, a, b)  ('if' read, '(' next): a two-way case.
+  node_ptr parse_if(const token& kw) {
+    next(); // '('
+    auto n = make(node_kind::conditional, kw.offset);
+    n->op_offset = kw.offset;
+    n->op_text = "if";
+    while (true) {
+      node_ptr arg = parse_expr(prec_or);
+      if (!arg)
+        return nullptr;
+      n->children.push_back(std::move(arg));
+      if (peek().is_symbol(",")) {
+        next();
+        continue;
+      }
+      if (peek().is_symbol(")"))
+        break;
+      return fail_expected("',' or ')'", peek());
+    }
+    if (n->children.size() != 3)
+      return fail("function 'if' takes 3 arguments (condition, then, else), got "
+                    + std::to_string(n->children.size()),
+                  kw.offset);
+    next(); // ')'
     return finish(std::move(n));
   }
 

@@ -123,6 +123,8 @@ public:
         return check_like(n);
       case node_kind::call:
         return check_call(n);
+      case node_kind::conditional:
+        return check_conditional(n);
     }
     return std::nullopt;
   }
@@ -399,6 +401,52 @@ private:
                                                    : type_id::string;
         break;
     }
+    return std::nullopt;
+  }
+
+  // case when c1 then v1 ... else e end / if(c, a, b): every condition bool
+  // (or null), the values of one type (null fits any; int64 and float64 mix
+  // to float64), reported at the first value of another type.
+  std::optional<error> check_conditional(node& n) {
+    const bool is_if = n.op_text == "if";
+    const std::size_t pairs = (n.children.size() - 1) / 2;
+    for (std::size_t k = 0; k < pairs; ++k) {
+      const node& c = *n.children[2 * k];
+      if (c.type != type_id::boolean && c.type != type_id::null_type)
+        return type_error(is_if ? "function 'if' argument 1 must be bool, got "
+                                      + type_name(c.type)
+                                : "'when' condition must be bool, got "
+                                      + type_name(c.type),
+                          c.offset);
+    }
+    const auto value_index = [&](std::size_t v) {
+      return v < pairs ? 2 * v + 1 : n.children.size() - 1;
+    };
+    type_id common = type_id::null_type;
+    for (std::size_t v = 0; v <= pairs; ++v) {
+      const node& c = *n.children[value_index(v)];
+      const type_id t = c.type;
+      if (t == type_id::null_type || t == common)
+        continue;
+      if (common == type_id::null_type) {
+        common = t;
+      } else if (is_number(common) && is_number(t)) {
+        common = type_id::float64;
+      } else {
+        if (is_if)
+          return type_error("function 'if' needs values of one type, argument 2 is "
+                              + type_name(common) + " but argument 3 is " + type_name(t),
+                            c.offset);
+        return type_error("'case' needs values of one type, an earlier value is "
+                            + type_name(common) + " but this one is " + type_name(t),
+                          c.offset);
+      }
+    }
+    if (common == type_id::float64)
+      for (std::size_t v = 0; v <= pairs; ++v)
+        if (n.children[value_index(v)]->type == type_id::int64)
+          cast_to_float(n.children[value_index(v)]);
+    n.type = common;
     return std::nullopt;
   }
 

@@ -565,6 +565,82 @@ TEST_CASE("coalesce returns the first non-null argument") {
   CHECK(eval("coalesce(status, ratio, 0.5)", *b) == "1, 0.5, 0.5");
 }
 
+TEST_CASE("if picks its second argument where the condition is true, else its third") {
+  CHECK(eval("if(true, 1, 2)") == "1");
+  CHECK(eval("if(false, 1, 2)") == "2");
+  CHECK(eval("if(null, 1, 2)") == "2"); // a null condition counts as false
+  CHECK(eval("IF(1 < 2, 'a', 'b')") == "'a'");
+  CHECK(type_of("if(ok, 1, 2.5)") == type_id::float64);
+  CHECK(type_of("if(ok, null, 'x')") == type_id::string);
+  CHECK(type_of("if(ok, null, null)") == type_id::null_type);
+  auto b = make_batch({{std::int64_t{2000}, std::string{"a"}, std::int64_t{1}, 0.5, true},
+                       {std::int64_t{10}, null_v, std::int64_t{2}, 1.5, false},
+                       {null_v, std::string{"c"}, null_v, null_v, null_v}});
+  CHECK(eval("if(status > 1000, 1, 0)", *b) == "1, 0, 0");
+  CHECK(eval("if(ok, path, 'none')", *b) == "'a', 'none', 'none'");
+  CHECK(eval("if(ok, bytes, ratio)", *b) == "1, 1.5, null");
+  CHECK(eval("if(status is null, -1, status)", *b) == "2000, 10, -1");
+  CHECK(eval("if(ok, 1 / 0, bytes)", *b) == "null, 2, null");
+  // Constant branches fold, the column ones stay.
+  CHECK(eval("if(false, status, bytes + 1)", *b) == "2, 3, null");
+}
+
+TEST_CASE("case when takes the first true branch, else the else value or null") {
+  CHECK(eval("case when true then 1 end") == "1");
+  CHECK(eval("case when false then 1 end") == "null");
+  CHECK(eval("case when null then 1 else 2 end") == "2");
+  CHECK(eval("CASE WHEN false THEN 1 WHEN true THEN 2 WHEN true THEN 3 ELSE 4 END") == "2");
+  CHECK(type_of("case when ok then 1 when p then 2.5 end") == type_id::float64);
+  CHECK(type_of("case when ok then 1 end") == type_id::int64);
+  auto b = make_batch({{std::int64_t{500}, std::string{"/a"}},
+                       {std::int64_t{404}, std::string{"/b"}},
+                       {std::int64_t{200}, null_v},
+                       {null_v, std::string{"/d"}}});
+  CHECK(eval("case when status >= 500 then 'error' when status >= 400 then 'client' "
+             "else 'ok' end",
+             *b)
+        == "'error', 'client', 'ok', 'ok'");
+  CHECK(eval("case when status >= 400 then path end", *b) == "'/a', '/b', null, null");
+  CHECK(eval("case when status = 200 then 0 when path = '/d' then 1 end", *b)
+        == "null, null, 0, 1");
+  // Nested: a case inside if and the other way round.
+  CHECK(eval("if(status > 300, case when status > 450 then 2 else 1 end, 0)", *b)
+        == "2, 1, 0, 0");
+}
+
+TEST_CASE("case and if: type and syntax errors with their offsets") {
+  auto e = compile_error("if(status, 1, 2)");
+  CHECK(e.code == errc::type_error);
+  CHECK(e.offset == 3);
+  CHECK(e.message == "function 'if' argument 1 must be bool, got int64");
+  e = compile_error("if(ok, 1, 'x')");
+  CHECK(e.code == errc::type_error);
+  CHECK(e.offset == 10);
+  CHECK(e.message == "function 'if' needs values of one type, argument 2 is int64 but "
+                     "argument 3 is string");
+  e = compile_error("case when ok then 1 when p then 'x' end");
+  CHECK(e.code == errc::type_error);
+  CHECK(e.offset == 32);
+  CHECK(e.message == "'case' needs values of one type, an earlier value is int64 but "
+                     "this one is string");
+  e = compile_error("case when path then 1 end");
+  CHECK(e.offset == 10);
+  CHECK(e.message == "'when' condition must be bool, got string");
+  e = compile_error("if(ok, 1)");
+  CHECK(e.code == errc::parse_error);
+  CHECK(e.offset == 0);
+  e = compile_error("case when ok then 1");
+  CHECK(e.code == errc::parse_error);
+  CHECK(e.message == "expected 'when', 'else' or 'end' at end of input");
+  e = compile_error("case when ok 1 end");
+  CHECK(e.message == "expected 'then' but got '1'");
+  CHECK(e.offset == 13);
+  e = compile_error("case when ok then end");
+  CHECK(e.message == "expected a value after 'then' but got 'end'");
+  e = compile_error("case when ok then 1 else 2 when p then 3 end");
+  CHECK(e.message == "expected 'end' but got 'when'");
+}
+
 TEST_CASE("to_timestamp reads ms and ISO-8601 text, null when unparseable") {
   CHECK(type_of("to_timestamp(0)") == type_id::timestamp);
   CHECK(eval("to_timestamp(1431857103000)") == "1431857103000");
@@ -998,6 +1074,9 @@ TEST_CASE("column kernels agree with constant folding row by row") {
     "abs({a})", "abs({x})", "floor({x})", "floor({a})", "coalesce({a}, {b}, 7)",
     "coalesce({s}, {t})", "coalesce({x}, {a})", "coalesce({p}, {q}, false)",
     "to_timestamp({a})", "to_timestamp({s})", "to_timestamp({x})",
+    "if({p}, {a}, {b})", "if({p}, {a}, {x})", "if({a} > {b}, {s}, {t})",
+    "case when {p} then {s} when {q} then {t} end",
+    "case when {a} > {b} then {a} when {p} then 0 else {x} end",
   };
   for (const char* tmpl : templates) {
     CAPTURE(tmpl);
