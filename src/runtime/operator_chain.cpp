@@ -36,7 +36,7 @@ operator_chain::operator_chain(const job_graph& g, const chain_vertex& vertex,
 
 operator_context operator_chain::context(std::size_t k) const {
   operator_context ctx{nodes_[k]->name, subtask_, vertex_->parallelism,
-                       graph_->options.max_parallelism, clock_, {}};
+                       graph_->options.max_parallelism, clock_};
   // As a source's bad records (subtask.cpp): counted on the operator, then
   // by the job's policy.
   ctx.on_bad_record = [m = metrics_[k], policy = graph_->options.on_bad_record,

@@ -67,7 +67,7 @@ struct operator_context {
   /// record of this operator, then dead-letters it, drops it, or throws
   /// std::runtime_error ("fail"). Empty when the runtime has none (tests
   /// driving an operator directly): the operator then fails itself.
-  std::function<void(const bad_record&)> on_bad_record;
+  std::function<void(const bad_record&)> on_bad_record = {};
 };
 
 /// What an operator subtask hands to checkpoint n (DESIGN.md §7).
