@@ -49,6 +49,9 @@ public:
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread{[this] { server_.listen_after_bind(); }};
+    // A stop() before the thread listens would be lost (and join() hang).
+    while (!server_.is_running())
+      std::this_thread::sleep_for(1ms);
   }
   ~bulk_server() {
     server_.stop();
@@ -72,14 +75,18 @@ private:
   std::vector<std::string> bodies_;
 };
 
-/// The ids of a bulk body's actions, in order ("_id":"x").
+/// The ids of a bulk body's actions, in order ("_id":"x"), as JSON text
+/// (escapes kept, so that they go back into a response as they are).
 std::vector<std::string> ids_of(const std::string& body) {
   std::vector<std::string> ids;
   std::size_t at = 0;
   const std::string key = "\"_id\":\"";
   while ((at = body.find(key, at)) != std::string::npos) {
     at += key.size();
-    ids.push_back(body.substr(at, body.find('"', at) - at));
+    auto end = at;
+    while (body[end] != '"')
+      end += body[end] == '\\' ? 2 : 1;
+    ids.push_back(body.substr(at, end - at));
   }
   return ids;
 }
