@@ -82,8 +82,6 @@ std::vector<node_counts> job_metrics::counts() const {
   const auto r = std::memory_order_relaxed;
   for (std::size_t n = 0; n < metrics_.size(); ++n) {
     const auto& node = graph_->nodes[n];
-    if (node.is_sink)
-      continue;
     node_counts c;
     c.name = node.name;
     c.is_source = node.is_source;
@@ -100,6 +98,7 @@ std::vector<node_counts> job_metrics::counts() const {
     }
     if (lines)
       c.lines_read = lines_read;
+    // A sink appears only with bad records (documents its server rejected).
     if (c.is_source || c.late_records > 0 || c.bad_records > 0 ||
         c.partial_matches_dropped > 0)
       out.push_back(std::move(c));

@@ -36,8 +36,20 @@ operator_chain::operator_chain(const job_graph& g, const chain_vertex& vertex,
 }
 
 operator_context operator_chain::context(std::size_t k) const {
-  return operator_context{nodes_[k]->name, subtask_, vertex_->parallelism,
-                          graph_->options.max_parallelism, clock_};
+  operator_context ctx{nodes_[k]->name, subtask_, vertex_->parallelism,
+                       graph_->options.max_parallelism, clock_};
+  // As a source's bad records (subtask.cpp): counted on the operator, then
+  // by the job's policy.
+  ctx.on_bad_record = [m = metrics_[k], policy = graph_->options.on_bad_record,
+                       dlq = dead_letters_, name = nodes_[k]->name](const bad_record& r) {
+    m->bad_records.fetch_add(1, std::memory_order_relaxed);
+    if (policy == bad_record_policy::fail)
+      throw std::runtime_error("operator '" + name + "': bad record at " + r.origin + ": "
+                               + r.reason);
+    if (policy == bad_record_policy::dead_letter && dlq)
+      dlq->write(r);
+  };
+  return ctx;
 }
 
 void operator_chain::open(bool transactional, std::size_t attempt) {

@@ -25,6 +25,7 @@ subtask::subtask(subtask_config config, subtask_environment& env)
     gate_(config_.plan->channel_input[config_.vertex],
           config_.graph->nodes[vertex_.nodes[0]].num_inputs, exactly_once(*config_.graph)),
     input_idle_(gate_.inputs(), false) {
+  chain_.set_dead_letters(config_.dead_letters);
 }
 
 void subtask::open() {

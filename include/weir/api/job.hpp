@@ -148,6 +148,7 @@ struct file_sink_spec;      // weir/connectors/file_sink.hpp
 struct kafka_sink_spec;     // weir/connectors/kafka_sink.hpp
 struct redis_sink_spec;     // weir/connectors/redis_sink.hpp
 struct postgres_sink_spec;  // weir/connectors/postgres_sink.hpp
+struct elasticsearch_sink_spec; // weir/connectors/elasticsearch_sink.hpp
 struct stdout_sink_spec;    // weir/connectors/file_sink.hpp
 struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
 struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
@@ -301,6 +302,13 @@ public:
   [[nodiscard]] expected<std::monostate>
   sink_batches_to_callback(std::function<void(const record_batch_ptr&)> fn,
                            operator_options opts = {}) const;
+  /// Indexes the stream into Elasticsearch or OpenSearch through the `_bulk`
+  /// API, one document per row (the elasticsearch sink kind;
+  /// weir/connectors/elasticsearch_sink.hpp: at least once, idempotent with
+  /// deterministic document ids). Parallelism as for operators: one HTTP
+  /// client per subtask. Errors: as `make_elasticsearch_sink`.
+  [[nodiscard]] expected<std::monostate>
+  sink_to_elasticsearch(elasticsearch_sink_spec spec, operator_options opts = {}) const;
 
   /// Prints the stream as JSON lines on stdout.
   void print(operator_options opts = {}) const;

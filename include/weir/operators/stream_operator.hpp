@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,8 @@ class keyed_state_snapshot; // include/weir/state/keyed_state_backend.hpp
 } // namespace weir::state
 
 namespace weir {
+
+struct bad_record; // weir/connectors/source_reader.hpp
 
 /// Where an operator sends what it produces. Port 0 is the main output;
 /// ports 1.. are side outputs (for example a window's late records).
@@ -63,6 +66,12 @@ struct operator_context {
   /// The subtask's processing-time clock; never null while the job runs
   /// (tests driving an operator directly may pass their own).
   const processing_clock* clock = nullptr;
+  /// Reports a record the operator cannot handle (a sink's document that the
+  /// server rejects) under the job's `on_bad_record`: counts it as a bad
+  /// record of this operator, then dead-letters it, drops it, or throws
+  /// std::runtime_error ("fail"). Empty when the runtime has none (tests
+  /// driving an operator directly): the operator then fails itself.
+  std::function<void(const bad_record&)> on_bad_record = {};
 };
 
 /// What an operator subtask hands to checkpoint n (DESIGN.md §7).

@@ -3,6 +3,7 @@
 
 #include "weir/operators/stream_operator.hpp"
 #include "weir/operators/two_input_stream_operator.hpp"
+#include "weir/runtime/dead_letter_queue.hpp"
 #include "weir/runtime/execution_plan.hpp"
 #include "weir/runtime/job_metrics.hpp"
 #include "weir/runtime/output_channels.hpp"
@@ -48,6 +49,11 @@ public:
   subtask_metrics& metrics(std::size_t k) { return *metrics_[k]; }
   /// What member k's operator (or source reader) is opened with.
   operator_context context(std::size_t k) const;
+
+  /// Where the operators' bad records go (`operator_context::on_bad_record`
+  /// applies the job's `on_bad_record` with it); null: none is written.
+  /// Call before `open`; `dlq` must outlive the chain.
+  void set_dead_letters(dead_letter_queue* dlq) noexcept { dead_letters_ = dlq; }
 
   /// Makes and opens every member's operator but a source head's, first to
   /// last. `transactional`: sinks with a two-phase-commit variant use it.
@@ -205,6 +211,7 @@ private:
   bool output_idle_ = false;
   std::size_t current_ = 0;
   std::optional<std::pair<std::size_t, std::uint64_t>> inject_at_;
+  dead_letter_queue* dead_letters_ = nullptr;
 };
 
 } // namespace weir::runtime
