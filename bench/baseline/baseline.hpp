@@ -128,6 +128,7 @@ void for_each_bid(const nexmark::generator& gen, std::uint64_t events, bool with
 result run_q0(const options& o);
 result run_q1(const options& o);
 result run_q2(const options& o);
+result run_q3(const options& o);
 result run_q5(const options& o);
 result run_q7(const options& o);
 result run_q8(const options& o);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // weir_baseline: runs one hand-written baseline query and prints one JSON
 // line; or writes the shared generator test vectors.
-//   weir_baseline q0|q1|q2|q5|q7|q8|tumble|ysb [--events N] [--seed S] [--digest]
+//   weir_baseline q0|q1|q2|q3|q5|q7|q8|tumble|ysb [--events N] [--seed S] [--digest]
 //   weir_baseline vectors nexmark|ysb [--events N] [--seed S]
 #include "baseline.hpp"
 
@@ -20,7 +20,7 @@ using namespace weir::bench;
 
 int usage() {
   std::fprintf(stderr,
-               "usage: weir_baseline q0|q1|q2|q5|q7|q8|tumble|ysb [--events N] [--seed S] [--digest]\n"
+               "usage: weir_baseline q0|q1|q2|q3|q5|q7|q8|tumble|ysb [--events N] [--seed S] [--digest]\n"
                "       weir_baseline vectors nexmark|ysb [--events N] [--seed S]\n");
   return 2;
 }
@@ -87,6 +87,8 @@ int main(int argc, char** argv) {
     run = run_q1;
   else if (query == "q2")
     run = run_q2;
+  else if (query == "q3")
+    run = run_q3;
   else if (query == "q5")
     run = run_q5;
   else if (query == "q7")

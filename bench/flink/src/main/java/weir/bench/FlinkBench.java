@@ -8,6 +8,10 @@ import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.JoinFunction;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
@@ -18,6 +22,7 @@ import org.apache.flink.api.java.tuple.Tuple5;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.streaming.api.functions.sink.RichSinkFunction;
 import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
 import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
@@ -30,7 +35,7 @@ import org.apache.flink.util.Collector;
 /**
  * The benchmark queries of bench/nexmark and bench/ysb as Flink DataStream jobs on a local
  * mini-cluster, over the Java port of weir's generators; prints one JSON line like
- * weir_baseline's. Usage: FlinkBench q0|q1|q2|q5|q7|q8|ysb --events N --parallelism P [--digest]
+ * weir_baseline's. Usage: FlinkBench q0|q1|q2|q3|q5|q7|q8|ysb --events N --parallelism P [--digest]
  * [--seed S].
  */
 public final class FlinkBench {
@@ -278,6 +283,48 @@ public final class FlinkBench {
     }
   }
 
+  /**
+   * Nexmark q3's regular inner join of persons (keyed by id) and auctions (keyed by seller), as
+   * Flink SQL runs an unwindowed join: both sides kept in keyed state for ever. A person's row
+   * is kept (persons never change); an auction arriving before its seller waits in a list and
+   * is emitted when the seller arrives. Output: (name, city, state, auction id).
+   */
+  static final class RegularJoinQ3 extends KeyedCoProcessFunction<Long, Person, Auction,
+      Tuple4<String, String, String, Long>> {
+    private static final long serialVersionUID = 1L;
+    private transient ValueState<Tuple3<String, String, String>> person;
+    private transient ListState<Long> waiting;
+
+    @Override
+    public void open(Configuration parameters) {
+      person = getRuntimeContext().getState(new ValueStateDescriptor<>("person",
+          Types.TUPLE(Types.STRING, Types.STRING, Types.STRING)));
+      waiting = getRuntimeContext().getListState(
+          new ListStateDescriptor<>("auctions", Types.LONG));
+    }
+
+    @Override
+    public void processElement1(Person p, Context ctx,
+        Collector<Tuple4<String, String, String, Long>> out) throws Exception {
+      person.update(Tuple3.of(p.name, p.city, p.state));
+      for (Long id : waiting.get()) {
+        out.collect(Tuple4.of(p.name, p.city, p.state, id));
+      }
+      waiting.clear();
+    }
+
+    @Override
+    public void processElement2(Auction a, Context ctx,
+        Collector<Tuple4<String, String, String, Long>> out) throws Exception {
+      Tuple3<String, String, String> p = person.value();
+      if (p != null) {
+        out.collect(Tuple4.of(p.f0, p.f1, p.f2, a.id));
+      } else {
+        waiting.add(a.id);
+      }
+    }
+  }
+
   // -- the queries -----------------------------------------------------------------------------
 
   static DataStream<Bid> bids(StreamExecutionEnvironment env, long events, long seed) {
@@ -406,6 +453,26 @@ public final class FlinkBench {
             .addSink(new CountingSink<Tuple3<Long, String, Long>>(
                 t -> new RowHasher().add(t.f0).addString(t.f1).add(t.f2).finish(), digest));
         break;
+      case "q3": {
+        // Local item suggestion: category-10 auctions of sellers in OR, ID or CA, a regular
+        // (unwindowed) inner join on person id = seller, both sides in keyed state.
+        DataStream<Person> localPersons = env
+            .addSource(new EventSource<Person>(events, seed, NexmarkGenerator.PERSON), "persons",
+                TypeInformation.of(Person.class))
+            .filter(e -> e.state.equals("OR") || e.state.equals("ID") || e.state.equals("CA"));
+        DataStream<Auction> category10 = env
+            .addSource(new EventSource<Auction>(events, seed, NexmarkGenerator.AUCTION),
+                "auctions", TypeInformation.of(Auction.class))
+            .filter(e -> e.category == 10);
+        localPersons.connect(category10)
+            .keyBy(new LongKey<Person>(e -> e.id), new LongKey<Auction>(e -> e.seller))
+            .process(new RegularJoinQ3(),
+                Types.TUPLE(Types.STRING, Types.STRING, Types.STRING, Types.LONG))
+            .addSink(new CountingSink<Tuple4<String, String, String, Long>>(
+                t -> new RowHasher().addString(t.f0).addString(t.f1).addString(t.f2).add(t.f3)
+                    .finish(), digest));
+        break;
+      }
       case "ysb":
         env.addSource(new YsbSource(events, seed), "events")
             .assignTimestampsAndWatermarks(WatermarkStrategy.<YsbEvent>forBoundedOutOfOrderness(
@@ -426,7 +493,7 @@ public final class FlinkBench {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 1) {
-      System.err.println("usage: FlinkBench q0|q1|q2|q5|q7|q8|ysb --events N --parallelism P "
+      System.err.println("usage: FlinkBench q0|q1|q2|q3|q5|q7|q8|ysb --events N --parallelism P "
           + "[--digest] [--seed S]");
       System.exit(2);
     }
