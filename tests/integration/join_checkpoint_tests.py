@@ -14,9 +14,9 @@ watermark, and a pair's time is the later row's), so the committed output is
 the same however the run is cut.
 
 A second job puts a pattern downstream of a two-input operator:
-transactions (40,000, one per distinct event time, out of order within 1 s)
-enriched with account rows (a second file; each of 200 accounts has 1-3 rows
-in time order, its tier changing) by `enrich`, then the CEP pattern "a small
+transactions (150,000, one per distinct event time, out of order within 1 s)
+enriched with account rows (a second file, as long, in time order: each of
+200 accounts' tier changing often) by `enrich`, then the CEP pattern "a small
 transaction (amount < 50), followed by a large one (amount > 800) while the
 account is gold, within 5 s" per account, skip past last event, into a
 transactional file sink, at parallelism 2 with a checkpoint every 100 ms. The
@@ -215,7 +215,7 @@ def test_join_rescale(args, seed):
         job.close()
 
 
-TRANSACTIONS = int(40_000 / SCALE)
+TRANSACTIONS = int(150_000 / SCALE)
 ACCOUNTS = 200
 MAX_WAIT = 2000  # ms, enrich's wait for an account's first row
 WITHIN = 5000  # ms, the pattern's span from the small to the large transaction
@@ -289,10 +289,13 @@ class EnrichPatternJob(Job):
         rnd = random.Random(seed)
         span = TRANSACTIONS * 10
         self.accounts = []  # (ts, id, tier), in time order
-        for a in range(ACCOUNTS):
-            for _ in range(rnd.randint(1, 3)):
-                self.accounts.append((2 * rnd.randint(0, span // 2) + 1, a,
-                                      rnd.choice(["basic", "gold", "platinum"])))
+        # As many rows as transactions, so that the accounts source reads as
+        # long as the transactions source (a finished source ends the
+        # checkpoints).
+        # Distinct times: no two rows of an account tie.
+        for ts in rnd.sample(range(1, span, 2), TRANSACTIONS):
+            self.accounts.append((ts, rnd.randrange(ACCOUNTS),
+                                  rnd.choice(["basic", "gold", "platinum"])))
         self.accounts.sort()
         with open(os.path.join(self.work, "accounts.jsonl"), "w") as f:
             for ts, a, tier in self.accounts:
