@@ -13,13 +13,26 @@ at the join or at the window (each side's rows stay above its own
 watermark, and a pair's time is the later row's), so the committed output is
 the same however the run is cut.
 
+A second job puts a pattern downstream of a two-input operator:
+transactions (150,000, one per distinct event time, out of order within 1 s)
+enriched with account rows (a second file, as long, in time order: each of
+200 accounts' tier changing often) by `enrich`, then the CEP pattern "a small
+transaction (amount < 50), followed by a large one (amount > 800) while the
+account is gold, within 5 s" per account, skip past last event, into a
+transactional file sink, at parallelism 2 with a checkpoint every 100 ms. The
+uninterrupted run's matches equal what a plain Python reading of both files
+predicts (enrich: the account's latest row at or before the transaction,
+else its first row if that comes within max_wait, else no tier).
+
 usage: join_checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
   join-crash    SIGKILL at random moments, restart on the same dir (default 10
                 kills), committed output compared with an uninterrupted run
   join-rescale  checkpoint taken at parallelism 4, restored at parallelism 2
+  two-input-pattern-crash  the enrich + pattern job, SIGKILLed as join-crash
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
 import argparse
+import bisect
 import glob
 import json
 import os
@@ -202,7 +215,170 @@ def test_join_rescale(args, seed):
         job.close()
 
 
-TESTS = {"join-crash": test_join_crash, "join-rescale": test_join_rescale}
+TRANSACTIONS = int(150_000 / SCALE)
+ACCOUNTS = 200
+MAX_WAIT = 2000  # ms, enrich's wait for an account's first row
+WITHIN = 5000  # ms, the pattern's span from the small to the large transaction
+
+ENRICH_PATTERN = """
+[job]
+name = "enrich-pattern-exactly-once"
+parallelism = {parallelism}
+status_interval = "0s"
+
+[checkpoint]
+interval = "100ms"
+dir = "{work}/state"
+retain = 3
+
+[[source]]
+name = "transactions"
+type = "file"
+path = "{work}/transactions.jsonl"
+format = "jsonl"
+schema = {{ tx = "int64", account = "int64", amount = "int64", ts = "timestamp" }}
+event_time = {{ field = "ts" }}
+watermark = {{ max_out_of_orderness = "1s" }}
+
+[[source]]
+name = "accounts"
+type = "file"
+path = "{work}/accounts.jsonl"
+format = "jsonl"
+schema = {{ id = "int64", tier = "string", ts = "timestamp" }}
+event_time = {{ field = "ts" }}
+watermark = {{ max_out_of_orderness = "0s" }}
+
+[[operator]]
+name = "enriched"
+type = "enrich"
+inputs = ["transactions", "accounts"]
+key_by = ["account"]
+table_key = ["id"]
+fields = ["tier"]
+max_wait = "{max_wait}ms"
+
+[[operator]]
+name = "small_then_large"
+type = "pattern"
+input = "enriched"
+key_by = ["account"]
+steps = [
+  {{ name = "small", where = "amount < 50" }},
+  {{ name = "large", where = "amount > 800 and tier = 'gold'", contiguity = "followed_by" }},
+]
+within = "{within}ms"
+skip = "skip_past_last_event"
+select = {{ small_tx = "small.tx", large_tx = "large.tx", tier = "large.tier" }}
+
+[[sink]]
+name = "matches_out"
+input = "small_then_large"
+type = "file"
+path = "{work}/out/matches"
+"""
+
+
+class EnrichPatternJob(Job):
+    """checkpoint_tests.Job with the enrich + pattern pipeline and its two
+    inputs: transactions at distinct even times (ms), account rows at odd
+    times, so no tie decides a result."""
+
+    def __init__(self, args, seed):
+        super().__init__(args, seed, records=0)
+        rnd = random.Random(seed)
+        span = TRANSACTIONS * 10
+        self.accounts = []  # (ts, id, tier), in time order
+        # As many rows as transactions, so that the accounts source reads as
+        # long as the transactions source (a finished source ends the
+        # checkpoints).
+        # Distinct times: no two rows of an account tie.
+        for ts in rnd.sample(range(1, span, 2), TRANSACTIONS):
+            self.accounts.append((ts, rnd.randrange(ACCOUNTS),
+                                  rnd.choice(["basic", "gold", "platinum"])))
+        self.accounts.sort()
+        with open(os.path.join(self.work, "accounts.jsonl"), "w") as f:
+            for ts, a, tier in self.accounts:
+                f.write(json.dumps({"id": a, "tier": tier, "ts": ts}) + "\n")
+        self.transactions = []  # (tx, account, amount, ts), in file order
+        used = set()
+        for i in range(TRANSACTIONS):
+            ts = i * 10 + 2 * rnd.randint(0, 400)  # out of order within the 1 s bound
+            while ts in used:
+                ts += 2
+            used.add(ts)
+            self.transactions.append((i, rnd.randrange(ACCOUNTS), rnd.randint(1, 1000), ts))
+        with open(os.path.join(self.work, "transactions.jsonl"), "w") as f:
+            for tx, a, amount, ts in self.transactions:
+                f.write(json.dumps({"tx": tx, "account": a, "amount": amount, "ts": ts}) + "\n")
+
+    def write(self, parallelism, extra=""):
+        path = os.path.join(self.work, "pipeline.toml")
+        with open(path, "w") as f:
+            f.write(ENRICH_PATTERN.format(parallelism=parallelism, work=self.work,
+                                          max_wait=MAX_WAIT, within=WITHIN))
+        return path
+
+    def committed(self):
+        rows = []
+        for part in sorted(glob.glob(os.path.join(self.work, "out", "matches", "part-*"))):
+            with open(part) as f:
+                rows += f.read().splitlines()
+        return {"matches": sorted(rows)}
+
+    def predict(self):
+        """(small_tx, large_tx, tier) per match: each transaction's tier as
+        enrich gives it, then per account in event-time order Flink CEP's
+        followed_by with skip past last event: a large transaction completes
+        the earliest small one still within WITHIN (large.ts - small.ts <
+        WITHIN) and discards the other partial matches."""
+        times, tiers = {}, {}
+        for ts, a, tier in self.accounts:
+            times.setdefault(a, []).append(ts)
+            tiers.setdefault(a, []).append(tier)
+        by_account = {}
+        for tx, a, amount, ts in self.transactions:
+            t, names = times.get(a, []), tiers.get(a, [])
+            i = bisect.bisect_right(t, ts)
+            tier = names[i - 1] if i > 0 else (names[0] if t and t[0] <= ts + MAX_WAIT else None)
+            by_account.setdefault(a, []).append((ts, tx, amount, tier))
+        matches = []
+        for events in by_account.values():
+            pending = []  # (ts, tx) of small transactions waiting for a large one
+            for ts, tx, amount, tier in sorted(events):
+                pending = [p for p in pending if ts - p[0] < WITHIN]
+                if amount > 800 and tier == "gold" and pending:
+                    matches.append((pending[0][1], tx, tier))
+                    pending = []
+                elif amount < 50:
+                    pending.append((ts, tx))
+        return sorted(matches)
+
+    def reference(self, parallelism=2):
+        self.reset()
+        self.run(self.write(parallelism), "--fresh", "-q")
+        ref = self.committed()
+        self.reset()
+        got = sorted((r["small_tx"], r["large_tx"], r["tier"])
+                     for r in map(json.loads, ref["matches"]))
+        want = self.predict()
+        check(got == want, f"the uninterrupted run found {len(got)} matches, the test predicts "
+                           f"{len(want)}; first differences: {sorted(set(got) ^ set(want))[:5]}")
+        check(len(want) > 100, f"only {len(want)} matches: the test matches almost nothing")
+        return ref
+
+
+def test_two_input_pattern_crash(args, seed):
+    job = EnrichPatternJob(args, seed)
+    try:
+        want = job.reference()
+        crash_loop(args, seed, job, want, fields=("matches",))
+    finally:
+        job.close()
+
+
+TESTS = {"join-crash": test_join_crash, "join-rescale": test_join_rescale,
+         "two-input-pattern-crash": test_two_input_pattern_crash}
 
 
 def main():
