@@ -173,6 +173,7 @@ void producer::on_delivery(int err, std::int32_t partition, std::int64_t offset,
   if (!failure_.empty() && (purged || !failure_purged_))
     return;
   failure_purged_ = purged;
+  failure_txn_state_ = e == RD_KAFKA_RESP_ERR_INVALID_TXN_STATE;
   failure_ = "cannot deliver a message of " + std::to_string(bytes) + " bytes to Kafka topic '"
              + std::string{topic} + "'"
              + (partition >= 0 ? " partition " + std::to_string(partition) : std::string{})
@@ -225,6 +226,15 @@ void producer::throw_if_fenced() const {
 void producer::check() {
   if (!failure_.empty()) {
     throw_if_fenced();
+    // A newer producer with our transactional id aborts our transaction: the
+    // broker refuses our in-flight messages (INVALID_TXN_STATE) a moment
+    // before librdkafka raises its fatal "fenced" error. Give it that moment
+    // (up to 2 s) so a fenced job stops instead of restarting and fencing
+    // the other in turn; any other cause of the refusal restarts as before.
+    for (int i = 0; failure_txn_state_ && !transactional_id_.empty() && i < 20; ++i) {
+      rd_kafka_poll(rk_, 100);
+      throw_if_fenced();
+    }
     throw std::runtime_error(failure_);
   }
 }

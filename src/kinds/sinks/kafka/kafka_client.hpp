@@ -94,6 +94,9 @@ private:
   std::string transactional_id_;
   std::string failure_;
   bool failure_purged_ = false; ///< failure_ is a purged message's
+  /// failure_ is a message the broker refused as outside a valid transaction
+  /// (INVALID_TXN_STATE): often the first sign of being fenced.
+  bool failure_txn_state_ = false;
   std::int64_t marker_offset_ = -1;
   std::string last_error_;
   int message_timeout_ms_ = 300000;
