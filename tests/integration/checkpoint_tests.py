@@ -32,6 +32,7 @@ import glob
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -348,24 +349,54 @@ def test_failure_injection(args, seed):
         job.close()
 
 
+def paced(toml, rate):
+    """Rewrites `toml` so that each file source reads `rate` rows per second
+    (the file source's `rate` key): a run then outlives a few checkpoints on
+    any machine, however fast. Returns the path."""
+    out, section = [], None
+    with open(toml) as f:
+        for line in f:
+            stripped = line.strip()
+            if stripped.startswith("["):
+                section = stripped
+            out.append(line)
+            if section == "[[source]]" and re.fullmatch(r'type\s*=\s*"file"', stripped):
+                out.append(f"rate = {rate}\n")
+    with open(toml, "w") as f:
+        f.writelines(out)
+    return toml
+
+
+def rescale_4_to_2(args, job, rate):
+    """Runs `job` at parallelism 4 with its file sources paced at `rate` rows/s,
+    SIGKILLs it once two checkpoints have completed and a second has passed,
+    then runs it at parallelism 2 to the end, which must restore from the last
+    of them. Returns that run and the checkpoint ids the first left."""
+    toml = paced(job.write(4), rate)
+    p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = time.time()
+    deadline = started + 60 * SCALE
+    while time.time() < deadline and p.poll() is None and (
+            len(job.checkpoint_ids()) < 2 or time.time() < started + 1):
+        time.sleep(0.02)
+    check(p.poll() is None, "the parallelism-4 run ended before two checkpoints completed")
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    ids = job.checkpoint_ids()
+    check(ids, "no checkpoint to restore from")
+    r = job.run(job.write(2))
+    check("restored from #" in r.stderr,
+          f"the parallelism-2 run did not restore:\n{r.stderr[-2000:]}")
+    return r, ids
+
+
 def test_rescale(args, seed):
     job = Job(args, seed)
     try:
         want = job.reference()
         job.local = "true"
-        toml = job.write(4)
-        p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60 * SCALE
-        while time.time() < deadline and p.poll() is None and len(job.checkpoint_ids()) < 2:
-            time.sleep(0.02)
-        check(p.poll() is None, "the parallelism-4 run ended before two checkpoints completed")
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        ids = job.checkpoint_ids()
-        check(ids, "no checkpoint to restore from")
-        r = job.run(job.write(2))
-        check(f"restored from #" in r.stderr, f"the parallelism-2 run did not restore:\n{r.stderr[-2000:]}")
+        _, ids = rescale_4_to_2(args, job, RECORDS // 5)
         compare(committed(job.work), want, "after restoring a parallelism-4 checkpoint at 2")
         print(f"ok: checkpoint {max(ids)} taken at parallelism 4 restored at 2, same output")
     finally:

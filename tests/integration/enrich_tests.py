@@ -29,6 +29,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checkpoint_tests import rescale_4_to_2  # noqa: E402
+
 SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 TRANSACTIONS = int(300_000 / SCALE)
 ACCOUNTS = 2000
@@ -249,19 +252,7 @@ def test_rescale(args, seed):
     job = Job(args, seed)
     try:
         want = job.reference()
-        toml = job.write(4)
-        p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60 * SCALE
-        while time.time() < deadline and p.poll() is None and len(job.checkpoint_ids()) < 2:
-            time.sleep(0.02)
-        check(p.poll() is None, "the parallelism-4 run ended before two checkpoints completed")
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        ids = job.checkpoint_ids()
-        check(ids, "no checkpoint to restore from")
-        r = job.run(job.write(2))
-        check("restored from #" in r.stderr, f"the parallelism-2 run did not restore:\n{r.stderr[-2000:]}")
+        _, ids = rescale_4_to_2(args, job, TRANSACTIONS // 5)
         compare(committed(job.work), want, "after restoring a parallelism-4 checkpoint at 2")
         print(f"ok: checkpoint {max(ids)} taken at parallelism 4 restored at 2, same output")
     finally:

@@ -43,7 +43,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checkpoint_tests import SCALE, Failure, Job, check, compare, crash_loop  # noqa: E402
+from checkpoint_tests import (SCALE, Failure, Job, check, compare, crash_loop,  # noqa: E402
+                              rescale_4_to_2)
 
 ROWS = int(60_000 / SCALE)
 KEYS = 500
@@ -194,20 +195,7 @@ def test_join_rescale(args, seed):
     job = JoinJob(args, seed)
     try:
         want = job.reference()
-        toml = job.write(4)
-        p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60 * SCALE
-        while time.time() < deadline and p.poll() is None and len(job.checkpoint_ids()) < 2:
-            time.sleep(0.02)
-        check(p.poll() is None, "the parallelism-4 run ended before two checkpoints completed")
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        ids = job.checkpoint_ids()
-        check(ids, "no checkpoint to restore from")
-        r = job.run(job.write(2))
-        check("restored from #" in r.stderr,
-              f"the parallelism-2 run did not restore:\n{r.stderr[-2000:]}")
+        _, ids = rescale_4_to_2(args, job, ROWS // 5)
         compare(job.committed(), want, "after restoring a parallelism-4 checkpoint at 2", FIELDS)
         print(f"ok: checkpoint {max(ids)} taken at parallelism 4 restored at 2, same output "
               f"({len(want['pairs'])} pairs, {len(want['windows'])} windows)")

@@ -33,6 +33,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checkpoint_tests import rescale_4_to_2  # noqa: E402
+
 SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 RECORDS = int(200_000 / SCALE)
 
@@ -216,17 +219,7 @@ def test_rescale(args, seed):
     job = Job(args, seed)
     try:
         want = job.reference()
-        toml = job.write(4)
-        p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60 * SCALE
-        while time.time() < deadline and p.poll() is None and len(job.checkpoint_ids()) < 2:
-            time.sleep(0.02)
-        check(p.poll() is None, "the parallelism-4 run ended before two checkpoints completed")
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        r = job.run(job.write(2))
-        check("restored from #" in r.stderr, f"the parallelism-2 run did not restore:\n{r.stderr[-2000:]}")
+        rescale_4_to_2(args, job, RECORDS // 5)
         compare(committed(job.work), want, "after restoring a parallelism-4 checkpoint at 2")
         print("ok: a parallelism-4 checkpoint restored at 2 gives the same matches and timeouts")
     finally:

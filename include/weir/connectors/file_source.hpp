@@ -49,6 +49,12 @@ struct file_source_spec {
   /// field of each record (and from `{"control": "advance_processing_time",
   /// "proc_time": N}` lines in jsonl), carried in-band to every operator.
   std::string processing_time_field;
+  /// Rows per second over all subtasks (each reads its share); 0: as fast as
+  /// possible. Replays a file at a steady pace (a demo, a load test, a job
+  /// that must outlive a few checkpoints); a batch goes out when full or when
+  /// its oldest row has waited the job's buffer_timeout. Flink's
+  /// `RateLimiterStrategy` (FLIP-238).
+  double rate = 0;
 };
 
 } // namespace weir

@@ -5,6 +5,7 @@
 // planning and `job::from_file`.
 #include "config/byte_size.hpp"
 #include "config/kind.hpp"
+#include "connectors/internal/rate_limited_reader.hpp"
 
 #include "api/internal/graph.hpp"
 
@@ -37,6 +38,7 @@ struct file_source_def : kind_spec {
   bool many = false; ///< path is a directory or glob
   format::file_set_mode files = format::file_set_mode::sequential;
   std::chrono::milliseconds monitor_interval{0};
+  double rate = 0; ///< rows/s over all subtasks; 0: unlimited
   format::file_split_mode split = format::file_split_mode::automatic;
   std::uint64_t split_size = 0;
   /// The source's own `parallelism` key (0: absent). The loader passes a
@@ -54,6 +56,8 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
   auto files = r.choice("files", {"sequential", "partitioned"});
   if (files && files->value == "partitioned")
     d.files = format::file_set_mode::partitioned;
+  if (auto v = positive_rate(r, "rate"))
+    d.rate = *v;
   auto monitor = r.duration("monitor_interval", reader::sign::positive);
   if (monitor)
     d.monitor_interval = *monitor;
@@ -282,6 +286,7 @@ void plan(plan_context& c, const kind_spec& ks) {
   spec.processing_time_field = s.processing_time_field.value;
   spec.files = s.files;
   spec.monitor_interval = s.monitor_interval;
+  spec.rate = s.rate;
   spec.split = s.split;
   spec.split_size = s.split_size;
   const bool partitioned = s.many && s.files == format::file_set_mode::partitioned;
@@ -304,6 +309,7 @@ kind_descriptor describe_sources_file() {
     {"path", "string", true, "", "a file, a directory or a glob"},
     {"files", "string", false, "\"sequential\"", "sequential | partitioned: one stream in name order, or a partition per file"},
     {"monitor_interval", "duration", false, "", "look for new files this often; none: bounded"},
+    {"rate", "number", false, "as fast as possible", "rows/s over all subtasks: replays the file at a steady pace"},
     {"split", "string", false, "\"auto\"", "auto | lines | none: one file read as line-boundary splits, one per subtask (auto: jsonl and apache_combined when the source's parallelism > 1)"},
     {"split_size", "string", false, "", "one file: bytes per split, e.g. \"64MiB\" (splits spread round robin over subtasks); none: one split per subtask"},
     {"format", "string", true, "", "jsonl | csv | apache_combined"},
@@ -442,7 +448,9 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
   // over the source's subtasks.
   auto node = internal::add_source_node(
     *graph_, opts, "file_source", spec.decoder.schema, parallelism, spec.watermark,
-    [spec, many, split](std::size_t subtask, std::size_t n, bad_record_handler on_bad) {
+    [spec, many, split, options = &graph_->options](std::size_t subtask, std::size_t n,
+                                                    bad_record_handler on_bad)
+      -> source_reader_ptr {
       format::file_source_options fo;
       fo.path = spec.path;
       fo.decoder = spec.decoder;
@@ -470,6 +478,9 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
       }();
       if (!reader)
         throw std::runtime_error(reader.error().message);
+      if (spec.rate > 0)
+        return std::make_unique<internal::rate_limited_reader>(
+          std::move(*reader), spec.rate / static_cast<double>(n), options->buffer_timeout);
       return std::move(*reader);
     });
   if (!node)
