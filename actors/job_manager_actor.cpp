@@ -105,6 +105,9 @@ struct job_manager_state {
   std::map<std::uint64_t, savepoint_request> savepoints;
   /// A stop-with-savepoint waiting for the stop's final checkpoint.
   std::optional<savepoint_request> stop_savepoint;
+  /// Tasks of this attempt that ended their input, and what each leaves in
+  /// every later checkpoint (FLIP-147; `task_final_state`).
+  std::map<std::uint32_t, write_snapshot_request> final_states;
 };
 
 using jm_actor = caf::stateful_actor<job_manager_state>;
@@ -299,6 +302,7 @@ void deploy(jm_actor* self) {
     return;
   }
   st.subtasks.clear();
+  st.final_states.clear();
   st.is_source.clear();
   st.task_subtask.clear();
   st.task_of.clear();
@@ -400,6 +404,69 @@ void checkpoint_failed(jm_actor* self, std::uint64_t id, const std::string& reas
                    + (last > 0 ? " (a rerun on the same checkpoint dir resumes from it)" : ""));
 }
 
+void on_ack(jm_actor* self, write_snapshot_result& r);
+
+/// Acknowledges checkpoint `id` for a task that has ended, with the final
+/// state it left (`task_final_state`): stored under `id` by the state writer
+/// like any task's snapshot, so every checkpoint stays self-contained.
+void acknowledge_with_final_state(jm_actor* self, std::uint64_t id, std::uint32_t task) {
+  auto& st = self->state;
+  auto it = st.final_states.find(task);
+  if (it == st.final_states.end())
+    return;
+  auto req = it->second;
+  req.checkpoint_id = id;
+  if (req.operators.empty()) {
+    write_snapshot_result r;
+    r.checkpoint_id = id;
+    r.task = task;
+    r.ok = true;
+    on_ack(self, r);
+    return;
+  }
+  auto attempt = st.attempt;
+  self->request(st.writer, caf::infinite, write_state_atom::value, std::move(req))
+    .then(
+      [self, attempt](write_snapshot_result& r) {
+        if (self->state.attempt == attempt)
+          on_ack(self, r);
+      },
+      [self, id, task, attempt](caf::error& err) {
+        if (self->state.attempt != attempt)
+          return;
+        write_snapshot_result r;
+        r.checkpoint_id = id;
+        r.task = task;
+        r.error = "state writer: " + to_string(err);
+        on_ack(self, r);
+      });
+}
+
+/// Checkpoint `id` was just triggered: the tasks that have ended take part
+/// through their final state (Flink's checkpoints after tasks finished,
+/// FLIP-147).
+void acknowledge_finished_tasks(jm_actor* self, std::uint64_t id) {
+  std::vector<std::uint32_t> tasks;
+  for (const auto& [task, req] : self->state.final_states)
+    tasks.push_back(task);
+  for (auto task : tasks)
+    acknowledge_with_final_state(self, id, task);
+}
+
+/// A task ended its input and left its final state: later checkpoints go on
+/// without it, and those in flight that waited for it get that state.
+void on_final_state(jm_actor* self, task_final_state& f) {
+  auto& st = self->state;
+  if (!st.coordinator || st.restarting || st.failed)
+    return;
+  auto task = f.request.task;
+  if (task >= st.subtasks.size() || self->current_sender() != st.subtasks[task].address())
+    return; // a subtask of an earlier attempt
+  st.final_states[task] = std::move(f.request);
+  for (auto id : st.coordinator->task_finished_with_state(task))
+    acknowledge_with_final_state(self, id, task);
+}
+
 void trigger_checkpoint_now(jm_actor* self) {
   auto& st = self->state;
   if (!st.coordinator || st.restarting || st.failed)
@@ -420,8 +487,9 @@ void trigger_checkpoint_now(jm_actor* self) {
                           r.checkpoint_id);
   st.ctx->journal.checkpoint_triggered(r.checkpoint_id, now.count());
   for (std::size_t t = 0; t < st.subtasks.size(); ++t)
-    if (st.is_source[t])
+    if (st.is_source[t] && !st.final_states.count(static_cast<std::uint32_t>(t)))
       self->send(st.subtasks[t], trigger_checkpoint{r.checkpoint_id, now.count()});
+  acknowledge_finished_tasks(self, r.checkpoint_id);
 }
 
 /// A graceful stop (Flink's stop-with-savepoint without drain): tells every
@@ -469,8 +537,10 @@ void stop_sources(jm_actor* self) {
   else
     log::runtime().info("job '{}': stopping", name);
   for (std::size_t t = 0; t < st.subtasks.size(); ++t)
-    if (st.is_source[t])
+    if (st.is_source[t] && !st.final_states.count(static_cast<std::uint32_t>(t)))
       self->send(st.subtasks[t], stop_source{id, now.count()});
+  if (id != 0)
+    acknowledge_finished_tasks(self, id);
 }
 
 /// Copies checkpoint `m` (whose commit was just sent to the state writer,
@@ -563,8 +633,9 @@ void trigger_savepoint(jm_actor* self, savepoint_request& r) {
                          st.ctx->graph->options.name, r.path, t.checkpoint_id);
   st.savepoints.emplace(t.checkpoint_id, std::move(r));
   for (std::size_t i = 0; i < st.subtasks.size(); ++i)
-    if (st.is_source[i])
+    if (st.is_source[i] && !st.final_states.count(static_cast<std::uint32_t>(i)))
       self->send(st.subtasks[i], trigger_checkpoint{t.checkpoint_id, now.count()});
+  acknowledge_finished_tasks(self, t.checkpoint_id);
 }
 
 /// Parses `text` as a value of type `t` into `col`; false if it is not one.
@@ -884,6 +955,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
                          checkpoint_atom::value);
     },
     [self](write_snapshot_result& r) { on_ack(self, r); },
+    [self](task_final_state& f) { on_final_state(self, f); },
     [self](const discard_result& r) {
       // The reply to discarding an aborted checkpoint's state.
       if (!r.ok)

@@ -125,6 +125,17 @@ struct restore_result {
 write_subtask_snapshot(checkpoint::lmdb_checkpoint_store& store,
                        const write_snapshot_request& req);
 
+/// Subtask -> job manager, right before a subtask that ended its input exits
+/// (checkpointing on): what to store for it in every checkpoint from now on
+/// (FLIP-147). A source leaves its final positions (every split finished),
+/// so a restore does not read its input again; the other members of its
+/// chain, and every other subtask, leave no state: their input has ended and
+/// all they emitted is in their consumers' state, so a restored one receives
+/// only its end of input.
+struct task_final_state {
+  write_snapshot_request request; ///< checkpoint_id unset
+};
+
 /// Spawns the state writer of one job: a detached actor (its own thread, so
 /// blocking LMDB I/O never stalls the scheduler) that owns `store`. An
 /// unexpected message ends it with an error (and logs it on the checkpoint
@@ -137,6 +148,7 @@ caf::actor spawn_state_writer(caf::actor_system& sys,
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::write_snapshot_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::write_snapshot_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::task_final_state)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::checkpoint::snapshot_manifest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::commit_manifest_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::runtime::discard_result)

@@ -178,6 +178,10 @@ public:
     self_->delayed_send(self_, delay, wake_atom::value);
   }
 
+  void final_state(write_snapshot_request req) override {
+    self_->send(spec_.job_manager, task_final_state{std::move(req)});
+  }
+
   void finished() override { self_->quit(); }
 
 private:

@@ -8,7 +8,7 @@ namespace weir::checkpoint {
 
 checkpoint_coordinator::checkpoint_coordinator(coordinator_options opts,
                                                std::uint32_t tasks)
-  : opts_(opts), tasks_(tasks), finished_(tasks, false) {
+  : opts_(opts), tasks_(tasks), finished_(tasks, false), lost_(tasks, false) {
   opts_.max_concurrent = std::max<std::size_t>(opts_.max_concurrent, 1);
 }
 
@@ -21,7 +21,7 @@ trigger_result checkpoint_coordinator::trigger(std::chrono::milliseconds now,
   trigger_result r;
   if (any_finished_) {
     r.refusal = trigger_refusal::task_finished;
-    r.reason = "a subtask has finished its input; no further checkpoints";
+    r.reason = "a subtask ended without its final state; no further checkpoints";
     return r;
   }
   if (pending_.size() >= opts_.max_concurrent) {
@@ -170,6 +170,7 @@ std::vector<aborted_checkpoint> checkpoint_coordinator::task_finished(std::uint3
   if (task >= tasks_ || finished_[task])
     return out;
   finished_[task] = true;
+  lost_[task] = true;
   any_finished_ = true;
   for (auto it = pending_.begin(); it != pending_.end();) {
     auto next = std::next(it);
@@ -178,6 +179,17 @@ std::vector<aborted_checkpoint> checkpoint_coordinator::task_finished(std::uint3
                                 + " finished before acknowledging"));
     it = next;
   }
+  return out;
+}
+
+std::vector<std::uint64_t> checkpoint_coordinator::task_finished_with_state(std::uint32_t task) {
+  std::vector<std::uint64_t> out;
+  if (task >= tasks_ || finished_[task])
+    return out;
+  finished_[task] = true;
+  for (const auto& [id, p] : pending_)
+    if (!p.finalizing && !p.acked[task])
+      out.push_back(id);
   return out;
 }
 

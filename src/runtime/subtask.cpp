@@ -100,19 +100,19 @@ void subtask::take_snapshot(std::uint64_t n, event_time trigger_ts,
 }
 
 void subtask::on_trigger(std::uint64_t checkpoint_id, event_time timestamp) {
-  if (finishing_) {
-    env_->decline_checkpoint(checkpoint_id, "source finished");
-    return;
-  }
+  if (finishing_)
+    return; // its input has ended: its final state answers for it (final_snapshot)
   take_snapshot(checkpoint_id, timestamp, std::chrono::milliseconds{0});
 }
 
 void subtask::on_stop(std::uint64_t checkpoint_id, event_time timestamp) {
-  if (!source_ || finishing_) {
+  if (!source_) {
     if (checkpoint_id != 0)
-      env_->decline_checkpoint(checkpoint_id, "source finished");
+      env_->decline_checkpoint(checkpoint_id, "not a source");
     return;
   }
+  if (finishing_)
+    return; // its input has ended: its final state answers for it (final_snapshot)
   if (checkpoint_id != 0)
     take_snapshot(checkpoint_id, timestamp, std::chrono::milliseconds{0});
   // No final +inf watermark: the input was not exhausted.
@@ -337,8 +337,27 @@ void subtask::maybe_finish() {
   if (finishing_ && !finished_ && !out_.blocked() && outstanding_writes_ == 0
       && !awaiting_checkpoint()) {
     finished_ = true;
+    if (config_.graph->options.checkpoint.enabled)
+      env_->final_state(final_snapshot());
     env_->finished();
   }
+}
+
+write_snapshot_request subtask::final_snapshot() {
+  // Only a source's positions matter once the input has ended: every other
+  // member has emitted all it will, and its consumers' state holds that.
+  write_snapshot_request req;
+  req.task = config_.task_index;
+  if (source_) {
+    operator_snapshot_entry e;
+    e.operator_uid = chain_.node(0).name;
+    e.subtask = static_cast<std::uint32_t>(config_.subtask);
+    e.parallelism = static_cast<std::uint32_t>(vertex_.parallelism);
+    chain_.set_current(0);
+    source_->snapshot(clock_, e);
+    req.operators.push_back(std::move(e));
+  }
+  return req;
 }
 
 std::string subtask::failure_message(const std::string& what) const {

@@ -222,7 +222,7 @@ def test_crash(args, seed):
     try:
         want = job.reference()
         rnd = random.Random(seed)
-        kills = 0
+        kills = restores = 0
         while kills < args.kills:
             job.reset()
             toml = job.write(2)
@@ -238,12 +238,17 @@ def test_crash(args, seed):
                 if p.poll() is not None:
                     err = p.stderr.read()
                     check(p.returncode == 0, f"a run exited {p.returncode}:\n{err[-3000:]}")
+                    restores += runs > 1 and "restored from #" in err
                     break
                 p.send_signal(signal.SIGKILL)
                 p.wait()
                 kills += 1
             compare(committed(job.work), want, f"after {runs - 1} kills")
-        print(f"ok: {kills} SIGKILLs, the committed output equals the uninterrupted run's")
+        # The accounts file ends within the first second: resuming needs
+        # checkpoints completed after a source finished (FLIP-147).
+        check(restores > 0, "no completing run resumed from a checkpoint")
+        print(f"ok: {kills} SIGKILLs, the committed output equals the uninterrupted run's "
+              f"({restores} completing runs resumed from a checkpoint)")
     finally:
         job.close()
 

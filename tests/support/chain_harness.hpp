@@ -194,6 +194,9 @@ public:
   }
   void request_poll(std::chrono::nanoseconds) override { poll_requested = true; }
   void request_wakeup(std::chrono::milliseconds delay) override { wakeups.push_back(delay); }
+  void final_state(runtime::write_snapshot_request req) override {
+    final_states.push_back(std::move(req));
+  }
   void finished() override { is_finished = true; }
 
   std::vector<runtime::output_channel_target> targets; ///< per output channel
@@ -201,6 +204,7 @@ public:
   std::vector<std::size_t> credits_returned;              ///< per input channel
   std::vector<runtime::write_snapshot_request> snapshots;
   std::vector<std::pair<std::uint64_t, std::string>> declines;
+  std::vector<runtime::write_snapshot_request> final_states;
   std::vector<std::chrono::milliseconds> wakeups;
   bool poll_requested = false;
   bool is_finished = false;

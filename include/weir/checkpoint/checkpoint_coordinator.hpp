@@ -42,7 +42,7 @@ enum class trigger_refusal : std::uint8_t {
   none,            ///< it did
   too_many,        ///< `max_concurrent` checkpoints are in flight
   min_pause,       ///< the last completion is less than `min_pause` ago
-  task_finished,   ///< a subtask has ended (bounded input): no more checkpoints
+  task_finished,   ///< a subtask ended without a final state: no more checkpoints
 };
 
 struct trigger_result {
@@ -157,10 +157,24 @@ public:
   std::optional<aborted_checkpoint> manifest_failed(std::uint64_t checkpoint_id,
                                                     std::string reason);
 
-  /// Task `task` has ended (bounded input): no checkpoint is triggered from
-  /// now on (Flink before FLIP-147), and in-flight ones still waiting for
-  /// its acknowledgement are aborted.
+  /// Task `task` has ended without leaving a final state: no checkpoint is
+  /// triggered from now on (Flink before FLIP-147), and in-flight ones still
+  /// waiting for its acknowledgement are aborted. A no-op for a task already
+  /// finished with its final state (`task_finished_with_state`).
   std::vector<aborted_checkpoint> task_finished(std::uint32_t task);
+
+  /// Task `task` has ended (bounded input) and left its final state, which
+  /// the caller stores on its behalf for every checkpoint from now on
+  /// (Flink's checkpoints after tasks finished, FLIP-147): checkpoints go on.
+  /// Returns the in-flight checkpoints still waiting for its acknowledgement,
+  /// which the caller acknowledges with that final state.
+  std::vector<std::uint64_t> task_finished_with_state(std::uint32_t task);
+
+  /// Whether `task` ended with its final state (the caller acknowledges
+  /// each new checkpoint for it).
+  bool finished_with_state(std::uint32_t task) const noexcept {
+    return task < tasks_ && finished_[task] && !lost_[task];
+  }
 
   std::size_t in_flight() const noexcept { return pending_.size(); }
   bool is_in_flight(std::uint64_t checkpoint_id) const noexcept {
@@ -181,7 +195,8 @@ private:
   coordinator_options opts_;
   std::uint32_t tasks_;
   std::vector<bool> finished_;
-  bool any_finished_ = false;
+  std::vector<bool> lost_; ///< finished without a final state
+  bool any_finished_ = false; ///< any task in `lost_`
   std::uint64_t next_id_ = 1;
   std::map<std::uint64_t, pending_checkpoint> pending_;
   std::optional<std::chrono::milliseconds> last_completion_;

@@ -128,6 +128,9 @@ private:
   /// complete nor aborted yet.
   bool awaiting_checkpoint() const noexcept;
   void maybe_finish();
+  /// What this subtask leaves for the checkpoints after it ends (a source's
+  /// final positions; nothing for other members): `task_final_state`.
+  write_snapshot_request final_snapshot();
   void note_blocked() { out_.note_blocked(); }
 
   subtask_config config_;

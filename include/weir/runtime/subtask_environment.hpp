@@ -80,6 +80,11 @@ public:
   /// timer of the chain is due then).
   virtual void request_wakeup(std::chrono::milliseconds delay) = 0;
 
+  /// Checkpointing on, right before `finished`: the state to store for this
+  /// subtask in every later checkpoint (its source's final positions; see
+  /// `subtask::maybe_finish`), so checkpoints go on after it ends (FLIP-147).
+  virtual void final_state(write_snapshot_request req) { (void) req; }
+
   /// The subtask has finished: its input ended, its outputs are drained and
   /// its snapshots written. Nothing more will be sent.
   virtual void finished() = 0;

@@ -194,6 +194,27 @@ TEST_CASE("completing a newer checkpoint subsumes older ones in flight") {
   CHECK(c.in_flight() == 0);
 }
 
+TEST_CASE("a task finished with its final state: checkpoints go on, acknowledged for it (FLIP-147)") {
+  checkpoint_coordinator c{coordinator_options{}, 2};
+  c.trigger(0ms);
+  c.acknowledge(1, 0, {}, 1ms);
+  // Task 1 ends before it acknowledged 1: the caller acknowledges 1 for it.
+  auto waiting = c.task_finished_with_state(1);
+  REQUIRE(waiting.size() == 1);
+  CHECK(waiting[0] == 1);
+  CHECK(c.finished_with_state(1));
+  CHECK_FALSE(c.finished_with_state(0));
+  CHECK(c.acknowledge(1, 1, {}, 2ms).status == ack_status::all_acked);
+  REQUIRE(c.manifest_committed(1, 3ms));
+  // Its exit afterwards aborts nothing and stops nothing.
+  CHECK(c.task_finished(1).empty());
+  auto t = c.trigger(10ms);
+  REQUIRE(t.triggered());
+  CHECK(c.task_finished_with_state(1).empty()); // once only
+  CHECK(c.acknowledge(t.checkpoint_id, 0, {}, 11ms).status == ack_status::accepted);
+  CHECK(c.acknowledge(t.checkpoint_id, 1, {}, 12ms).status == ack_status::all_acked);
+}
+
 TEST_CASE("a finished task stops further triggers and aborts checkpoints waiting for it") {
   checkpoint_coordinator c{coordinator_options{}, 2};
   c.trigger(0ms);
