@@ -849,18 +849,19 @@ struct http_server::impl {
   void start_savepoint(served_job& j, const std::string& target, bool stop,
                        httplib::Response& res) {
     const char* what = stop ? "stop with savepoint" : "savepoint";
-    if (!require_running(j, res, what))
-      return;
-    if (!j.run->status().checkpointing) {
-      json_error(res, 409, std::string{what} + ": job " + j.id
-                             + " runs without checkpoints; a savepoint needs [checkpoint]");
-      return;
-    }
+    // The request first (400), then the job (409, 503).
     const auto trigger = new_job_id();
     auto path = resolve_savepoint_target(target, "savepoint-" + j.id.substr(0, 6) + "-"
                                                    + trigger.substr(0, 12));
     if (!path) {
       json_error(res, 400, path.error().message);
+      return;
+    }
+    if (!require_running(j, res, what))
+      return;
+    if (!j.run->status().checkpointing) {
+      json_error(res, 409, std::string{what} + ": job " + j.id
+                             + " runs without checkpoints; a savepoint needs [checkpoint]");
       return;
     }
     std::error_code ec;
