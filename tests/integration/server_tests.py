@@ -13,18 +13,29 @@
              equal the file sink's output from the first row it saw (event
              ids number the sink's rows), with no row skipped
   security   a non-loopback --listen without --token refused at start (exit
-             2); without or with a bad token 401 (healthz open); an oversized
-             body 413; path traversal 400; malformed requests 4xx JSON, and
-             the running job untouched by all of it
+             2); without or with a bad token 401 (healthz open, the state and
+             savepoint routes not); an oversized body 413; path traversal 400
+             (URLs, savepoint targets: '..', absolute outside the root, a
+             symbolic link out of it); malformed requests 4xx JSON, and the
+             running job untouched by all of it
   dashboard  GET / in headless Chromium (Debian's chromium, --dump-dom and
              --screenshot): the DOM shows the job's operators and a non-zero
              rate; the screenshot is kept in the build directory
   kafka-lag  a Kafka source (a real broker the test starts) behind a
              throttled sink: weir_source_lag_records above 0 and at most
              what was produced
-  load       a bounded load test: 6 clients, 300 requests scraping /metrics
-             and reading the API while a job runs: no failed request, the job
-             keeps running
+  load       a bounded load test: 6 clients, 300 requests scraping /metrics,
+             reading the API and querying keyed state (half of them) while a
+             job runs: no failed request, the job keeps running
+  state      queryable state: a keyed window's open windows and a running
+             count queried while a monitored directory's first file is in,
+             stamped with watermark and checkpoint; a later file closes the
+             windows and the sink's rows equal the answers; 4xx errors; 409
+             once the job has stopped
+  savepoint  POST /jobs/{id}/savepoints polled to COMPLETED, POST
+             /jobs/{id}/stop with a targetDirectory, then `weir run
+             --from-savepoint` at parallelism 3: the output equals the
+             uninterrupted run's
 
 usage: server_tests.py --weir BIN [--build-dir DIR] TEST
 """
@@ -464,8 +475,12 @@ def test_security(weir, work, build_dir):
                        timeout=30 * SCALE)
     check(p.returncode == 2 and "--token" in p.stderr, f"0.0.0.0 without token: {p.returncode} "
           f"{p.stderr}")
-    text, _ = pipeline_text(work, "secure", rate=500)
+    text, _ = pipeline_text(work, "secure", rate=500, checkpoint=True)
     (work / "secure.toml").write_text(text)
+    # A symbolic link inside the savepoint root that leads out of it.
+    (work / "savepoints").mkdir()
+    (work / "outside").mkdir()
+    os.symlink(work / "outside", work / "savepoints" / "escape")
     s = Server(weir, work, [work / "secure.toml"],
                args=["--token", "s3cret", "--max-body-bytes", "4096"], token="s3cret")
     try:
@@ -483,6 +498,41 @@ def test_security(weir, work, build_dir):
         check(s.request("GET", "/jobs?access_token=s3cret", token=False)[0] == 200,
               "access_token query")
         check(s.request("DELETE", f"/jobs/{jid}", token=False)[0] == 401, "cancel without token")
+        for method, path in (("GET", f"/jobs/{jid}/state/per_key?key=1"),
+                             ("POST", f"/jobs/{jid}/savepoints"),
+                             ("GET", f"/jobs/{jid}/savepoints/0123"),
+                             ("POST", f"/jobs/{jid}/stop")):
+            st, ct, _ = s.request(method, path, body=b"{}" if method == "POST" else None,
+                                  token=False)
+            check(st == 401 and ct.startswith("application/json"), f"{method} {path}: {st}")
+        # Savepoint targets outside the savepoint root: 400, nothing written.
+        for target in ("../x", "a/../../x", "/etc/weir-sp", str(work / "outside" / "sp"),
+                       "a\\..\\b", "escape/sp", str(work / "savepoints" / ".." / "x")):
+            for path, field in ((f"/jobs/{jid}/savepoints", "target-directory"),
+                                (f"/jobs/{jid}/stop", "targetDirectory")):
+                e = s.json("POST", path, body=json.dumps({field: target}), expect=400)
+                check("refused" in e["errors"][0], f"{path} {target!r}: {e}")
+        check(not list((work / "outside").iterdir()), "something was written outside")
+        # Malformed savepoint and state requests: 400 / 404 JSON.
+        for path in (f"/jobs/{jid}/savepoints", f"/jobs/{jid}/stop"):
+            s.json("POST", path, body=b"not json", expect=400)
+            s.json("POST", path, body=b"[1, 2]", expect=400)
+        s.json("POST", f"/jobs/{jid}/savepoints", body=b'{"target-directory": 5}', expect=400)
+        s.json("POST", f"/jobs/{jid}/savepoints", body=b'{"cancel-job": "yes"}', expect=400)
+        s.json("POST", f"/jobs/{jid}/stop", body=b'{"drain": true}', expect=400)
+        s.json("POST", "/jobs/0123456789abcdef0123456789abcdef/savepoints", body=b"{}",
+               expect=404)
+        s.json("GET", f"/jobs/{jid}/savepoints/0123456789abcdef0123456789abcdef", expect=404)
+        s.json("GET", f"/jobs/{jid}/state/per_key", expect=400)
+        s.json("GET", f"/jobs/{jid}/state/per_key?key=notanumber", expect=400)
+        s.json("GET", f"/jobs/{jid}/state/per_key?key=1&key=2", expect=400)
+        s.json("GET", f"/jobs/{jid}/state/gen?key=1", expect=400)
+        s.json("GET", f"/jobs/{jid}/state/nosuch?key=1", expect=404)
+        s.json("GET", "/jobs/0123456789abcdef0123456789abcdef/state/per_key?key=1", expect=404)
+        check(s.request("GET", f"/jobs/{jid}/state/..%2f..%2fetc?key=1")[0] == 400,
+              "traversal in the operator name")
+        check(s.get(f"/jobs/{jid}/state/per_key?key=1")["found"] in (True, False),
+              "a good state query")
         # Oversized body: 413.
         e = s.json("POST", "/jobs", body=b"#" * 10000, expect=413)
         check(e["errors"], "413 body")
@@ -572,7 +622,10 @@ def test_load(weir, work, build_dir):
         jid = s.ids[0]
         paths = ["/metrics", f"/jobs/{jid}", "/jobs", "/overview", f"/jobs/{jid}/checkpoints",
                  f"/jobs/{jid}/exceptions", "/healthz"]
+        # Queryable state of every key, as often as the rest together.
+        paths += [f"/jobs/{jid}/state/per_key?key={k % 4}" for k in range(len(paths))]
         failures = []
+        state_answers = [0]
 
         def client(k):
             conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30 * SCALE)
@@ -585,6 +638,12 @@ def test_load(weir, work, build_dir):
                     body = r.read()
                     if r.status != 200 or not body:
                         failures.append((path, r.status))
+                    elif "/state/" in path:
+                        a = json.loads(body)
+                        if a["operator"] != "per_key" or "watermark" not in a:
+                            failures.append((path, a))
+                        elif a["found"]:
+                            state_answers[0] += 1
                     done += 1
                 except Exception as e:  # noqa: BLE001 - every failure counts
                     failures.append((path, repr(e)))
@@ -596,6 +655,7 @@ def test_load(weir, work, build_dir):
         with concurrent.futures.ThreadPoolExecutor(6) as pool:
             done = sum(pool.map(client, range(6)))
         check(not failures, f"failed requests: {failures[:10]}")
+        check(state_answers[0] > 0, "no state query answered with state")
         check(done == 300, f"{done} requests answered")
         job = s.get(f"/jobs/{jid}")
         check(job["state"] == "RUNNING", f"state after the load: {job['state']}")
