@@ -880,6 +880,12 @@ struct http_server::impl {
                  .share();
     {
       std::lock_guard lock{savepoints_mutex};
+      // Bounded: past 1,000 triggers the finished ones are forgotten (their
+      // status then answers 404; the savepoints stay on disk).
+      if (savepoint_triggers.size() >= 1000)
+        std::erase_if(savepoint_triggers, [](const auto& kv) {
+          return kv.second.result.wait_for(std::chrono::seconds{0}) == std::future_status::ready;
+        });
       savepoint_triggers.emplace(trigger, std::move(t));
     }
     log::runtime().info("server: {} of job {} to {} (trigger {})", what, j.id, path->string(),

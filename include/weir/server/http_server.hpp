@@ -51,9 +51,10 @@ struct server_options {
 };
 
 /// weir's server mode as a class a host program can run in itself: a
-/// Flink-shaped JSON API over the jobs it runs, Prometheus metrics, live
-/// sink output as Server-Sent Events and the web dashboard (the endpoints are
-/// listed in README.md, "Server mode"). Jobs run as `running_job`s; the
+/// Flink-shaped JSON API over the jobs it runs (queryable state and
+/// savepoints among it), Prometheus metrics, live sink output as Server-Sent
+/// Events and the web dashboard (the endpoints are listed in README.md,
+/// "Server mode"). Jobs run as `running_job`s; the
 /// server samples each once a second for rates. Thread-safe.
 class http_server {
 public:
