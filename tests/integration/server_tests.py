@@ -889,7 +889,7 @@ def test_savepoint(weir, work, build_dir):
     want_raw, want_windows = sp.uninterrupted(args, work)
     run_dir = work / "run"
     run_dir.mkdir()
-    toml = sp.pipeline(run_dir, rate=10000)
+    toml = sp.pipeline(run_dir, rate=5000)
     root = work / "savepoints"
     s = Server(weir, work, [toml], args=["--savepoint-dir", str(root)])
     try:
