@@ -368,24 +368,32 @@ def paced(toml, rate):
     return toml
 
 
-def rescale_4_to_2(args, job, rate):
-    """Runs `job` at parallelism 4 with its file sources paced at `rate` rows/s,
-    SIGKILLs it once two checkpoints have completed and a second has passed,
-    then runs it at parallelism 2 to the end, which must restore from the last
-    of them. Returns that run and the checkpoint ids the first left."""
-    toml = paced(job.write(4), rate)
+def kill_after_checkpoints(args, job, toml, count, seconds, what):
+    """Runs `toml` fresh and SIGKILLs it once `count` checkpoints have
+    completed and `seconds` have passed (it must still be running then).
+    Returns the checkpoint ids it left."""
     p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     started = time.time()
     deadline = started + 60 * SCALE
     while time.time() < deadline and p.poll() is None and (
-            len(job.checkpoint_ids()) < 2 or time.time() < started + 1):
+            len(job.checkpoint_ids()) < count or time.time() < started + seconds):
         time.sleep(0.02)
-    check(p.poll() is None, "the parallelism-4 run ended before two checkpoints completed")
+    check(p.poll() is None, f"{what} ended before {count} checkpoints completed")
     p.send_signal(signal.SIGKILL)
     p.wait()
     ids = job.checkpoint_ids()
-    check(ids, "no checkpoint to restore from")
+    check(len(ids) >= count, f"{what} left {len(ids)} checkpoints, expected {count}")
+    return ids
+
+
+def rescale_4_to_2(args, job, rate):
+    """Runs `job` at parallelism 4 with its file sources paced at `rate` rows/s,
+    SIGKILLs it once two checkpoints have completed and a second has passed,
+    then runs it at parallelism 2 to the end, which must restore from the last
+    of them. Returns that run and the checkpoint ids the first left."""
+    ids = kill_after_checkpoints(args, job, paced(job.write(4), rate), 2, 1,
+                                 "the parallelism-4 run")
     r = job.run(job.write(2))
     check("restored from #" in r.stderr,
           f"the parallelism-2 run did not restore:\n{r.stderr[-2000:]}")
@@ -459,21 +467,9 @@ def test_finished_source(args, seed):
         toml = os.path.join(job.work, "finished.toml")
         with open(toml, "w") as f:
             f.write(FINISHED_SOURCE.format(work=job.work, rate=len(big) // 8))
-        p = subprocess.Popen([args.weir, "run", toml, "--fresh", "-q"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        started = time.time()
-        deadline = started + 60 * SCALE
         # The small source ends within a few ms; before FLIP-147 no
         # checkpoint completed after that, so ids stopped at 0 or 1.
-        while time.time() < deadline and p.poll() is None and (
-                len(job.checkpoint_ids()) < 5 or time.time() < started + 1.5):
-            time.sleep(0.05)
-        check(p.poll() is None, "the paced run ended before five checkpoints completed")
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        ids = job.checkpoint_ids()
-        check(len(ids) >= 5, f"only {len(ids)} checkpoints completed: none after the small "
-                             "source finished")
+        ids = kill_after_checkpoints(args, job, toml, 5, 1.5, "the paced run")
         last = max(ids)
         shown = subprocess.run([args.weir, "checkpoints", "show", os.path.join(job.work, "state"),
                                 str(last)], capture_output=True, text=True, timeout=60 * SCALE)
