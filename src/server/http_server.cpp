@@ -755,7 +755,7 @@ struct http_server::impl {
   /// Every http source of `j` is fed by this server (a job run without one
   /// fails at start).
   static void attach_http_sources(job& j) {
-    for (const auto& [name, h] : j.graph()->http_sources)
+    for (const auto& h : http_sources(j))
       h->attach();
   }
 
@@ -765,7 +765,7 @@ struct http_server::impl {
   void close_http_sources_of_ended_jobs() {
     for (const auto& j : all())
       if (is_terminal(j->run->state()))
-        for (const auto& [name, h] : j->owner->graph()->http_sources)
+        for (const auto& h : http_sources(*j->owner))
           h->close();
   }
 

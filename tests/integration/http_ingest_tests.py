@@ -181,9 +181,9 @@ def test_basics(weir, work):
         check(headers.get("Retry-After") == "2", f"Retry-After {headers}")
         check(body["accepted"] == 0 and "queued" in body["errors"][0], f"429 body {body}")
 
-        # Everything accepted reaches the sink, once.
-        wait_until(lambda: len(read_jsonl(out / "events.jsonl")) >= len(accepted) or None,
-                   "the accepted records in the sink")
+        # The throttled job would drain slowly: cancelled. The other one
+        # stops gracefully (its sink flushes): everything accepted is there.
+        srv.json("DELETE", f"/jobs/{srv.ids[1]}", expect=202)
     finally:
         srv.stop()
     rows = read_jsonl(out / "events.jsonl")

@@ -238,5 +238,7 @@ using http_source_handle_ptr = std::shared_ptr<http_source_handle>;
 
 /// The handle of `j`'s http source called `name`; null if it has none.
 http_source_handle_ptr find_http_source(const job& j, std::string_view name);
+/// Every http source of `j`, in name order.
+std::vector<http_source_handle_ptr> http_sources(const job& j);
 
 } // namespace weir

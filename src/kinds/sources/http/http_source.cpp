@@ -8,6 +8,7 @@
 #include "http_source.hpp"
 
 #include "weir/core/log.hpp"
+#include "weir/runtime/job_graph.hpp"
 #include "weir/core/unrecoverable_error.hpp"
 
 #include <spdlog/logger.h>
@@ -509,6 +510,14 @@ http_source_handle_ptr find_http_source(const job& j, std::string_view name) {
     return nullptr;
   auto it = g->http_sources.find(name);
   return it == g->http_sources.end() ? nullptr : it->second;
+}
+
+std::vector<http_source_handle_ptr> http_sources(const job& j) {
+  std::vector<http_source_handle_ptr> out;
+  if (const auto& g = j.graph())
+    for (const auto& [name, h] : g->http_sources)
+      out.push_back(h);
+  return out;
 }
 
 } // namespace weir
