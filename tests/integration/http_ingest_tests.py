@@ -16,11 +16,14 @@ free loopback port, driven over HTTP (issue 17).
                 (exit 1) naming `weir serve`
   exactly-once  http source -> keyed running count, both to exactly-once
                 file sinks, checkpoints every 300 ms, ack = "checkpoint"; 4
-                client threads send numbered records in batches of 40, each
+                client threads send 40 batches of 40 numbered records, each
                 request retried with the same Idempotency-Key on any error or
                 lost connection until acknowledged, while the test SIGKILLs
                 the server 4 times and restarts it on the same checkpoint
-                dir. At the end every record is in the committed records
+                dir; after each restart a request acknowledged before the
+                kill is sent again and answered 200 "duplicate" (its key
+                is in the restored checkpoint). At the end every record is
+                in the committed records
                 output exactly once, and each key's committed counts are
                 exactly 1..N for its N records (no record counted twice,
                 none lost)
@@ -264,12 +267,13 @@ def test_exactly_once(weir, work):
     out.mkdir()
     pipeline = work / "eo.toml"
     pipeline.write_text(EXACTLY_ONCE.format(work=work, out=out))
-    threads, batches, batch = 4, 25, 40
+    threads, batches, batch = 4, 40, 40
     keys = [f"k{i}" for i in range(7)]
     current = {"port": None}
     lock = threading.Lock()
     stats = {"acked": 0, "dup": 0, "errors": 0}
     failures = []
+    acked = []  # (key, body) in acknowledgement order
 
     def client(t):
         rnd = random.Random(t)
@@ -295,6 +299,7 @@ def test_exactly_once(weir, work):
                         with lock:
                             stats["acked"] += 1
                             stats["dup"] += st == 200
+                            acked.append((key, body))
                         break
                     check(st in (429, 503), f"{key}: unexpected {st} {res}")
                     with lock:
@@ -309,6 +314,7 @@ def test_exactly_once(weir, work):
     for w in workers:
         w.start()
     kills = 0
+    resent_after_restart = []
     try:
         for _ in range(4):
             time.sleep(random.uniform(1.5, 3.0))
@@ -318,8 +324,22 @@ def test_exactly_once(weir, work):
             kills += 1
             srv.log.close()
             (work / "serve.log").rename(work / f"serve-{kills}.log")
+            with lock:
+                before = acked[-1] if acked else None
             srv = Server(weir, work, [pipeline])
             current["port"] = srv.port
+            if before:
+                # A request acknowledged before the kill, sent again: its key
+                # is in the restored checkpoint, so it is not ingested again.
+                key, body = before
+
+                def resent():
+                    st, _, res = post(srv.port, "events", body, key=key)
+                    return (st, res) if st != 503 else None
+                st, res = wait_until(resent, f"an answer to the resent {key}")
+                check(st == 200 and res.get("duplicate") is True and res["accepted"] == batch,
+                      f"resent {key} after a restart: {st} {res}")
+                resent_after_restart.append(key)
         for w in workers:
             w.join(timeout=150 * SCALE)
         check(not failures, "; ".join(failures))
@@ -328,7 +348,8 @@ def test_exactly_once(weir, work):
         srv.stop()
     check(kills >= 3, f"only {kills} kills: the clients finished too soon")
     check(stats["acked"] == threads * batches, f"acknowledged {stats}")
-    print(f"exactly-once: {kills} kills, {stats}")
+    check(resent_after_restart, "no acknowledged request was resent after a restart")
+    print(f"exactly-once: {kills} kills, {stats}, resent after restarts: {resent_after_restart}")
 
     rows = committed_rows(out / "records")
     ns = sorted(r["n"] for r in rows)
