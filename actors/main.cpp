@@ -221,8 +221,10 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
 /// started), starts the server and the jobs, and serves until SIGINT or
 /// SIGTERM, which stops the jobs gracefully and ends with exit 0.
 int serve(const std::vector<std::string>& pipelines, const std::string& listen,
-          std::string token, std::size_t max_body_bytes, const std::string& log_level) {
+          std::string token, std::size_t max_body_bytes, const std::string& log_level,
+          const std::string& savepoint_dir) {
   weir::server::server_options so;
+  so.savepoint_dir = savepoint_dir;
   auto colon = listen.rfind(':');
   if (colon == std::string::npos) {
     std::fprintf(stderr, "weir: --listen must be ADDR:PORT, got '%s'\n", listen.c_str());
@@ -404,6 +406,10 @@ int main(int argc, char** argv) {
   std::string serve_log_level;
   serve_cmd->add_option("--log-level", serve_log_level,
                         "trace, debug, info, warn, error or off (default: each job's)");
+  std::string serve_savepoint_dir;
+  serve_cmd->add_option("--savepoint-dir", serve_savepoint_dir,
+                        "Root of savepoints taken over HTTP; request targets resolve inside it "
+                        "(default: ./savepoints)");
 
   try {
     app.parse(argc, argv);
@@ -412,7 +418,8 @@ int main(int argc, char** argv) {
   }
 
   if (serve_cmd->parsed())
-    return serve(serve_pipelines, listen, token, max_body_bytes, serve_log_level);
+    return serve(serve_pipelines, listen, token, max_body_bytes, serve_log_level,
+                 serve_savepoint_dir);
 
   if (checkpoints->parsed()) {
     std::string out, err;

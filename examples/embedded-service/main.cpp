@@ -3,19 +3,30 @@
 // purchase events into a running job, a third reads live per-user
 // aggregates by key while the job runs, and a callback sink receives the
 // per-minute results. At the end it checks that what it read adds up.
+// Optionally it serves weir's HTTP API and dashboard from inside itself
+// (weir::server::http_server on the job it runs).
 //
-// usage: embedded_service [events-per-thread]
+// usage: embedded_service [events-per-thread [port]]
+//
+// With a port (0 = any free one) it prints "serving on http://127.0.0.1:N/"
+// and "job ID" on stdout, serves the dashboard, /jobs, /metrics and
+// /jobs/ID/state/purchases_per_user?key=ada while the job runs, and once the
+// job has ended keeps serving until its stdin is closed.
 //
 // Prints the live answers and the final totals; exits 1 if a query failed,
 // or if the totals differ from what was pushed.
 #include "weir/api/job.hpp"
 #include "weir/connectors/push_source.hpp"
+#include "weir/server/http_server.hpp"
 #include "weir/window/tumbling_windows.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -25,6 +36,7 @@
 int main(int argc, char** argv) {
   using namespace std::chrono_literals;
   const int per_thread = argc > 1 ? std::atoi(argv[1]) : 20000;
+  const int port = argc > 2 ? std::atoi(argv[2]) : -1; // -1: no HTTP server
   const std::vector<std::string> users = {"ada", "grace", "alan", "edsger", "barbara"};
 
   weir::job_options opts;
@@ -32,7 +44,9 @@ int main(int argc, char** argv) {
   opts.parallelism = 2;
   opts.status_interval = 0ms;
   opts.quiet = true;
-  weir::job job{opts};
+  // The server (when serving) owns the job; the host keeps a reference.
+  auto owned = std::make_unique<weir::job>(opts);
+  weir::job& job = *owned;
 
   // The push source: the service's threads write into it.
   weir::push_source_spec spec;
@@ -74,8 +88,28 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  weir::job_result result;
-  std::thread runner{[&] { result = job.execute(); }};
+  // Started in the background: by the HTTP server inside this program, or
+  // directly (`job::start`).
+  std::optional<weir::server::http_server> server;
+  std::optional<weir::running_job> started;
+  weir::running_job* run = nullptr;
+  if (port >= 0) {
+    weir::server::server_options so;
+    so.port = port;
+    so.savepoint_dir = "embedded-savepoints";
+    server.emplace(so);
+    if (auto ok = server->start(); !ok) {
+      std::fprintf(stderr, "http server: %s\n", ok.error().message.c_str());
+      return 1;
+    }
+    auto id = server->submit(std::move(owned));
+    run = server->find(id);
+    std::printf("serving on http://127.0.0.1:%d/\njob %s\n", server->port(), id.c_str());
+    std::fflush(stdout);
+  } else {
+    started.emplace(job.start());
+    run = &*started;
+  }
 
   // Two producer threads; event time advances 100 ms per event.
   std::atomic<int> finished{0};
@@ -110,7 +144,7 @@ int main(int argc, char** argv) {
   a.join();
   b.join();
   events->handle->close();
-  runner.join();
+  const weir::job_result result = run->wait();
   if (!result.ok) {
     std::fprintf(stderr, "job failed: %s\n", result.error.c_str());
     return 1;
@@ -127,5 +161,13 @@ int main(int argc, char** argv) {
   }
   std::printf("%d live answers, %d failed queries, %llu records read\n", answers, failures,
               static_cast<unsigned long long>(result.records_read));
+  if (server) {
+    // Keep serving the finished job (its final metrics) until stdin closes.
+    std::printf("job ended; serving until stdin is closed\n");
+    std::fflush(stdout);
+    for (std::string line; std::getline(std::cin, line);) {
+    }
+    server->shutdown();
+  }
   return ok ? 0 : 1;
 }

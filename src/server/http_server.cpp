@@ -16,6 +16,9 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <filesystem>
+#include <future>
+#include <simdjson.h>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -651,13 +654,7 @@ struct http_server::impl {
              [this](const httplib::Request& req, httplib::Response& res) {
                with_job(req, res, [&](served_job& j) { json_reply(res, 200, exceptions(j)); });
              });
-    http.Post(R"(/jobs/([0-9a-f]+)/stop)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                with_job(req, res, [&](served_job& j) {
-                  j.run->stop();
-                  json_reply(res, 202, R"({"status":"STOPPING"})");
-                });
-              });
+    state_and_savepoint_routes();
     http.Delete(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
       with_job(req, res, [&](served_job& j) {
         j.run->cancel();
@@ -683,6 +680,339 @@ struct http_server::impl {
                res.set_header("Cache-Control", "no-cache");
                res.set_content(std::string{file->content}, file->content_type);
              });
+  }
+
+  // -- queryable state and savepoints (issue 17) -------------------------------------
+  // GET /jobs/{id}/state/{operator}?key=..., POST /jobs/{id}/savepoints,
+  // GET /jobs/{id}/savepoints/{trigger}, POST /jobs/{id}/stop (with a body:
+  // stop with a savepoint). Kept apart from the other routes.
+
+  /// One savepoint asked through the API (Flink's asynchronous operation
+  /// behind a trigger id).
+  struct savepoint_trigger {
+    std::string job_id;
+    std::string location; ///< the resolved target directory
+    bool stop = false;    ///< stop-with-savepoint
+    std::shared_future<expected<savepoint_result>> result;
+  };
+  std::filesystem::path savepoint_root; ///< absolute; see server_options::savepoint_dir
+  std::mutex savepoints_mutex;
+  std::map<std::string, savepoint_trigger> savepoint_triggers; ///< by trigger id
+
+  void init_savepoint_root() {
+    std::filesystem::path root =
+      opts.savepoint_dir.empty() ? std::filesystem::path{"savepoints"}
+                                 : std::filesystem::path{opts.savepoint_dir};
+    std::error_code ec;
+    if (root.is_relative())
+      root = std::filesystem::current_path(ec) / root;
+    savepoint_root = root.lexically_normal();
+    if (!savepoint_root.has_filename())
+      savepoint_root = savepoint_root.parent_path();
+  }
+
+  /// A request's `target` resolved inside `savepoint_root` (the rule in
+  /// server_options::savepoint_dir); empty `target`: `fallback` under it.
+  /// Errors: a message for the 400.
+  expected<std::filesystem::path> resolve_savepoint_target(const std::string& target,
+                                                           const std::string& fallback) const {
+    namespace fs = std::filesystem;
+    auto refuse = [&](const std::string& why) {
+      return make_error(errc::invalid_argument,
+                        "savepoint target '" + target + "' refused: " + why
+                          + " (savepoints are written under " + savepoint_root.string() + ")");
+    };
+    if (target.find('\0') != std::string::npos || target.find('\\') != std::string::npos)
+      return refuse("no backslash or NUL");
+    fs::path p = target.empty() ? fs::path{fallback} : fs::path{target};
+    for (const auto& part : p)
+      if (part == "..")
+        return refuse("'..' is not allowed");
+    fs::path full = p.is_absolute() ? p.lexically_normal() : (savepoint_root / p).lexically_normal();
+    if (!full.has_filename())
+      full = full.parent_path();
+    auto inside = [](const fs::path& root, const fs::path& q) {
+      auto rel = q.lexically_relative(root);
+      return !rel.empty() && rel != "." && *rel.begin() != "..";
+    };
+    if (!inside(savepoint_root, full))
+      return refuse(p.is_absolute() ? "an absolute path outside the savepoint directory"
+                                    : "not below the savepoint directory");
+    // Symbolic links: what the path resolves to must stay inside as well.
+    std::error_code ec;
+    auto real_root = fs::weakly_canonical(savepoint_root, ec);
+    auto real = ec ? fs::path{} : fs::weakly_canonical(full, ec);
+    if (ec || !inside(real_root, real))
+      return refuse("it resolves outside the savepoint directory");
+    return full;
+  }
+
+  /// A JSON request body as an object (empty body: an empty object).
+  static expected<simdjson::dom::element> parse_body(simdjson::dom::parser& parser,
+                                                     const std::string& body) {
+    if (body.find_first_not_of(" \t\r\n") == std::string::npos)
+      return make_error(errc::not_found, "no body");
+    auto doc = parser.parse(body);
+    if (doc.error() || !doc.value().is_object())
+      return make_error(errc::invalid_argument, "the request body must be a JSON object");
+    return doc.value();
+  }
+
+  /// The first of `names` present in `obj`: a string, or null/absent (empty).
+  /// Errors: present and not a string.
+  static expected<std::string> string_field(simdjson::dom::element obj,
+                                            std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+      auto v = obj[n];
+      if (v.error())
+        continue;
+      if (v.value().is_null())
+        return std::string{};
+      if (!v.value().is_string())
+        return make_error(errc::invalid_argument, std::string{"'"} + n + "' must be a string");
+      return std::string{std::string_view{v.value().get_string().value()}};
+    }
+    return std::string{};
+  }
+
+  /// As `string_field` for a boolean (absent: false).
+  static expected<bool> bool_field(simdjson::dom::element obj,
+                                   std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+      auto v = obj[n];
+      if (v.error() || v.value().is_null())
+        continue;
+      if (!v.value().is_bool())
+        return make_error(errc::invalid_argument, std::string{"'"} + n + "' must be a boolean");
+      return v.value().get_bool().value();
+    }
+    return false;
+  }
+
+  /// 409 for a job that is over, 503 (Retry-After) for one not yet running
+  /// or restarting; true when it runs.
+  static bool require_running(served_job& j, httplib::Response& res, const char* what) {
+    auto s = j.run->state();
+    if (s == job_state::running)
+      return true;
+    if (is_terminal(s)) {
+      json_error(res, 409, std::string{what} + ": job " + j.id + " is " + to_string(s)
+                             + "; only a running job can be asked");
+    } else {
+      res.set_header("Retry-After", "1");
+      json_error(res, 503, std::string{what} + ": job " + j.id + " is " + to_string(s)
+                             + "; try again once it runs");
+    }
+    return false;
+  }
+
+  void query_state_request(const httplib::Request& req, httplib::Response& res) {
+    auto j = find(req.matches[1]);
+    if (!j) {
+      json_error(res, 404, "no job " + std::string{req.matches[1]});
+      return;
+    }
+    const std::string op = req.matches[2];
+    const auto n = req.get_param_value_count("key");
+    if (n == 0) {
+      json_error(res, 400, "state query of '" + op
+                             + "': the key is missing (?key=VALUE, one key= per key_by field "
+                               "in key_by order)");
+      return;
+    }
+    std::vector<std::string> key;
+    for (std::size_t i = 0; i < n; ++i)
+      key.push_back(req.get_param_value("key", i));
+    if (!require_running(*j, res, "state query"))
+      return;
+    auto f = j->owner->query_state(op, std::move(key));
+    if (f.wait_for(opts.state_query_timeout) != std::future_status::ready) {
+      res.set_header("Retry-After", "1");
+      json_error(res, 503, "state query of '" + op + "': no answer from the subtask within "
+                             + std::to_string(opts.state_query_timeout.count()) + " ms");
+      return;
+    }
+    auto r = f.get();
+    if (!r) {
+      const auto& e = r.error();
+      if (e.code == errc::not_found) {
+        json_error(res, 404, "job " + j->id + ": " + e.message);
+      } else if (e.code == errc::invalid_argument || e.code == errc::type_error) {
+        json_error(res, 400, "state query of '" + op + "': " + e.message);
+      } else if (is_terminal(j->run->state())) {
+        json_error(res, 409, "state query of '" + op + "': " + e.message);
+      } else {
+        res.set_header("Retry-After", "1");
+        json_error(res, 503, "state query of '" + op + "': " + e.message);
+      }
+      return;
+    }
+    json_reply(res, 200, r->to_json());
+  }
+
+  /// Starts a savepoint (or stop-with-savepoint) of `j` into `target`
+  /// (resolved) and answers 202 {"request-id": trigger}.
+  void start_savepoint(served_job& j, const std::string& target, bool stop,
+                       httplib::Response& res) {
+    const char* what = stop ? "stop with savepoint" : "savepoint";
+    // The request first (400), then the job (409, 503).
+    const auto trigger = new_job_id();
+    auto path = resolve_savepoint_target(target, "savepoint-" + j.id.substr(0, 6) + "-"
+                                                   + trigger.substr(0, 12));
+    if (!path) {
+      json_error(res, 400, path.error().message);
+      return;
+    }
+    if (!require_running(j, res, what))
+      return;
+    if (!j.run->status().checkpointing) {
+      json_error(res, 409, std::string{what} + ": job " + j.id
+                             + " runs without checkpoints; a savepoint needs [checkpoint]");
+      return;
+    }
+    std::error_code ec;
+    if (std::filesystem::exists(*path, ec) && !std::filesystem::is_empty(*path, ec)) {
+      json_error(res, 409, std::string{what} + ": " + path->string()
+                             + " exists and is not empty (a savepoint is never overwritten)");
+      return;
+    }
+    std::filesystem::create_directories(path->parent_path(), ec);
+    savepoint_trigger t;
+    t.job_id = j.id;
+    t.location = path->string();
+    t.stop = stop;
+    t.result = (stop ? j.owner->stop_with_savepoint(t.location)
+                     : j.owner->trigger_savepoint(t.location))
+                 .share();
+    {
+      std::lock_guard lock{savepoints_mutex};
+      // Bounded: past 1,000 triggers the finished ones are forgotten (their
+      // status then answers 404; the savepoints stay on disk).
+      if (savepoint_triggers.size() >= 1000)
+        std::erase_if(savepoint_triggers, [](const auto& kv) {
+          return kv.second.result.wait_for(std::chrono::seconds{0}) == std::future_status::ready;
+        });
+      savepoint_triggers.emplace(trigger, std::move(t));
+    }
+    log::runtime().info("server: {} of job {} to {} (trigger {})", what, j.id, path->string(),
+                        trigger);
+    json_writer w;
+    w.begin_object().field("request-id", trigger).end_object();
+    json_reply(res, 202, w.take());
+  }
+
+  void savepoint_request(const httplib::Request& req, httplib::Response& res) {
+    with_job(req, res, [&](served_job& j) {
+      simdjson::dom::parser parser;
+      auto body = parse_body(parser, req.body);
+      std::string target;
+      bool cancel = false;
+      if (body) {
+        auto t = string_field(*body, {"target-directory", "target_directory", "targetDirectory"});
+        auto c = bool_field(*body, {"cancel-job", "cancel_job", "cancelJob"});
+        if (!t || !c) {
+          json_error(res, 400, "savepoint: " + (!t ? t.error() : c.error()).message);
+          return;
+        }
+        target = *t;
+        cancel = *c;
+      } else if (body.error().code != errc::not_found) {
+        json_error(res, 400, "savepoint: " + body.error().message);
+        return;
+      }
+      start_savepoint(j, target, cancel, res);
+    });
+  }
+
+  void savepoint_status(const httplib::Request& req, httplib::Response& res) {
+    with_job(req, res, [&](served_job& j) {
+      const std::string trigger = req.matches[2];
+      std::optional<savepoint_trigger> t;
+      {
+        std::lock_guard lock{savepoints_mutex};
+        auto it = savepoint_triggers.find(trigger);
+        if (it != savepoint_triggers.end() && it->second.job_id == j.id)
+          t = it->second;
+      }
+      if (!t) {
+        json_error(res, 404, "job " + j.id + " has no savepoint trigger " + trigger);
+        return;
+      }
+      json_writer w;
+      w.begin_object();
+      if (t->result.wait_for(std::chrono::seconds{0}) != std::future_status::ready) {
+        w.key("status").begin_object().field("id", "IN_PROGRESS").end_object();
+        w.key("operation").null();
+      } else if (const auto& r = t->result.get(); r) {
+        w.key("status").begin_object().field("id", "COMPLETED").end_object();
+        w.key("operation").begin_object()
+          .field("location", r->path)
+          .field("checkpoint-id", r->checkpoint_id)
+          .field("size", r->size_bytes)
+          .field("stop", t->stop)
+          .end_object();
+      } else {
+        w.key("status").begin_object().field("id", "FAILED").end_object();
+        w.key("operation").begin_object();
+        w.key("failure-cause").begin_object()
+          .field("class", "weir::error")
+          .field("stack-trace", r.error().message)
+          .end_object();
+        w.field("location", t->location).end_object();
+      }
+      w.end_object();
+      json_reply(res, 200, w.take());
+    });
+  }
+
+  /// `POST /jobs/{id}/stop`: without a body a plain graceful stop (202
+  /// {"status":"STOPPING"}); with a JSON body (Flink's {"targetDirectory",
+  /// "drain"}) a stop with a savepoint, answered as `POST .../savepoints`.
+  void stop_request(const httplib::Request& req, httplib::Response& res) {
+    with_job(req, res, [&](served_job& j) {
+      simdjson::dom::parser parser;
+      auto body = parse_body(parser, req.body);
+      if (!body && body.error().code == errc::not_found) {
+        j.run->stop();
+        json_reply(res, 202, R"({"status":"STOPPING"})");
+        return;
+      }
+      if (!body) {
+        json_error(res, 400, "stop: " + body.error().message);
+        return;
+      }
+      auto t = string_field(*body, {"targetDirectory", "target-directory", "target_directory"});
+      auto d = bool_field(*body, {"drain"});
+      if (!t || !d) {
+        json_error(res, 400, "stop: " + (!t ? t.error() : d.error()).message);
+        return;
+      }
+      if (*d) {
+        json_error(res, 400, "stop: \"drain\": true is not supported (weir's stop never fires "
+                             "windows early as Flink's --drain does); send \"drain\": false");
+        return;
+      }
+      start_savepoint(j, *t, true, res);
+    });
+  }
+
+  void state_and_savepoint_routes() {
+    http.Get(R"(/jobs/([0-9a-f]+)/state/([^/]+))",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               query_state_request(req, res);
+             });
+    http.Post(R"(/jobs/([0-9a-f]+)/savepoints)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                savepoint_request(req, res);
+              });
+    http.Get(R"(/jobs/([0-9a-f]+)/savepoints/([^/]+))",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               savepoint_status(req, res);
+             });
+    http.Post(R"(/jobs/([0-9a-f]+)/stop)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                stop_request(req, res);
+              });
   }
 
   template <class F>
@@ -965,6 +1295,7 @@ struct http_server::impl {
 
 http_server::http_server(server_options opts) : impl_(std::make_unique<impl>()) {
   impl_->opts = std::move(opts);
+  impl_->init_savepoint_root();
   impl_->routes();
 }
 
@@ -1021,6 +1352,11 @@ std::string http_server::submit(std::unique_ptr<job> j) { return impl_->add(std:
 running_job* http_server::find(const std::string& id) {
   auto j = impl_->find(id);
   return j ? j->run.get() : nullptr;
+}
+
+job* http_server::find_job(const std::string& id) {
+  auto j = impl_->find(id);
+  return j ? j->owner.get() : nullptr;
 }
 
 void http_server::shutdown() {

@@ -13,18 +13,29 @@
              equal the file sink's output from the first row it saw (event
              ids number the sink's rows), with no row skipped
   security   a non-loopback --listen without --token refused at start (exit
-             2); without or with a bad token 401 (healthz open); an oversized
-             body 413; path traversal 400; malformed requests 4xx JSON, and
-             the running job untouched by all of it
+             2); without or with a bad token 401 (healthz open, the state and
+             savepoint routes not); an oversized body 413; path traversal 400
+             (URLs, savepoint targets: '..', absolute outside the root, a
+             symbolic link out of it); malformed requests 4xx JSON, and the
+             running job untouched by all of it
   dashboard  GET / in headless Chromium (Debian's chromium, --dump-dom and
              --screenshot): the DOM shows the job's operators and a non-zero
              rate; the screenshot is kept in the build directory
   kafka-lag  a Kafka source (a real broker the test starts) behind a
              throttled sink: weir_source_lag_records above 0 and at most
              what was produced
-  load       a bounded load test: 6 clients, 300 requests scraping /metrics
-             and reading the API while a job runs: no failed request, the job
-             keeps running
+  load       a bounded load test: 6 clients, 300 requests scraping /metrics,
+             reading the API and querying keyed state (half of them) while a
+             job runs: no failed request, the job keeps running
+  state      queryable state: a keyed window's open windows and a running
+             count queried while a monitored directory's first file is in,
+             stamped with watermark and checkpoint; a later file closes the
+             windows and the sink's rows equal the answers; 4xx errors; 409
+             once the job has stopped
+  savepoint  POST /jobs/{id}/savepoints polled to COMPLETED, POST
+             /jobs/{id}/stop with a targetDirectory, then `weir run
+             --from-savepoint` at parallelism 3: the output equals the
+             uninterrupted run's
 
 usage: server_tests.py --weir BIN [--build-dir DIR] TEST
 """
@@ -464,8 +475,12 @@ def test_security(weir, work, build_dir):
                        timeout=30 * SCALE)
     check(p.returncode == 2 and "--token" in p.stderr, f"0.0.0.0 without token: {p.returncode} "
           f"{p.stderr}")
-    text, _ = pipeline_text(work, "secure", rate=500)
+    text, _ = pipeline_text(work, "secure", rate=500, checkpoint=True)
     (work / "secure.toml").write_text(text)
+    # A symbolic link inside the savepoint root that leads out of it.
+    (work / "savepoints").mkdir()
+    (work / "outside").mkdir()
+    os.symlink(work / "outside", work / "savepoints" / "escape")
     s = Server(weir, work, [work / "secure.toml"],
                args=["--token", "s3cret", "--max-body-bytes", "4096"], token="s3cret")
     try:
@@ -483,6 +498,41 @@ def test_security(weir, work, build_dir):
         check(s.request("GET", "/jobs?access_token=s3cret", token=False)[0] == 200,
               "access_token query")
         check(s.request("DELETE", f"/jobs/{jid}", token=False)[0] == 401, "cancel without token")
+        for method, path in (("GET", f"/jobs/{jid}/state/per_key?key=1"),
+                             ("POST", f"/jobs/{jid}/savepoints"),
+                             ("GET", f"/jobs/{jid}/savepoints/0123"),
+                             ("POST", f"/jobs/{jid}/stop")):
+            st, ct, _ = s.request(method, path, body=b"{}" if method == "POST" else None,
+                                  token=False)
+            check(st == 401 and ct.startswith("application/json"), f"{method} {path}: {st}")
+        # Savepoint targets outside the savepoint root: 400, nothing written.
+        for target in ("../x", "a/../../x", "/etc/weir-sp", str(work / "outside" / "sp"),
+                       "a\\..\\b", "escape/sp", str(work / "savepoints" / ".." / "x")):
+            for path, field in ((f"/jobs/{jid}/savepoints", "target-directory"),
+                                (f"/jobs/{jid}/stop", "targetDirectory")):
+                e = s.json("POST", path, body=json.dumps({field: target}), expect=400)
+                check("refused" in e["errors"][0], f"{path} {target!r}: {e}")
+        check(not list((work / "outside").iterdir()), "something was written outside")
+        # Malformed savepoint and state requests: 400 / 404 JSON.
+        for path in (f"/jobs/{jid}/savepoints", f"/jobs/{jid}/stop"):
+            s.json("POST", path, body=b"not json", expect=400)
+            s.json("POST", path, body=b"[1, 2]", expect=400)
+        s.json("POST", f"/jobs/{jid}/savepoints", body=b'{"target-directory": 5}', expect=400)
+        s.json("POST", f"/jobs/{jid}/savepoints", body=b'{"cancel-job": "yes"}', expect=400)
+        s.json("POST", f"/jobs/{jid}/stop", body=b'{"drain": true}', expect=400)
+        s.json("POST", "/jobs/0123456789abcdef0123456789abcdef/savepoints", body=b"{}",
+               expect=404)
+        s.json("GET", f"/jobs/{jid}/savepoints/0123456789abcdef0123456789abcdef", expect=404)
+        s.json("GET", f"/jobs/{jid}/state/per_key", expect=400)
+        s.json("GET", f"/jobs/{jid}/state/per_key?key=notanumber", expect=400)
+        s.json("GET", f"/jobs/{jid}/state/per_key?key=1&key=2", expect=400)
+        s.json("GET", f"/jobs/{jid}/state/gen?key=1", expect=400)
+        s.json("GET", f"/jobs/{jid}/state/nosuch?key=1", expect=404)
+        s.json("GET", "/jobs/0123456789abcdef0123456789abcdef/state/per_key?key=1", expect=404)
+        check(s.request("GET", f"/jobs/{jid}/state/..%2f..%2fetc?key=1")[0] == 400,
+              "traversal in the operator name")
+        check(s.get(f"/jobs/{jid}/state/per_key?key=1")["found"] in (True, False),
+              "a good state query")
         # Oversized body: 413.
         e = s.json("POST", "/jobs", body=b"#" * 10000, expect=413)
         check(e["errors"], "413 body")
@@ -572,7 +622,10 @@ def test_load(weir, work, build_dir):
         jid = s.ids[0]
         paths = ["/metrics", f"/jobs/{jid}", "/jobs", "/overview", f"/jobs/{jid}/checkpoints",
                  f"/jobs/{jid}/exceptions", "/healthz"]
+        # Queryable state of every key, as often as the rest together.
+        paths += [f"/jobs/{jid}/state/per_key?key={k % 4}" for k in range(len(paths))]
         failures = []
+        state_answers = [0]
 
         def client(k):
             conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30 * SCALE)
@@ -585,6 +638,12 @@ def test_load(weir, work, build_dir):
                     body = r.read()
                     if r.status != 200 or not body:
                         failures.append((path, r.status))
+                    elif "/state/" in path:
+                        a = json.loads(body)
+                        if a["operator"] != "per_key" or "watermark" not in a:
+                            failures.append((path, a))
+                        elif a["found"]:
+                            state_answers[0] += 1
                     done += 1
                 except Exception as e:  # noqa: BLE001 - every failure counts
                     failures.append((path, repr(e)))
@@ -596,6 +655,7 @@ def test_load(weir, work, build_dir):
         with concurrent.futures.ThreadPoolExecutor(6) as pool:
             done = sum(pool.map(client, range(6)))
         check(not failures, f"failed requests: {failures[:10]}")
+        check(state_answers[0] > 0, "no state query answered with state")
         check(done == 300, f"{done} requests answered")
         job = s.get(f"/jobs/{jid}")
         check(job["state"] == "RUNNING", f"state after the load: {job['state']}")
@@ -659,7 +719,225 @@ rate = 2000
             s.kill()
 
 
+# -- queryable state and savepoints ------------------------------------------------------
+
+STATE_PIPELINE = """
+[job]
+name = "state"
+parallelism = 2
+
+[checkpoint]
+interval = "200ms"
+dir = "{work}/state-cp"
+
+[[source]]
+name = "events"
+type = "file"
+path = "{work}/in"
+format = "jsonl"
+monitor_interval = "100ms"
+schema = {{ user = "string", ts = "int64", amount = "int64" }}
+event_time = {{ field = "ts" }}
+
+[[operator]]
+name = "per_user"
+type = "window"
+input = "events"
+key_by = ["user"]
+window = {{ type = "tumbling", size = "10s" }}
+aggregate = {{ n = "count(*)", total = "sum(amount)" }}
+
+[[operator]]
+name = "counts"
+type = "running_count"
+input = "events"
+key_by = ["user"]
+
+[[sink]]
+name = "windows"
+input = "per_user"
+type = "file"
+path = "{work}/out/windows.jsonl"
+
+[[sink]]
+name = "counts_out"
+input = "counts"
+type = "blackhole"
+"""
+
+
+def drop_file(directory, name, rows):
+    """Writes a JSONL file under a hidden name and renames it into place
+    (a monitored directory's files are immutable once seen)."""
+    tmp = directory / f".{name}.tmp"
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.rename(tmp, directory / name)
+
+
+def committed_rows(directory):
+    rows = []
+    for p in sorted(directory.glob("part-*")):
+        rows += [json.loads(l) for l in p.read_text().splitlines() if l]
+    return rows
+
+
+def test_state(weir, work, build_dir):
+    """Queryable state: the open window of a key answered while the window
+    is open equals the row the sink emits once the watermark closes it; a
+    running count equals the records sent; the answer is stamped with the
+    watermark and the last completed checkpoint."""
+    (work / "in").mkdir()
+    (work / "state.toml").write_text(STATE_PIPELINE.format(work=work))
+    users = ["ada", "grace", "alan", "edsger", "barbara"]
+    # Window [0, 10 s): user k sends k + 2 records with amounts 1..k+2.
+    first = []
+    for k, u in enumerate(users):
+        for i in range(k + 2):
+            first.append({"user": u, "ts": 1000 * i + 17 * k, "amount": i + 1})
+    first.sort(key=lambda r: r["ts"])
+    drop_file(work / "in", "0001.jsonl", first)
+    s = Server(weir, work, [work / "state.toml"])
+    try:
+        jid = s.ids[0]
+        wait_until(lambda: job_state(s, jid) == "RUNNING", "the job running")
+
+        def vertex(name):
+            return next(v for v in s.get(f"/jobs/{jid}")["vertices"] if v["name"] == name)
+
+        wait_until(lambda: vertex("per_user")["metrics"]["read-records"] == len(first)
+                   and vertex("counts")["metrics"]["read-records"] == len(first),
+                   "the first file's records at both keyed operators")
+        wait_until(lambda: s.get(f"/jobs/{jid}/checkpoints")["counts"]["completed"] >= 1,
+                   "a completed checkpoint")
+        answers = {}
+        for k, u in enumerate(users):
+            a = s.get(f"/jobs/{jid}/state/per_user?key={u}")
+            for f in ("operator", "key", "subtask", "parallelism", "key_group", "watermark",
+                      "checkpoint_id", "found", "state"):
+                check(f in a, f"state answer without '{f}': {a}")
+            check(a["operator"] == "per_user" and a["key"] == [u], f"answer {a}")
+            check(a["parallelism"] == 2 and 0 <= a["subtask"] < 2, f"answer {a}")
+            check(a["found"] is True, f"no state for {u}: {a}")
+            check(a["watermark"] is not None and a["watermark"] < 10000,
+                  f"watermark stamp {a['watermark']} (the window is still open)")
+            check(a["checkpoint_id"] >= 1, f"checkpoint stamp {a['checkpoint_id']}")
+            wins = a["state"]["windows"]
+            check(len(wins) == 1, f"{u}: open windows {wins}")
+            w = wins[0]
+            check(w["window_start"] == 0 and w["window_end"] == 10000, f"{u}: window {w}")
+            check(w["n"] == k + 2 and w["total"] == sum(range(1, k + 3)), f"{u}: window {w}")
+            answers[u] = w
+            c = s.get(f"/jobs/{jid}/state/counts?key={u}")
+            check(c["found"] and c["state"] == {"count": k + 2}, f"{u}: running count {c}")
+        none = s.get(f"/jobs/{jid}/state/per_user?key=nobody")
+        check(none["found"] is False and none["state"] is None, f"unknown key: {none}")
+        # Errors: 4xx JSON, the job untouched.
+        s.json("GET", f"/jobs/{jid}/state/nosuchop?key=ada", expect=404)
+        s.json("GET", f"/jobs/{jid}/state/per_user", expect=400)
+        s.json("GET", f"/jobs/{jid}/state/per_user?key=ada&key=2", expect=400)
+        e = s.json("GET", f"/jobs/{jid}/state/events?key=ada", expect=400)
+        check("not keyed" in e["errors"][0], f"source queried: {e}")
+        s.json("GET", f"/jobs/0123456789abcdef0123456789abcdef/state/per_user?key=ada",
+               expect=404)
+
+        # A later event closes [0, 10 s): the sink's rows equal the answers.
+        drop_file(work / "in", "0002.jsonl", [{"user": "zed", "ts": 25000, "amount": 1}])
+        out = work / "out" / "windows.jsonl"
+        rows = wait_until(lambda: (lambda r: r if len(r) >= len(users) else None)(
+            committed_rows(out)), "the closed windows committed by the sink")
+        by_user = {r["user"]: r for r in rows}
+        check(len(rows) == len(users), f"sink rows {rows}")
+        for u in users:
+            check(by_user.get(u) == answers[u],
+                  f"{u}: the sink emitted {by_user.get(u)}, the query said {answers[u]}")
+        after = s.get(f"/jobs/{jid}/state/per_user?key=ada")
+        check(after["state"] is None and after["watermark"] >= 10000,
+              f"ada's window is closed, its state gone: {after}")
+        c = s.get(f"/jobs/{jid}/state/counts?key=zed")
+        check(c["state"] == {"count": 1}, f"zed's running count {c}")
+        check(s.json("POST", f"/jobs/{jid}/stop", expect=202)["status"] == "STOPPING", "stop")
+        wait_until(lambda: job_state(s, jid) == "STOPPED", "STOPPED")
+        e = s.json("GET", f"/jobs/{jid}/state/per_user?key=ada", expect=409)
+        check("STOPPED" in e["errors"][0], f"a stopped job's query: {e}")
+        check(s.stop() == 0, "exit 0")
+        print(f"{len(users)} keys: open windows queried = the sink's rows")
+    finally:
+        s.kill()
+
+
+def poll_savepoint(s, jid, trigger):
+    def done():
+        r = s.get(f"/jobs/{jid}/savepoints/{trigger}")
+        check(r["status"]["id"] in ("IN_PROGRESS", "COMPLETED", "FAILED"), f"status {r}")
+        return r if r["status"]["id"] != "IN_PROGRESS" else None
+    r = wait_until(done, f"savepoint {trigger} done", 60)
+    check(r["status"]["id"] == "COMPLETED", f"savepoint failed: {r}")
+    return r["operation"]
+
+
+def test_savepoint(weir, work, build_dir):
+    """Savepoint through HTTP (polled to COMPLETED), stop with a savepoint
+    through HTTP, resume with `weir run --from-savepoint` at parallelism 3:
+    the output equals the uninterrupted run's."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import savepoint_tests as sp  # noqa: E402 - its pipeline and its checks
+
+    class Args:
+        pass
+    args = Args()
+    args.weir = weir
+    want_raw, want_windows = sp.uninterrupted(args, work)
+    run_dir = work / "run"
+    run_dir.mkdir()
+    toml = sp.pipeline(run_dir, rate=5000)
+    root = work / "savepoints"
+    s = Server(weir, work, [toml], args=["--savepoint-dir", str(root)])
+    try:
+        jid = s.ids[0]
+        wait_until(lambda: list((run_dir / "out/raw.jsonl").glob("part-*")),
+                   "committed output (a completed checkpoint)")
+        trig = s.json("POST", f"/jobs/{jid}/savepoints",
+                      body=json.dumps({"target-directory": "first", "cancel-job": False}),
+                      expect=202)["request-id"]
+        op = poll_savepoint(s, jid, trig)
+        check(op["location"] == str(root / "first") and (root / "first/data.mdb").exists(),
+              f"savepoint location {op}")
+        check(op["checkpoint-id"] >= 1, f"savepoint checkpoint {op}")
+        check(job_state(s, jid) == "RUNNING", "a savepoint leaves the job running")
+        s.json("GET", f"/jobs/{jid}/savepoints/0123456789abcdef", expect=404)
+        e = s.json("POST", f"/jobs/{jid}/savepoints",
+                   body=json.dumps({"target-directory": "first"}), expect=409)
+        check("not empty" in e["errors"][0], f"a second savepoint into 'first': {e}")
+        trig = s.json("POST", f"/jobs/{jid}/stop",
+                      body=json.dumps({"targetDirectory": "final", "drain": False}),
+                      expect=202)["request-id"]
+        op = poll_savepoint(s, jid, trig)
+        check(op["location"] == str(root / "final") and op["stop"] is True, f"stop {op}")
+        wait_until(lambda: job_state(s, jid) == "STOPPED", "STOPPED after the savepoint")
+        raw_before = len(sp.committed(run_dir / "out/raw.jsonl"))
+        check(0 < raw_before < sp.COUNT, f"{raw_before} rows before the stop")
+        check(s.stop() == 0, "exit 0")
+    finally:
+        s.kill()
+    # Moved elsewhere (self-contained), resumed at another parallelism.
+    moved = sp.moved(root / "final", work)
+    toml = sp.pipeline(run_dir, rate=1_000_000)
+    p = subprocess.run([weir, "run", str(toml), "--from-savepoint", str(moved),
+                        "--parallelism", "3"], capture_output=True, text=True,
+                       timeout=300 * SCALE)
+    check(p.returncode == 0, f"the resumed run exited {p.returncode}:\n{p.stderr[-2000:]}")
+    try:
+        sp.same(sp.committed(run_dir / "out/raw.jsonl"), want_raw, "raw output")
+        sp.same(sp.committed(run_dir / "out/windows.jsonl"), want_windows, "window output")
+    except sp.Failure as e:
+        raise Failure(str(e)) from e
+    print(f"savepoint, stop with savepoint, resume at parallelism 3: {len(want_raw)} rows, "
+          f"{len(want_windows)} windows as uninterrupted")
+
+
 TESTS = {
+    "state": test_state,
+    "savepoint": test_savepoint,
     "kafka-lag": test_kafka_lag,
     "api": test_api,
     "sse": test_sse,

@@ -5,6 +5,7 @@
 #include "weir/api/running_job.hpp"
 #include "weir/core/expected.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,12 +38,26 @@ struct server_options {
   std::size_t threads = 32;
   /// Rate samples kept per job for the throughput chart (one a second).
   std::size_t rate_history = 300;
+  /// Root of every savepoint written through the API (`POST
+  /// /jobs/{id}/savepoints`, `POST /jobs/{id}/stop`; Flink's
+  /// `state.savepoints.dir`). A request's target directory is resolved
+  /// inside it: a relative path under it, an absolute one only if it lies
+  /// under it; `..`, backslashes, NUL and anything leading outside
+  /// (symbolic links included) are refused with 400. Without a target the
+  /// savepoint goes to `savepoint-<job id prefix>-<trigger id>` under it.
+  /// Empty = `savepoints` in the working directory; a relative root is made
+  /// absolute against the working directory at construction.
+  std::string savepoint_dir;
+  /// Longest wait for a subtask's answer to a state query (`GET
+  /// /jobs/{id}/state/{operator}`) before 503.
+  std::chrono::milliseconds state_query_timeout{10'000};
 };
 
 /// weir's server mode as a class a host program can run in itself: a
-/// Flink-shaped JSON API over the jobs it runs, Prometheus metrics, live
-/// sink output as Server-Sent Events and the web dashboard (the endpoints are
-/// listed in README.md, "Server mode"). Jobs run as `running_job`s; the
+/// Flink-shaped JSON API over the jobs it runs (queryable state and
+/// savepoints among it), Prometheus metrics, live sink output as Server-Sent
+/// Events and the web dashboard (the endpoints are listed in README.md,
+/// "Server mode"). Jobs run as `running_job`s; the
 /// server samples each once a second for rates. Thread-safe.
 class http_server {
 public:
@@ -72,6 +87,11 @@ public:
 
   /// The job called `id`, if the server has it.
   running_job* find(const std::string& id);
+
+  /// The `job` behind `id` (for `job::query_state`, `trigger_savepoint`,
+  /// a push source's handle), if the server has it. The server owns it: the
+  /// pointer is valid until the server is destroyed.
+  job* find_job(const std::string& id);
 
 private:
   struct impl;
