@@ -285,11 +285,13 @@ std::vector<http_source_handle::entry> http_source_handle::take(std::size_t max_
   cursor_ = base_ + at;
   queued_records_ -= std::min<std::size_t>(queued_records_, rows);
   if (!retain_) {
-    // Nothing is replayed without checkpoints: drop what was taken.
+    // Nothing is replayed without checkpoints: drop what was taken, and keep
+    // the latest keys only (nothing completes to evict them).
     while (base_ < cursor_ && !entries_.empty()) {
       entries_.pop_front();
       ++base_;
     }
+    evict_keys();
   }
   cursor = cursor_;
   return out;
@@ -384,8 +386,8 @@ void http_source_handle::complete(std::uint64_t id, std::uint64_t covered) {
 void http_source_handle::evict_keys() {
   while (key_order_.size() > spec_.idempotency_keys) {
     const auto& [k, end] = key_order_.front();
-    if (end > covered_)
-      break; // not yet covered: still needed to wait on
+    if (retain_ && end > covered_)
+      break; // not yet covered: a waiting retry still needs it
     if (auto it = keys_.find(k); it != keys_.end() && it->second.end == end)
       keys_.erase(it);
     key_order_.pop_front();
