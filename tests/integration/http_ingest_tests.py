@@ -16,7 +16,7 @@ free loopback port, driven over HTTP (issue 17).
                 (exit 1) naming `weir serve`
   exactly-once  http source -> keyed running count, both to exactly-once
                 file sinks, checkpoints every 300 ms, ack = "checkpoint"; 4
-                client threads send 40 batches of 40 numbered records, each
+                client threads send 50 batches of 40 numbered records, each
                 request retried with the same Idempotency-Key on any error or
                 lost connection until acknowledged, while the test SIGKILLs
                 the server 4 times and restarts it on the same checkpoint
@@ -267,7 +267,7 @@ def test_exactly_once(weir, work):
     out.mkdir()
     pipeline = work / "eo.toml"
     pipeline.write_text(EXACTLY_ONCE.format(work=work, out=out))
-    threads, batches, batch = 4, 40, 40
+    threads, batches, batch = 4, 50, 40
     keys = [f"k{i}" for i in range(7)]
     current = {"port": None}
     lock = threading.Lock()
@@ -317,7 +317,7 @@ def test_exactly_once(weir, work):
     resent_after_restart = []
     try:
         for _ in range(4):
-            time.sleep(random.uniform(1.5, 3.0))
+            time.sleep(random.uniform(1.0, 2.0))
             if all(not w.is_alive() for w in workers):
                 break
             srv.kill()
