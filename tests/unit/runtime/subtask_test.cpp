@@ -658,7 +658,7 @@ TEST_CASE("a source restores from a checkpoint of the unversioned format (versio
   bad->operator_states.push_back("weir-source-state 9\n");
   chain_harness f{g, {.restores = {bad, nullptr}}};
   CHECK_THROWS_WITH(f.open(), "cannot restore source state of format version 9: this weir "
-                              "reads versions 1 to 3");
+                              "reads versions 1 to 4");
 }
 
 TEST_CASE("a finished source declines a checkpoint; a failure names the chain member") {
