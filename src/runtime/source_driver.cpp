@@ -136,14 +136,19 @@ void source_driver::emit_progress(operator_chain& chain) {
 }
 
 std::string source_driver::encode_state(const std::vector<source_position>& positions,
-                                        event_time clock, const std::string& watermarks) {
-  // Version 3 only when it says more than version 2 could (finished splits).
+                                        event_time clock, const std::string& watermarks,
+                                        const std::string& reader_state) {
+  // Version 3 only when it says more than version 2 could (finished splits),
+  // version 4 only for a reader with a state of its own.
   const bool any_finished =
     std::any_of(positions.begin(), positions.end(), [](const auto& p) { return p.finished; });
-  std::string out = std::string{state_magic} + " " + (any_finished ? "3" : "2") + "\n";
+  const char* version = !reader_state.empty() ? "4" : any_finished ? "3" : "2";
+  std::string out = std::string{state_magic} + " " + version + "\n";
   for (const auto& p : positions)
     out += (p.finished ? "finished " : "position ") + std::string{to_string(p.unit)} + " "
            + std::to_string(p.value) + " " + p.split + "\n";
+  if (!reader_state.empty())
+    out += "reader " + std::to_string(reader_state.size()) + "\n" + reader_state + "\n";
   out += "clock " + std::to_string(clock) + "\n";
   return out + watermarks;
 }
@@ -198,6 +203,15 @@ source_driver::decoded_state source_driver::decode_state(std::string_view state)
       d.positions.push_back(std::move(p));
     }
   }
+  if (d.version >= 4 && rest.substr(0, 7) == "reader ") {
+    auto line = line_of(rest);
+    std::size_t n = 0;
+    if (!number(line.substr(7), n) || rest.size() < n + 1 || rest[n] != '\n')
+      throw std::runtime_error("cannot read the source state (format version "
+                               + std::to_string(d.version) + "): bad reader state");
+    d.reader_state = std::string{rest.substr(0, n)};
+    rest.remove_prefix(n + 1);
+  }
   if (rest.substr(0, 6) == "clock ") {
     auto line = line_of(rest);
     if (!number(line.substr(6), d.clock))
@@ -211,9 +225,10 @@ source_driver::decoded_state source_driver::decode_state(std::string_view state)
 void source_driver::snapshot(const subtask_clock& clock, operator_snapshot_entry& e) const {
   // Positions, replay clock and watermark generator: a resumed source
   // re-reads from the positions and emits what an uninterrupted one would.
+  auto own = reader_->snapshot_state();
   auto positions = reader_->positions();
   e.snapshot.operator_state = encode_state(positions, clock.is_replay() ? clock.now() : 0,
-                                           watermarks_.snapshot());
+                                           watermarks_.snapshot(), own);
   // One line per split: "byte 1234 of a.log", "event 5000".
   e.source_position.clear();
   for (const auto& p : positions)
@@ -222,6 +237,7 @@ void source_driver::snapshot(const subtask_clock& clock, operator_snapshot_entry
 
 void source_driver::restore(const std::string& state, subtask_clock& clock) {
   auto d = decode_state(state);
+  reader_->restore_state(d.reader_state);
   reader_->seek(d.positions);
   if (clock.is_replay())
     clock.advance(d.clock);

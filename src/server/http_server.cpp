@@ -7,6 +7,7 @@
 #include "dashboard_files.hpp"
 #include "json_writer.hpp"
 #include "weir/config/loader.hpp"
+#include "weir/connectors/http_source.hpp"
 #include "weir/core/log.hpp"
 #include "weir/format/format.hpp"
 
@@ -588,7 +589,9 @@ struct http_server::impl {
   }
 
   void routes() {
-    http.set_payload_max_length(opts.max_body_bytes);
+    // Bodies up to the larger limit are read; each route's own limit is
+    // checked from Content-Length before reading (body_over_limit).
+    http.set_payload_max_length(std::max(opts.max_body_bytes, opts.max_ingest_body_bytes));
     http.new_task_queue = [n = opts.threads] { return new httplib::ThreadPool(n); };
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_traversal(req.path) || is_traversal(req.target)) {
@@ -600,6 +603,8 @@ struct http_server::impl {
         json_error(res, 401, "a bearer token is required (Authorization: Bearer <token>)");
         return httplib::Server::HandlerResponse::Handled;
       }
+      if (body_over_limit(req, res))
+        return httplib::Server::HandlerResponse::Handled;
       return httplib::Server::HandlerResponse::Unhandled;
     });
     http.set_error_handler(httplib::Server::HandlerWithResponse{
@@ -658,6 +663,7 @@ struct http_server::impl {
     });
     http.Get(R"(/jobs/([0-9a-f]+)/sinks/([^/]+)/stream)",
              [this](const httplib::Request& req, httplib::Response& res) { stream(req, res); });
+    ingest_routes();
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
     });
@@ -1061,6 +1067,7 @@ struct http_server::impl {
   std::string add(std::unique_ptr<job> j) {
     // Served jobs print no status line; their progress is the API's.
     j->options().status_interval = std::chrono::milliseconds{0};
+    attach_http_sources(*j);
     auto sj = std::make_shared<served_job>();
     sj->id = new_job_id();
     sj->run = std::make_unique<running_job>(j->start());
@@ -1071,6 +1078,130 @@ struct http_server::impl {
     }
     log::runtime().info("server: job '{}' started as {}", sj->owner->options().name, sj->id);
     return sj->id;
+  }
+
+  // -- HTTP ingest (the http source kind, src/kinds/sources/http/) ---------------
+
+  /// Every http source of `j` is fed by this server (a job run without one
+  /// fails at start).
+  static void attach_http_sources(job& j) {
+    for (const auto& h : http_sources(j))
+      h->attach();
+  }
+
+  /// Closes the http sources of jobs that are over: requests waiting for a
+  /// checkpoint answer 503, later ones too (called each second and at
+  /// shutdown).
+  void close_http_sources_of_ended_jobs() {
+    for (const auto& j : all())
+      if (is_terminal(j->run->state()))
+        for (const auto& h : http_sources(*j->owner))
+          h->close();
+  }
+
+  /// The job serving http source `source`: a running one first.
+  std::pair<std::shared_ptr<served_job>, http_source_handle_ptr>
+  find_http_source_of(const std::string& source) const {
+    std::pair<std::shared_ptr<served_job>, http_source_handle_ptr> found;
+    for (const auto& j : all()) {
+      auto h = find_http_source(*j->owner, source);
+      if (!h)
+        continue;
+      if (!found.second || !is_terminal(j->run->state()))
+        found = {j, h};
+      if (!is_terminal(j->run->state()))
+        break;
+    }
+    return found;
+  }
+
+  /// A body larger than its route takes, refused from Content-Length before
+  /// it is read: 413. Ingest routes take their source's max_body (at most
+  /// max_ingest_body_bytes), the others max_body_bytes.
+  bool body_over_limit(const httplib::Request& req, httplib::Response& res) const {
+    if (!req.has_header("Content-Length"))
+      return false;
+    std::uint64_t length = 0;
+    try {
+      length = std::stoull(req.get_header_value("Content-Length"));
+    } catch (const std::exception&) {
+      return false; // httplib answers 400
+    }
+    std::size_t limit = opts.max_body_bytes;
+    const std::string prefix = "/ingest/";
+    if (req.path.compare(0, prefix.size(), prefix) == 0) {
+      limit = opts.max_ingest_body_bytes;
+      if (auto h = find_http_source_of(req.path.substr(prefix.size())).second)
+        limit = std::min(limit, h->spec().max_body);
+    }
+    if (length <= limit)
+      return false;
+    json_error(res, 413, "request body too large: " + std::to_string(length)
+                           + " bytes, at most " + std::to_string(limit));
+    return true;
+  }
+
+  void ingest_routes() {
+    // Without it a small answer waits on Nagle's algorithm and the client's
+    // delayed ACK: 40 ms per request on a keep-alive connection.
+    http.set_tcp_nodelay(true);
+    http.Post(R"(/ingest/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      ingest(req, res);
+    });
+  }
+
+  /// `POST /ingest/{source}`: the body to the job's http source; the answer
+  /// is the source's `ingest_result` as JSON.
+  void ingest(const httplib::Request& req, httplib::Response& res) {
+    const std::string source = req.matches[1];
+    auto [j, h] = find_http_source_of(source);
+    if (!h) {
+      json_error(res, 404, "no job has an http source '" + source + "'");
+      return;
+    }
+    auto retry_after = [&] {
+      auto ms = h->spec().retry_after.count();
+      res.set_header("Retry-After", std::to_string(std::max<std::int64_t>(1, (ms + 999) / 1000)));
+    };
+    const auto state = j->run->state();
+    if (state != job_state::running) {
+      retry_after();
+      json_error(res, 503, "the job of http source '" + source + "' is "
+                             + std::string{to_string(state)});
+      return;
+    }
+    auto key = req.get_header_value("Idempotency-Key");
+    auto r = h->ingest(req.body, key);
+    using oc = ingest_result::outcome;
+    json_writer w;
+    w.begin_object();
+    if (r.what != oc::accepted && r.what != oc::duplicate)
+      w.key("errors").begin_array().value(r.message).end_array();
+    w.field("source", source).field("request_id", r.request_id);
+    w.field("ack", h->spec().ack == http_ack::checkpoint ? "checkpoint" : "accepted");
+    w.field("accepted", r.accepted).field("bad", r.bad);
+    w.key("bad_examples").begin_array();
+    for (const auto& b : r.bad_examples)
+      w.begin_object().field("line", b.line).field("reason", b.reason).end_object();
+    w.end_array();
+    if (r.what == oc::duplicate)
+      w.field("duplicate", true);
+    if (r.checkpoint_id)
+      w.field("checkpoint_id", *r.checkpoint_id);
+    w.end_object();
+    int status = 202;
+    switch (r.what) {
+      case oc::accepted: status = 202; break;
+      case oc::duplicate: status = 200; break;
+      case oc::bad_body: status = 400; break;
+      case oc::too_large: status = 413; break;
+      case oc::queue_full: status = 429; break;
+      case oc::not_running:
+      case oc::ack_timeout: status = 503; break;
+    }
+    if (status == 429 || status == 503)
+      retry_after();
+    json_reply(res, status, w.take());
   }
 
   void stream(const httplib::Request& req, httplib::Response& res) {
@@ -1205,6 +1336,7 @@ expected<std::monostate> http_server::start() {
     while (!impl_->stopping) {
       lock.unlock();
       impl_->sample_all();
+      impl_->close_http_sources_of_ended_jobs();
       lock.lock();
       impl_->sampler_cv.wait_for(lock, std::chrono::seconds{1},
                                  [this] { return impl_->stopping.load(); });
@@ -1234,6 +1366,7 @@ void http_server::shutdown() {
       j->run->stop();
   for (const auto& j : jobs)
     j->run->wait();
+  impl_->close_http_sources_of_ended_jobs();
   {
     std::lock_guard lock{impl_->sampler_mutex};
     impl_->stopping = true;

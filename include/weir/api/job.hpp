@@ -154,6 +154,7 @@ struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
 struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
 struct push_source_spec;    // weir/connectors/push_source.hpp
 class push_source_handle;   // weir/connectors/push_source.hpp
+struct http_source_spec;    // weir/connectors/http_source.hpp
 struct enrich_spec;         // weir/operators/enrich.hpp
 
 /// Read-only access to one row, for user functions (lambda filters).
@@ -688,6 +689,16 @@ public:
   /// name, a missing schema, a format other than jsonl or csv, or an
   /// event-time field that is absent or not a timestamp/int64.
   [[nodiscard]] expected<push_stream> from_push(push_source_spec spec,
+                                                operator_options opts = {});
+
+  /// Adds an http source (src/kinds/sources/http/): records POSTed to
+  /// `weir serve` at `/ingest/{name}` (weir/connectors/http_source.hpp;
+  /// `find_http_source` gives the handle a server hands bodies to);
+  /// parallelism 1. Errors: `errc::invalid_argument` for a duplicate name, a
+  /// missing schema, a format other than jsonl or csv, an event-time field
+  /// that is absent or not a timestamp/int64, or `ack = checkpoint` without
+  /// checkpoints.
+  [[nodiscard]] expected<data_stream> from_http(http_source_spec spec,
                                                 operator_options opts = {});
 
   /// The stream called `name` (an operator's main output or a side output).

@@ -209,6 +209,16 @@ public:
   /// largest timestamp to that partition's watermark generator.
   virtual const std::vector<partition_run>* partition_runs() const { return nullptr; }
 
+  /// State of the reader beyond its positions, recorded with them in every
+  /// checkpoint (source state format version 4): opaque bytes, empty = none
+  /// (every reader but the http source, which keeps the idempotency keys of
+  /// the requests it has taken). Called right before `positions()`.
+  virtual std::string snapshot_state() const { return {}; }
+
+  /// Restores what `snapshot_state` returned (empty for a checkpoint without
+  /// it); called after `open` and right before `seek`.
+  virtual void restore_state(std::string_view state) { (void) state; }
+
   /// Checkpoint `checkpoint_id` recorded `positions()` just now (called right
   /// after it, on the same thread).
   virtual void on_checkpoint(std::uint64_t checkpoint_id) { (void) checkpoint_id; }

@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+namespace weir {
+class http_source_handle; // weir/connectors/http_source.hpp
+} // namespace weir
+
 namespace weir::runtime {
 
 /// How an edge distributes batches over the downstream subtasks.
@@ -158,6 +162,10 @@ struct job_graph {
   /// node names. A graph whose vectors were filled directly is searched.
   std::map<std::string, std::size_t, std::less<>> stream_index;
   std::set<std::string, std::less<>> node_names;
+
+  /// The job's http sources by name (`job::from_http`): what
+  /// `POST /ingest/{source}` hands its body to.
+  std::map<std::string, std::shared_ptr<http_source_handle>, std::less<>> http_sources;
 };
 
 } // namespace weir::runtime

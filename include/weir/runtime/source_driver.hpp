@@ -64,18 +64,25 @@ public:
   /// position lines, for splits read to their end (the files of a directory
   /// source); a state without finished splits is still written as version 2.
   ///
+  /// Version 4 adds, after the position lines, `reader <n>` and on the next
+  /// line the reader's own state (`source_reader::snapshot_state`, n bytes,
+  /// then a newline), for a reader that has one (the http source); a state
+  /// without it is written as version 2 or 3.
+  ///
   /// Version 1 (unversioned, before split positions) was
   /// "<value>\nclock <ms>\n<watermark lines>": it restores as one position
   /// with an empty split.
   static constexpr std::string_view state_magic = "weir-source-state";
-  static constexpr std::uint32_t state_version = 3;
+  static constexpr std::uint32_t state_version = 4;
   static std::string encode_state(const std::vector<source_position>& positions,
-                                  event_time clock, const std::string& watermarks);
+                                  event_time clock, const std::string& watermarks,
+                                  const std::string& reader_state = {});
   struct decoded_state {
     std::uint32_t version = 0;
     std::vector<source_position> positions;
     event_time clock = 0;
     std::string watermarks;
+    std::string reader_state; ///< version 4; empty before
   };
   /// Reads either version; throws std::runtime_error naming the version.
   static decoded_state decode_state(std::string_view state);

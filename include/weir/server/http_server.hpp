@@ -27,6 +27,9 @@ struct server_options {
   std::string token;
   /// Largest request body accepted (bytes); larger gets 413.
   std::size_t max_body_bytes = std::size_t{1} << 20;
+  /// Largest body of `POST /ingest/{source}` (bytes), whatever the http
+  /// source's own `max_body`; larger gets 413.
+  std::size_t max_ingest_body_bytes = std::size_t{256} << 20;
   /// Rows a live-results (SSE) client may have queued; rows arriving while
   /// it is full are skipped and the client told how many (never blocking
   /// the job).

@@ -606,9 +606,25 @@ TEST_CASE("source state: version 2 keeps one position per split; version 1 still
   CHECK(d3.positions == ps3);
   CHECK(text.starts_with("weir-source-state 2\n")); // nothing finished: still version 2
 
-  CHECK_THROWS_WITH(source_driver::decode_state("weir-source-state 4\nclock 0\n"),
-                    "cannot restore source state of format version 4: this weir reads "
-                    "versions 1 to 3");
+  // Version 4: a reader's own state (the http source's idempotency keys),
+  // any bytes, newlines included.
+  const std::string own = "3 40 0 t0-b1\n7 40 2 t1-b0\n";
+  auto text4 = source_driver::encode_state({{"", position_unit::event_number, 7}}, 0, "wm 5\n",
+                                           own);
+  CHECK(text4 == "weir-source-state 4\nposition event 7 \nreader 26\n" + own
+                   + "\nclock 0\nwm 5\n");
+  auto d4 = source_driver::decode_state(text4);
+  CHECK(d4.version == 4);
+  CHECK(d4.reader_state == own);
+  CHECK(d4.positions[0].value == 7);
+  CHECK(d4.watermarks == "wm 5\n");
+  CHECK(d3.reader_state.empty());
+  CHECK_THROWS_WITH(source_driver::decode_state("weir-source-state 4\nreader 99\nab\n"),
+                    "cannot read the source state (format version 4): bad reader state");
+
+  CHECK_THROWS_WITH(source_driver::decode_state("weir-source-state 5\nclock 0\n"),
+                    "cannot restore source state of format version 5: this weir reads "
+                    "versions 1 to 4");
   CHECK_THROWS_WITH(source_driver::decode_state("x\n"),
                     "cannot read the source state (format version 1): 'x' is not a position");
   CHECK_THROWS_WITH(
@@ -642,7 +658,7 @@ TEST_CASE("a source restores from a checkpoint of the unversioned format (versio
   bad->operator_states.push_back("weir-source-state 9\n");
   chain_harness f{g, {.restores = {bad, nullptr}}};
   CHECK_THROWS_WITH(f.open(), "cannot restore source state of format version 9: this weir "
-                              "reads versions 1 to 3");
+                              "reads versions 1 to 4");
 }
 
 TEST_CASE("a finished source leaves its final positions for later checkpoints (FLIP-147); "
