@@ -74,6 +74,8 @@ public:
   const std::vector<partition_run>* partition_runs() const override {
     return inner_->partition_runs();
   }
+  std::string snapshot_state() const override { return inner_->snapshot_state(); }
+  void restore_state(std::string_view state) override { inner_->restore_state(state); }
   void on_checkpoint(std::uint64_t id) override { inner_->on_checkpoint(id); }
   void notify_checkpoint_complete(std::uint64_t id) override {
     inner_->notify_checkpoint_complete(id);
