@@ -228,20 +228,26 @@ void column::truncate(std::size_t rows) {
   if (rows >= validity.size())
     return;
   validity.resize(rows);
+  // (A column without values, has_values() false, keeps none.)
   switch (type) {
     case type_id::int64:
     case type_id::timestamp:
-      ints.resize(rows);
+      if (ints.size() > rows)
+        ints.resize(rows);
       break;
     case type_id::float64:
-      floats.resize(rows);
+      if (floats.size() > rows)
+        floats.resize(rows);
       break;
     case type_id::boolean:
-      bools.resize(rows);
+      if (bools.size() > rows)
+        bools.resize(rows);
       break;
     case type_id::string:
-      offsets.resize(rows + 1);
-      chars.resize(offsets.back());
+      if (offsets.size() > rows + 1) {
+        offsets.resize(rows + 1);
+        chars.resize(offsets.back());
+      }
       break;
     case type_id::null_type:
       break;

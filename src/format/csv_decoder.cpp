@@ -21,10 +21,15 @@ class csv_decoder final : public record_decoder {
 public:
   csv_decoder(schema_ptr s, bool header, char delimiter, common_options co)
     : schema_(std::move(s)), rc_(std::move(co.rc)), delim_(delimiter),
-      expect_header_(header), invalid_utf8_(co.invalid_utf8), zone_(std::move(co.zone)) {
+      expect_header_(header), invalid_utf8_(co.invalid_utf8), zone_(std::move(co.zone)),
+      read_(std::move(co.read)) {
+    read_.resize(schema_->size(), true);
+    for (std::size_t i = 0; i < schema_->size(); ++i)
+      if (!read_[i])
+        unread_.push_back(i);
     if (!header)
       for (std::size_t i = 0; i < schema_->size(); ++i)
-        map_.push_back(i);
+        map_.push_back(read_[i] ? i : no_field);
   }
 
   const schema_ptr& output_schema() const override { return schema_; }
@@ -127,7 +132,8 @@ public:
       for (std::size_t i = 0; i < cells_.size(); ++i) {
         auto idx = schema_->index_of(cells_[i].text);
         if (idx && !taken[*idx]) {
-          map_[i] = *idx;
+          // An unread field's column is split off but not decoded.
+          map_[i] = read_[*idx] ? *idx : no_field;
           taken[*idx] = true;
         }
       }
@@ -146,6 +152,8 @@ public:
         return status::bad;
       }
     }
+    for (auto f : unread_)
+      append_unread(out.col(f));
     return rc_.commit(out, reason);
   }
 
@@ -281,6 +289,8 @@ private:
   bool expect_header_;
   invalid_utf8_policy invalid_utf8_;
   time_zone zone_;
+  std::vector<bool> read_;            ///< per field: decoded (else null without values)
+  std::vector<std::size_t> unread_;   ///< the fields not decoded
   scan_resume resume_;
   std::string header_error_;          ///< set when the header line was bad
   std::size_t quote_open_at_ = 0;    ///< where the last quoted field opened
