@@ -388,8 +388,24 @@ record_batch_ptr batch_builder::finish() {
   auto out = std::make_shared<record_batch>(std::move(batch_));
   batch_ = record_batch{};
   batch_.schema = out->schema;
-  for (const auto& f : batch_.schema->fields())
-    batch_.columns.emplace_back(f.type);
+  // The next batch is sized like this one: each value vector (and a string
+  // column's characters) allocated once, not grown by doubling, row by row.
+  const std::size_t rows = out->num_rows;
+  batch_.columns.reserve(out->columns.size());
+  for (const auto& c : out->columns) {
+    auto& n = batch_.columns.emplace_back(c.type);
+    if (rows == 0)
+      continue;
+    if (c.has_values()) {
+      n.reserve(rows);
+      if (c.type == type_id::string)
+        n.chars.reserve(c.chars.size() + c.chars.size() / 8);
+    } else {
+      n.validity.reserve(rows); // (unread: no values)
+    }
+  }
+  if (out->has_timestamps())
+    batch_.timestamps.reserve(rows);
   return out;
 }
 
