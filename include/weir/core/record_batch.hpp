@@ -165,10 +165,7 @@ public:
   /// Removes values appended since the last `commit_row()`.
   void rollback_row();
 
-  /// Returns the rows built so far and starts a new, empty batch whose
-  /// vectors are reserved at the finished batch's sizes (rows, and a string
-  /// column's bytes + 1/8), so that a decoder appending into it allocates once
-  /// per vector and batch, never per field.
+  /// Returns the rows built so far and starts a new, empty batch.
   record_batch_ptr finish();
 
 private:
