@@ -53,6 +53,25 @@ public:
       st = resume_.state;
       newlines = resume_.newlines;
     }
+    if (st != quoted) {
+      // The usual line holds no quote: memchr to its newline, memchr for a
+      // quote before it, and the byte loop below only for lines that have one.
+      const char* from = buffer.data() + i;
+      const std::size_t left = buffer.size() - i;
+      const void* nl = std::memchr(from, '\n', left);
+      const std::size_t seg =
+        nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - from) : left;
+      if (std::memchr(from, '"', seg) == nullptr) {
+        if (nl != nullptr) {
+          resume_.reset();
+          lines = newlines + 1;
+          return i + seg + 1;
+        }
+        if (seg > 0)
+          st = buffer.back() == delim_ ? field_start : unquoted;
+        i = buffer.size(); // (and on to the end-of-buffer handling)
+      }
+    }
     for (; i < buffer.size(); ++i) {
       const char c = buffer[i];
       switch (st) {
