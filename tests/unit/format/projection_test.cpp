@@ -165,3 +165,33 @@ TEST_CASE("the file reader with read_fields: rows, unread columns without values
   CHECK(sum == 4999 * 5000 / 2);
 }
 }
+
+TEST_SUITE("format") {
+TEST_CASE("jsonl On-Demand fast path: what it leaves to DOM gives DOM's answer") {
+  decoder_options o;
+  o.kind = format_kind::jsonl;
+  o.schema = make_schema({{"a", type_id::int64}, {"s", type_id::string}});
+  auto dec = decoder(o);
+  auto r = decode_all(*dec,
+    R"({"a": 1, "s": "x"} {"a": 2})" "\n"        // two objects on a line: bad
+    R"({"\u0061": 3, "s": "y"})" "\n"             // an escaped key: read as "a"
+    R"({"a": 4, "s": "z", "a": 5})" "\n"          // a duplicate key keeps the last
+    R"({"a": 6, "s": [1, {"b": 2}]})" "\n"        // nested value in a string field
+    R"({"a": 7, "zz": tru, "s": "w"})" "\n"       // a malformed undeclared value: skipped
+    R"({"a": 8.5, "s": "v"})" "\n");              // wrong type: DOM's reason
+  REQUIRE(r.bad.size() == 2);
+  CHECK(r.bad[0].rfind("invalid JSON: ", 0) == 0);
+  CHECK(r.bad[1] == "field 'a': expected int64, got float");
+  REQUIRE(r.batch->num_rows == 4);
+  const auto& a = r.batch->columns[0];
+  const auto& s = r.batch->columns[1];
+  CHECK(a.ints[0] == 3);
+  CHECK(s.str(0) == "y");
+  CHECK(a.ints[1] == 5);
+  CHECK(s.str(1) == "z");
+  CHECK(a.ints[2] == 6);
+  CHECK(s.str(2) == R"([1,{"b":2}])");
+  CHECK(a.ints[3] == 7);
+  CHECK(s.str(3) == "w");
+}
+}
