@@ -228,20 +228,26 @@ void column::truncate(std::size_t rows) {
   if (rows >= validity.size())
     return;
   validity.resize(rows);
+  // (A column without values, has_values() false, keeps none.)
   switch (type) {
     case type_id::int64:
     case type_id::timestamp:
-      ints.resize(rows);
+      if (ints.size() > rows)
+        ints.resize(rows);
       break;
     case type_id::float64:
-      floats.resize(rows);
+      if (floats.size() > rows)
+        floats.resize(rows);
       break;
     case type_id::boolean:
-      bools.resize(rows);
+      if (bools.size() > rows)
+        bools.resize(rows);
       break;
     case type_id::string:
-      offsets.resize(rows + 1);
-      chars.resize(offsets.back());
+      if (offsets.size() > rows + 1) {
+        offsets.resize(rows + 1);
+        chars.resize(offsets.back());
+      }
       break;
     case type_id::null_type:
       break;
@@ -382,8 +388,24 @@ record_batch_ptr batch_builder::finish() {
   auto out = std::make_shared<record_batch>(std::move(batch_));
   batch_ = record_batch{};
   batch_.schema = out->schema;
-  for (const auto& f : batch_.schema->fields())
-    batch_.columns.emplace_back(f.type);
+  // The next batch is sized like this one: each value vector (and a string
+  // column's characters) allocated once, not grown by doubling, row by row.
+  const std::size_t rows = out->num_rows;
+  batch_.columns.reserve(out->columns.size());
+  for (const auto& c : out->columns) {
+    auto& n = batch_.columns.emplace_back(c.type);
+    if (rows == 0)
+      continue;
+    if (c.has_values()) {
+      n.reserve(rows);
+      if (c.type == type_id::string)
+        n.chars.reserve(c.chars.size() + c.chars.size() / 8);
+    } else {
+      n.validity.reserve(rows); // (unread: no values)
+    }
+  }
+  if (out->has_timestamps())
+    batch_.timestamps.reserve(rows);
   return out;
 }
 

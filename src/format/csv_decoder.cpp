@@ -21,10 +21,15 @@ class csv_decoder final : public record_decoder {
 public:
   csv_decoder(schema_ptr s, bool header, char delimiter, common_options co)
     : schema_(std::move(s)), rc_(std::move(co.rc)), delim_(delimiter),
-      expect_header_(header), invalid_utf8_(co.invalid_utf8), zone_(std::move(co.zone)) {
+      expect_header_(header), invalid_utf8_(co.invalid_utf8), zone_(std::move(co.zone)),
+      read_(std::move(co.read)) {
+    read_.resize(schema_->size(), true);
+    for (std::size_t i = 0; i < schema_->size(); ++i)
+      if (!read_[i])
+        unread_.push_back(i);
     if (!header)
       for (std::size_t i = 0; i < schema_->size(); ++i)
-        map_.push_back(i);
+        map_.push_back(read_[i] ? i : no_field);
   }
 
   const schema_ptr& output_schema() const override { return schema_; }
@@ -47,6 +52,25 @@ public:
       i = resume_.scanned;
       st = resume_.state;
       newlines = resume_.newlines;
+    }
+    if (st != quoted) {
+      // The usual line holds no quote: memchr to its newline, memchr for a
+      // quote before it, and the byte loop below only for lines that have one.
+      const char* from = buffer.data() + i;
+      const std::size_t left = buffer.size() - i;
+      const void* nl = std::memchr(from, '\n', left);
+      const std::size_t seg =
+        nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - from) : left;
+      if (std::memchr(from, '"', seg) == nullptr) {
+        if (nl != nullptr) {
+          resume_.reset();
+          lines = newlines + 1;
+          return i + seg + 1;
+        }
+        if (seg > 0)
+          st = buffer.back() == delim_ ? field_start : unquoted;
+        i = buffer.size(); // (and on to the end-of-buffer handling)
+      }
     }
     for (; i < buffer.size(); ++i) {
       const char c = buffer[i];
@@ -127,7 +151,8 @@ public:
       for (std::size_t i = 0; i < cells_.size(); ++i) {
         auto idx = schema_->index_of(cells_[i].text);
         if (idx && !taken[*idx]) {
-          map_[i] = *idx;
+          // An unread field's column is split off but not decoded.
+          map_[i] = read_[*idx] ? *idx : no_field;
           taken[*idx] = true;
         }
       }
@@ -146,6 +171,8 @@ public:
         return status::bad;
       }
     }
+    for (auto f : unread_)
+      append_unread(out.col(f));
     return rc_.commit(out, reason);
   }
 
@@ -281,6 +308,8 @@ private:
   bool expect_header_;
   invalid_utf8_policy invalid_utf8_;
   time_zone zone_;
+  std::vector<bool> read_;            ///< per field: decoded (else null without values)
+  std::vector<std::size_t> unread_;   ///< the fields not decoded
   scan_resume resume_;
   std::string header_error_;          ///< set when the header line was bad
   std::size_t quote_open_at_ = 0;    ///< where the last quoted field opened

@@ -163,6 +163,10 @@ expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& op
     rc.event_time_index = *idx;
     rc.event_time_name = opts.event_time_field;
   }
+  co.read.assign(s->size(), true);
+  if (opts.kind != format_kind::apache_combined)
+    for (std::size_t i = 0; i < opts.read_fields.size() && i < s->size(); ++i)
+      co.read[i] = opts.read_fields[i] || (rc.event_time_index && *rc.event_time_index == i);
   switch (opts.kind) {
     case format_kind::jsonl:
       return internal::make_jsonl_decoder(std::move(s), std::move(co), opts.control_lines);

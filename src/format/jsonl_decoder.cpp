@@ -4,6 +4,8 @@
 #include <simdjson.h>
 
 #include <charconv>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -135,12 +137,17 @@ class jsonl_decoder final : public record_decoder {
 public:
   jsonl_decoder(schema_ptr s, common_options co, bool control_lines)
     : schema_(std::move(s)), rc_(std::move(co.rc)), control_lines_(control_lines),
-      invalid_utf8_(co.invalid_utf8), zone_(std::move(co.zone)),
+      invalid_utf8_(co.invalid_utf8), zone_(std::move(co.zone)), read_(std::move(co.read)),
       slots_(schema_->size()),
       present_(schema_->size(), 0) {
+    read_.resize(schema_->size(), true);
     slow_.resize(schema_->size());
+    fast_.resize(schema_->size());
+    // An unread field (projection push-down) is not looked up: its key is
+    // skipped as an undeclared one is.
     for (std::size_t i = 0; i < schema_->size(); ++i)
-      index_.emplace(schema_->at(i).name, i);
+      if (read_[i])
+        index_.emplace(schema_->at(i).name, i);
   }
 
   const schema_ptr& output_schema() const override { return schema_; }
@@ -161,6 +168,9 @@ public:
     // simdjson reads up to SIMDJSON_PADDING bytes past the end: parse from a
     // reused buffer with that much slack rather than from the file buffer.
     pad(padded_, record);
+    if (!control_lines_)
+      if (auto st = decode_fast(record.size(), out, reason))
+        return *st;
     simdjson::dom::element doc;
     if (auto err = parse_dom(padded_, record.size(), doc)) {
       if (err == simdjson::NUMBER_ERROR)
@@ -201,6 +211,10 @@ public:
     }
     for (std::size_t i = 0; i < schema_->size(); ++i) {
       auto& c = out.col(i);
+      if (!read_[i]) {
+        append_unread(c);
+        continue;
+      }
       if (!present_[i] || slots_[i].is_null()) {
         c.append_null();
         continue;
@@ -216,6 +230,145 @@ public:
   event_time control_time() const override { return control_time_; }
 
 private:
+  // The fast path (simdjson On-Demand over the padded record, one reused
+  // parser): walks the object's keys once, parses only the values of read
+  // fields, skips the others by structure, and appends nothing until every
+  // read field has been read. Returns nullopt, having appended nothing, for
+  // whatever it does not settle itself (any simdjson error, a type that does
+  // not fit, an array or object in a string field, a key with an escape, text
+  // after the object): the DOM path then decodes the record, with its exact
+  // reasons and its handling of deep nesting and big numbers.
+  struct fast_slot {
+    enum kind_t : std::uint8_t { null, integer, floating, boolean, text } kind = null;
+    std::int64_t i = 0;
+    double f = 0;
+    std::string_view s; ///< in the parser's string buffer (valid until the next record)
+  };
+
+  // The field index of `key` (npos: not read), remembered per key position,
+  // as the keys of a file's records mostly come in the same order.
+  std::size_t field_of(std::size_t pos, std::string_view key) {
+    if (pos < seen_names_.size() && seen_names_[pos] == key)
+      return seen_index_[pos];
+    auto it = index_.find(key);
+    const std::size_t idx = it == index_.end() ? npos : it->second;
+    if (pos >= seen_names_.size()) {
+      if (pos < 256) {
+        seen_names_.resize(pos + 1);
+        seen_index_.resize(pos + 1, npos);
+      } else {
+        return idx;
+      }
+    }
+    seen_names_[pos].assign(key);
+    seen_index_[pos] = idx;
+    return idx;
+  }
+
+  std::optional<status> decode_fast(std::size_t len, batch_builder& out, std::string& reason) {
+    using jt = simdjson::ondemand::json_type;
+    simdjson::ondemand::document doc;
+    if (od_fast_.iterate(padded_.data(), len, padded_.size()).get(doc))
+      return std::nullopt;
+    simdjson::ondemand::object obj;
+    if (doc.get_object().get(obj))
+      return std::nullopt;
+    // Text after the object ("{..} {..}") is left to the DOM path: the
+    // object's extent (a walk over its structural indexes only) must end
+    // where the record does.
+    std::string_view whole;
+    if (obj.raw_json().get(whole) || whole.data() + whole.size() < padded_.data() + len
+        || obj.reset().error())
+      return std::nullopt;
+    for (auto& f : fast_)
+      f.kind = fast_slot::null;
+    std::size_t pos = 0;
+    for (auto fr : obj) {
+      simdjson::ondemand::field field;
+      if (std::move(fr).get(field))
+        return std::nullopt;
+      const char* k = field.key().raw();
+      const void* q = std::memchr(k, '"', static_cast<std::size_t>(padded_.data() + len - k));
+      if (q == nullptr)
+        return std::nullopt;
+      const std::string_view key{k, static_cast<std::size_t>(static_cast<const char*>(q) - k)};
+      if (key.find('\\') != std::string_view::npos)
+        return std::nullopt;
+      const std::size_t i = field_of(pos++, key);
+      if (i == npos)
+        continue; // skipped by structure, not validated
+      auto& v = field.value();
+      auto& sl = fast_[i];
+      jt t{};
+      if (v.type().get(t))
+        return std::nullopt;
+      if (t == jt::null) {
+        sl.kind = fast_slot::null;
+        continue;
+      }
+      switch (schema_->at(i).type) {
+        case type_id::int64:
+          if (t != jt::number || v.get_int64().get(sl.i))
+            return std::nullopt;
+          sl.kind = fast_slot::integer;
+          break;
+        case type_id::float64:
+          if (t != jt::number || v.get_double().get(sl.f))
+            return std::nullopt;
+          sl.kind = fast_slot::floating;
+          break;
+        case type_id::boolean: {
+          bool b = false;
+          if (t != jt::boolean || v.get_bool().get(b))
+            return std::nullopt;
+          sl.i = b ? 1 : 0;
+          sl.kind = fast_slot::boolean;
+          break;
+        }
+        case type_id::string:
+          if (t != jt::string || v.get_string().get(sl.s))
+            return std::nullopt;
+          sl.kind = fast_slot::text;
+          break;
+        case type_id::timestamp:
+          if (t == jt::number) {
+            if (v.get_int64().get(sl.i))
+              return std::nullopt;
+          } else {
+            std::string_view str;
+            if (t != jt::string || v.get_string().get(str))
+              return std::nullopt;
+            auto ts = parse_iso8601(str, zone_);
+            if (!ts)
+              return std::nullopt;
+            sl.i = *ts;
+          }
+          sl.kind = fast_slot::integer;
+          break;
+        case type_id::null_type:
+          break;
+      }
+    }
+    for (std::size_t i = 0; i < schema_->size(); ++i) {
+      auto& c = out.col(i);
+      if (!read_[i]) {
+        append_unread(c);
+        continue;
+      }
+      const auto& sl = fast_[i];
+      switch (sl.kind) {
+        case fast_slot::null: c.append_null(); break;
+        case fast_slot::integer: c.append_int(sl.i); break;
+        case fast_slot::floating: c.append_float(sl.f); break;
+        case fast_slot::boolean: c.append_bool(sl.i != 0); break;
+        case fast_slot::text: c.append_string(sl.s); break;
+      }
+    }
+    return rc_.commit(out, reason);
+  }
+
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
   bool type_error(std::size_t i, simdjson::dom::element v, std::string& reason) const {
     const auto& f = schema_->at(i);
     reason = "field '" + f.name + "': expected " + std::string{to_string(f.type)}
@@ -389,6 +542,10 @@ private:
     }
     for (std::size_t i = 0; i < schema_->size(); ++i) {
       auto& c = out.col(i);
+      if (!read_[i]) {
+        append_unread(c);
+        continue;
+      }
       const auto& sl = slow_[i];
       if (!sl.error.empty()) {
         out.rollback_row();
@@ -522,6 +679,11 @@ private:
   bool control_lines_ = false;
   invalid_utf8_policy invalid_utf8_;
   time_zone zone_;
+  std::vector<bool> read_; ///< per field: decoded (else null without values)
+  simdjson::ondemand::parser od_fast_;
+  std::vector<fast_slot> fast_;
+  std::vector<std::string> seen_names_; ///< per key position: the key last seen there
+  std::vector<std::size_t> seen_index_; ///< ... and its field (npos: not read)
   scan_resume resume_;
   std::string utf8_scratch_;
   std::unique_ptr<simdjson::dom::parser> deep_parser_;

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace weir::format {
 
@@ -59,6 +60,16 @@ struct decoder_options {
   /// The zone of ISO-8601 timestamps written without one (jsonl and csv;
   /// apache_combined stamps always carry their offset). Default UTC.
   time_zone zone;
+  /// Projection push-down (Flink's `SupportsProjectionPushDown`), jsonl and
+  /// csv: per schema field, whether anything reads it; empty = all. An
+  /// unread field is not decoded: its column stays all null without values
+  /// (`column::has_values` false, as generated sources leave the fields they
+  /// skip) and nothing in its text is checked beyond what splitting the
+  /// record needs, so a value of the wrong type there does not make the
+  /// record bad (Flink's JSON and CSV formats read only the projected
+  /// fields too). The event-time field is decoded whatever this says.
+  /// Fields past the vector's end are read.
+  std::vector<bool> read_fields;
 };
 
 /// Splits a byte stream into records and decodes each into a batch_builder.
@@ -79,8 +90,15 @@ struct decoder_options {
 /// field; a float beyond a double's range is bad. Nothing is clamped.
 ///
 /// Per format:
-/// - **jsonl**: one JSON object per line (simdjson DOM, full validation).
-///   Undeclared keys are skipped whatever their size, depth or content: a
+/// - **jsonl**: one JSON object per line, read with simdjson On-Demand (one
+///   reused parser): the keys are walked once, the values of declared and
+///   read fields parsed, the others skipped by structure (brackets and
+///   strings, which simdjson's first stage checks, as it checks UTF-8), so a
+///   malformed literal such as `tru` in an undeclared or unread key is not
+///   noticed. A record the fast path does not settle (any error, a value of
+///   the wrong type, a nested value in a string field, an escaped key, text
+///   after the object) is decoded again by simdjson DOM, which gives the
+///   reasons below. Undeclared keys are skipped whatever their size, depth or content: a
 ///   document nested deeper than simdjson's default 1024 levels is parsed
 ///   again with a limit of its length, and one holding a number the DOM
 ///   refuses (beyond 64 bits, beyond a double) is validated with such numbers

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace weir::format::internal {
 
@@ -168,7 +169,15 @@ struct common_options {
   row_committer rc;
   invalid_utf8_policy invalid_utf8 = invalid_utf8_policy::error;
   time_zone zone; ///< for timestamps written without a zone
+  /// Per schema field (exactly the schema's size), whether it is decoded:
+  /// decoder_options::read_fields completed with `true`, the event-time
+  /// field always `true`.
+  std::vector<bool> read;
 };
+
+/// Appends a row to a column nothing reads (decoder_options::read_fields):
+/// null, and no value (`column::has_values` stays false).
+inline void append_unread(column& c) { c.validity.push_back(0); }
 
 std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, common_options co,
                                                    bool control_lines = false);

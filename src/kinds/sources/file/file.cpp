@@ -445,15 +445,19 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
     spec.decoder.control_lines = true;
   }
   // One split per file, or byte-range splits of one file; the splits spread
-  // over the source's subtasks.
+  // over the source's subtasks. `needed`: the fields some operator reads,
+  // filled by runtime::prune_generated_fields before the readers are made
+  // (projection push-down into the decoder; empty = all).
+  auto needed = std::make_shared<std::vector<bool>>();
   auto node = internal::add_source_node(
     *graph_, opts, "file_source", spec.decoder.schema, parallelism, spec.watermark,
-    [spec, many, split, options = &graph_->options](std::size_t subtask, std::size_t n,
-                                                    bad_record_handler on_bad)
+    [spec, many, split, needed, options = &graph_->options](std::size_t subtask, std::size_t n,
+                                                            bad_record_handler on_bad)
       -> source_reader_ptr {
       format::file_source_options fo;
       fo.path = spec.path;
       fo.decoder = spec.decoder;
+      fo.decoder.read_fields = *needed;
       fo.event_time_field = spec.event_time_field;
       auto reader = [&] {
         if (split) {
@@ -488,6 +492,8 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
   (*node)->partition_field = partition_field;
   (*node)->partitions = spec.partitions;
   (*node)->processing_time_field = proc_field;
+  if (spec.decoder.kind != format::format_kind::apache_combined)
+    (*node)->needed_columns = std::move(needed);
   return data_stream{graph_, (*node)->id, 0};
 }
 

@@ -362,13 +362,24 @@ expected<data_stream> job::from_kafka(kafka_source_spec spec, operator_options o
   auto out_schema = *schema;
   // The stream's name (generated when empty) is known once the node exists.
   auto source_name = std::make_shared<std::string>(opts.name);
+  // The output columns some operator reads, filled by
+  // runtime::prune_generated_fields before the readers are made: the value's
+  // fields (the schema's first columns) that nothing reads are not decoded
+  // (projection push-down, decoder_options::read_fields); the metadata
+  // columns are always filled.
+  auto needed = std::make_shared<std::vector<bool>>();
   auto node = internal::add_source_node(
     *graph_, opts, "kafka_source", out_schema,
     internal::default_parallelism(*graph_, opts.parallelism), spec.watermark,
-    [spec, options, out_schema, source_name](std::size_t subtask, std::size_t parallelism,
-                                             bad_record_handler on_bad) {
+    [spec, options, out_schema, source_name, needed](std::size_t subtask,
+                                                     std::size_t parallelism,
+                                                     bad_record_handler on_bad) {
       kafka::reader_options ro;
       ro.spec = spec;
+      if (!spec.raw && spec.decoder.schema && needed->size() >= spec.decoder.schema->size())
+        ro.spec.decoder.read_fields.assign(
+          needed->begin(),
+          needed->begin() + static_cast<std::ptrdiff_t>(spec.decoder.schema->size()));
       ro.output = out_schema;
       ro.source_name = *source_name;
       ro.job_name = options->name;
@@ -379,6 +390,8 @@ expected<data_stream> job::from_kafka(kafka_source_spec spec, operator_options o
   if (!node)
     return node.error();
   *source_name = (*node)->name;
+  if (!spec.raw)
+    (*node)->needed_columns = std::move(needed);
   return data_stream{graph_, (*node)->id, 0};
 }
 
