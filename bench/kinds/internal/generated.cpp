@@ -24,6 +24,8 @@ generated_common parse_generated_common(parse_context& c, std::string_view count
     g.rate = *v;
   if (auto v = r.string("generation_time_field", false, true))
     g.generation_time_field = v->value;
+  if (auto v = r.boolean("projection_push_down"))
+    g.projection_push_down = *v;
   if (auto v = soft.integer("parallelism", 1, max_key_groups)) {
     if (static_cast<std::size_t>(*v) > c.max_parallelism)
       soft.fail(pos_of(*soft.get("parallelism")),

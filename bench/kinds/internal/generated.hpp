@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the generated sources (generator, nexmark) share: their count, seed,
-// rate, generation-time field, parallelism and watermark keys.
+// rate, generation-time field, parallelism, watermark and projection_push_down keys.
 #include "config/kind.hpp"
 
 #include "weir/api/source_options.hpp"
@@ -19,6 +19,7 @@ struct generated_common {
   std::string generation_time_field;
   std::size_t parallelism = 0;
   watermark_options watermark;
+  bool projection_push_down = true;
 };
 
 /// Reads the shared keys; `count_key` is "count" or "events".

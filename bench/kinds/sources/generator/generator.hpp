@@ -30,6 +30,11 @@ struct generator_source_spec {
   /// blackhole sink's latency measurement. Empty: none.
   std::string generation_time_field;
   watermark_options watermark;
+  /// Projection push-down (Flink's `SupportsProjectionPushDown`): true
+  /// generates only the fields some operator reads (the others stay null,
+  /// see `runtime::prune_generated_fields`); false generates whole events,
+  /// for benchmarks against engines that do. Results are the same.
+  bool projection_push_down = true;
 };
 
 } // namespace weir

@@ -28,6 +28,11 @@ struct nexmark_source_spec {
   double rate = 0; ///< events/s over all subtasks; 0 = as fast as possible
   std::string generation_time_field;
   watermark_options watermark;
+  /// Projection push-down (Flink's `SupportsProjectionPushDown`): true
+  /// generates only the fields some operator reads (the others stay null,
+  /// see `runtime::prune_generated_fields`); false generates whole events,
+  /// for benchmarks against engines that do. Results are the same.
+  bool projection_push_down = true;
 };
 
 } // namespace weir

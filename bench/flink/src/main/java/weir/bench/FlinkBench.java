@@ -36,7 +36,12 @@ import org.apache.flink.util.Collector;
  * The benchmark queries of bench/nexmark and bench/ysb as Flink DataStream jobs on a local
  * mini-cluster, over the Java port of weir's generators; prints one JSON line like
  * weir_baseline's. Usage: FlinkBench q0|q1|q2|q3|q5|q7|q8|ysb --events N --parallelism P [--digest]
- * [--seed S].
+ * [--seed S] [--pruned].
+ *
+ * <p>By default the sources generate whole events. With --pruned they generate only the fields
+ * the query reads, the same pruning weir's sources do by projection push-down (text fields no
+ * operator reads left empty, YSB's unread integers not computed), so that weir and Flink can be
+ * compared generating the same work in either mode (bench/README.md).
  */
 public final class FlinkBench {
   static final long RANK_SHIFT = 68_719_476_736L; // 2^36
@@ -49,11 +54,20 @@ public final class FlinkBench {
     private static final long serialVersionUID = 1L;
     private final long events;
     private final long seed;
+    private final boolean withChannel;
+    private final boolean withExtra;
     private volatile boolean running = true;
 
     BidSource(long events, long seed) {
+      this(events, seed, true, true);
+    }
+
+    /** withChannel, withExtra: whether channel and url, and extra, are generated. */
+    BidSource(long events, long seed, boolean withChannel, boolean withExtra) {
       this.events = events;
       this.seed = seed;
+      this.withChannel = withChannel;
+      this.withExtra = withExtra;
     }
 
     @Override
@@ -62,7 +76,7 @@ public final class FlinkBench {
       int p = getRuntimeContext().getNumberOfParallelSubtasks();
       for (long n = getRuntimeContext().getIndexOfThisSubtask(); n < events && running; n += p) {
         if (gen.kindOf(n) == NexmarkGenerator.BID) {
-          ctx.collect(gen.makeBid(n));
+          ctx.collect(gen.makeBid(n, withChannel, withExtra));
         }
       }
     }
@@ -79,12 +93,19 @@ public final class FlinkBench {
     private final long events;
     private final long seed;
     private final int kind;
+    private final boolean whole;
     private volatile boolean running = true;
 
     EventSource(long events, long seed, int kind) {
+      this(events, seed, kind, true);
+    }
+
+    /** whole false: without the text fields q3 and q8 never read (email, item, ...). */
+    EventSource(long events, long seed, int kind, boolean whole) {
       this.events = events;
       this.seed = seed;
       this.kind = kind;
+      this.whole = whole;
     }
 
     @Override
@@ -94,8 +115,8 @@ public final class FlinkBench {
       int p = getRuntimeContext().getNumberOfParallelSubtasks();
       for (long n = getRuntimeContext().getIndexOfThisSubtask(); n < events && running; n += p) {
         if (gen.kindOf(n) == kind) {
-          ctx.collect((T) (kind == NexmarkGenerator.PERSON ? gen.makePerson(n)
-                                                           : gen.makeAuction(n)));
+          ctx.collect((T) (kind == NexmarkGenerator.PERSON ? gen.makePerson(n, whole)
+                                                           : gen.makeAuction(n, whole)));
         }
       }
     }
@@ -110,11 +131,13 @@ public final class FlinkBench {
     private static final long serialVersionUID = 1L;
     private final long events;
     private final long seed;
+    private final boolean pruned;
     private volatile boolean running = true;
 
-    YsbSource(long events, long seed) {
+    YsbSource(long events, long seed, boolean pruned) {
       this.events = events;
       this.seed = seed;
+      this.pruned = pruned;
     }
 
     @Override
@@ -122,7 +145,7 @@ public final class FlinkBench {
       long mseed = Random64.mixedSeed(seed);
       int p = getRuntimeContext().getNumberOfParallelSubtasks();
       for (long n = getRuntimeContext().getIndexOfThisSubtask(); n < events && running; n += p) {
-        ctx.collect(YsbEvent.make(mseed, n));
+        ctx.collect(pruned ? YsbEvent.makePruned(mseed, n) : YsbEvent.make(mseed, n));
       }
     }
 
@@ -328,7 +351,12 @@ public final class FlinkBench {
   // -- the queries -----------------------------------------------------------------------------
 
   static DataStream<Bid> bids(StreamExecutionEnvironment env, long events, long seed) {
-    return env.addSource(new BidSource(events, seed), "bids")
+    return bids(env, events, seed, true, true);
+  }
+
+  static DataStream<Bid> bids(StreamExecutionEnvironment env, long events, long seed,
+      boolean withChannel, boolean withExtra) {
+    return env.addSource(new BidSource(events, seed, withChannel, withExtra), "bids")
         .assignTimestampsAndWatermarks(WatermarkStrategy.<Bid>forBoundedOutOfOrderness(
             Duration.ofSeconds(4)).withTimestampAssigner((b, t) -> b.dateTime));
   }
@@ -421,25 +449,29 @@ public final class FlinkBench {
   }
 
   static void build(StreamExecutionEnvironment env, String query, long events, long seed,
-      boolean digest) {
+      boolean digest, boolean pruned) {
     switch (query) {
       case "q0":
       case "q1":
       case "q2":
       case "q5":
-      case "q7":
-        bidQuery(bids(env, events, seed), query, counting(digest));
+      case "q7": {
+        // Pruned as weir's push-down prunes: channel and url are read by no query here,
+        // extra only by q0 and q1.
+        boolean extra = !pruned || query.equals("q0") || query.equals("q1");
+        bidQuery(bids(env, events, seed, !pruned, extra), query, counting(digest));
         break;
+      }
       case "q8":
         // Monitor new users: persons and auctions of one seller in the same 10 s
         // tumbling window (Beam's Query8), joined by Flink's window join.
         DataStream<Person> persons = env
-            .addSource(new EventSource<Person>(events, seed, NexmarkGenerator.PERSON), "persons",
+            .addSource(new EventSource<Person>(events, seed, NexmarkGenerator.PERSON, !pruned), "persons",
                 TypeInformation.of(Person.class))
             .assignTimestampsAndWatermarks(WatermarkStrategy.<Person>forBoundedOutOfOrderness(
                 Duration.ofSeconds(4)).withTimestampAssigner((e, t) -> e.dateTime));
         DataStream<Auction> auctions = env
-            .addSource(new EventSource<Auction>(events, seed, NexmarkGenerator.AUCTION),
+            .addSource(new EventSource<Auction>(events, seed, NexmarkGenerator.AUCTION, !pruned),
                 "auctions", TypeInformation.of(Auction.class))
             .assignTimestampsAndWatermarks(WatermarkStrategy.<Auction>forBoundedOutOfOrderness(
                 Duration.ofSeconds(4)).withTimestampAssigner((e, t) -> e.dateTime));
@@ -457,11 +489,11 @@ public final class FlinkBench {
         // Local item suggestion: category-10 auctions of sellers in OR, ID or CA, a regular
         // (unwindowed) inner join on person id = seller, both sides in keyed state.
         DataStream<Person> localPersons = env
-            .addSource(new EventSource<Person>(events, seed, NexmarkGenerator.PERSON), "persons",
+            .addSource(new EventSource<Person>(events, seed, NexmarkGenerator.PERSON, !pruned), "persons",
                 TypeInformation.of(Person.class))
             .filter(e -> e.state.equals("OR") || e.state.equals("ID") || e.state.equals("CA"));
         DataStream<Auction> category10 = env
-            .addSource(new EventSource<Auction>(events, seed, NexmarkGenerator.AUCTION),
+            .addSource(new EventSource<Auction>(events, seed, NexmarkGenerator.AUCTION, !pruned),
                 "auctions", TypeInformation.of(Auction.class))
             .filter(e -> e.category == 10);
         localPersons.connect(category10)
@@ -474,7 +506,7 @@ public final class FlinkBench {
         break;
       }
       case "ysb":
-        env.addSource(new YsbSource(events, seed), "events")
+        env.addSource(new YsbSource(events, seed, pruned), "events")
             .assignTimestampsAndWatermarks(WatermarkStrategy.<YsbEvent>forBoundedOutOfOrderness(
                 Duration.ZERO).withTimestampAssigner((e, t) -> e.eventTime))
             .filter(e -> e.eventType == 0)
@@ -494,7 +526,7 @@ public final class FlinkBench {
   public static void main(String[] args) throws Exception {
     if (args.length < 1) {
       System.err.println("usage: FlinkBench q0|q1|q2|q3|q5|q7|q8|ysb --events N --parallelism P "
-          + "[--digest] [--seed S]");
+          + "[--digest] [--seed S] [--pruned]");
       System.exit(2);
     }
     String query = args[0];
@@ -502,12 +534,14 @@ public final class FlinkBench {
     long seed = 0;
     int parallelism = 1;
     boolean digest = false;
+    boolean pruned = false;
     for (int i = 1; i < args.length; ++i) {
       switch (args[i]) {
         case "--events": events = Long.parseLong(args[++i]); break;
         case "--seed": seed = Long.parseLong(args[++i]); break;
         case "--parallelism": parallelism = Integer.parseInt(args[++i]); break;
         case "--digest": digest = true; break;
+        case "--pruned": pruned = true; break;
         default:
           System.err.println("unknown argument " + args[i]);
           System.exit(2);
@@ -517,7 +551,7 @@ public final class FlinkBench {
     StreamExecutionEnvironment env =
         StreamExecutionEnvironment.createLocalEnvironment(parallelism, conf);
     env.getConfig().enableObjectReuse();
-    build(env, query, events, seed, digest);
+    build(env, query, events, seed, digest, pruned);
     long start = System.nanoTime();
     JobExecutionResult result = env.execute("weir-bench-" + query);
     double wall = (System.nanoTime() - start) / 1e9;
@@ -526,9 +560,10 @@ public final class FlinkBench {
     Long sum = result.getAccumulatorResult("digest");
     StringBuilder out = new StringBuilder();
     out.append(String.format(Locale.ROOT,
-        "{\"engine\":\"flink\",\"query\":\"%s\",\"parallelism\":%d,\"events\":%d,"
+        "{\"engine\":\"flink\",\"query\":\"%s\",\"mode\":\"%s\",\"parallelism\":%d,"
+            + "\"events\":%d,"
             + "\"seconds\":%.6f,\"wall_seconds\":%.6f,\"events_per_s\":%.1f,\"rows\":%d",
-        query, parallelism, events, net, wall, events / net, rows == null ? 0 : rows));
+        query, pruned ? "pruned" : "whole", parallelism, events, net, wall, events / net, rows == null ? 0 : rows));
     if (digest) {
       out.append(String.format(Locale.ROOT, ",\"digest\":\"%016x\"", sum == null ? 0 : sum));
     }

@@ -91,8 +91,15 @@ public final class NexmarkGenerator implements Serializable {
       }
     }
 
-    void text(StringBuilder out, long maxLen) {
+    /** Appends the text to out, or with out null only draws its words; returns its length. */
+    long text(StringBuilder out, long maxLen) {
       long n = 3 + below(maxLen - 3);
+      if (out == null) {
+        for (long i = 0; i < n; i += 8) {
+          next();
+        }
+        return n;
+      }
       for (long i = 0; i < n; i += 8) {
         long w = next();
         long k = Math.min(8, n - i);
@@ -102,6 +109,7 @@ public final class NexmarkGenerator implements Serializable {
           w >>>= 8;
         }
       }
+      return n;
     }
   }
 
@@ -213,17 +221,35 @@ public final class NexmarkGenerator implements Serializable {
   }
 
   public Person makePerson(long n) {
+    return makePerson(n, true);
+  }
+
+  /**
+   * The person of event n; with whole false, its email address and extra stay empty (not
+   * generated, as weir's source skips text fields no operator reads) and every other field
+   * is the same.
+   */
+  public Person makePerson(long n, boolean whole) {
     EventRandom r = new EventRandom(Random64.randomWord(mixedSeed, n, 0));
     Person p = new Person();
     p.id = lastBase0PersonId(n) + FIRST_PERSON_ID;
     p.name = FIRST_NAMES[(int) r.below(FIRST_NAMES.length)] + " "
         + LAST_NAMES[(int) r.below(LAST_NAMES.length)];
-    StringBuilder email = new StringBuilder();
-    r.text(email, 7);
-    email.append('@');
-    r.text(email, 5);
-    email.append(".com");
-    p.emailAddress = email.toString();
+    long emailSize;
+    if (whole) {
+      StringBuilder email = new StringBuilder();
+      r.text(email, 7);
+      email.append('@');
+      r.text(email, 5);
+      email.append(".com");
+      p.emailAddress = email.toString();
+      emailSize = p.emailAddress.length();
+    } else {
+      long user = r.text(null, 7);
+      long host = r.text(null, 5);
+      p.emailAddress = "";
+      emailSize = user + 1 + host + 4;
+    }
     StringBuilder card = new StringBuilder();
     for (int i = 0; i < 4; ++i) {
       if (i > 0) {
@@ -237,13 +263,18 @@ public final class NexmarkGenerator implements Serializable {
     p.city = US_CITIES[(int) r.below(US_CITIES.length)];
     p.state = US_STATES[(int) r.below(US_STATES.length)];
     p.dateTime = timestampOf(n);
-    long size = 8 + p.name.length() + p.emailAddress.length() + p.creditCard.length()
+    long size = 8 + p.name.length() + emailSize + p.creditCard.length()
         + p.city.length() + p.state.length();
-    p.extra = nextExtra(r, size, avgPersonBytes);
+    p.extra = whole ? nextExtra(r, size, avgPersonBytes) : "";
     return p;
   }
 
   public Auction makeAuction(long n) {
+    return makeAuction(n, true);
+  }
+
+  /** The auction of event n; with whole false, without item name, description and extra. */
+  public Auction makeAuction(long n, boolean whole) {
     EventRandom r = new EventRandom(Random64.randomWord(mixedSeed, n, 0));
     Auction a = new Auction();
     a.id = lastBase0AuctionId(n) + FIRST_AUCTION_ID;
@@ -261,18 +292,27 @@ public final class NexmarkGenerator implements Serializable {
     long eventsForAuctions = NUM_IN_FLIGHT_AUCTIONS * totalProportion() / auctionProportion;
     long horizon = timestampOf(n + eventsForAuctions) - a.dateTime;
     a.expires = a.dateTime + 1 + r.below(Math.max(horizon * 2, 1));
-    StringBuilder item = new StringBuilder();
-    r.text(item, 20);
-    a.itemName = item.toString();
-    StringBuilder desc = new StringBuilder();
-    r.text(desc, 100);
-    a.description = desc.toString();
-    long size = 8 + a.itemName.length() + a.description.length() + 8 + 8 + 8 + 8 + 8;
-    a.extra = nextExtra(r, size, avgAuctionBytes);
+    StringBuilder item = whole ? new StringBuilder() : null;
+    long itemSize = r.text(item, 20);
+    a.itemName = whole ? item.toString() : "";
+    StringBuilder desc = whole ? new StringBuilder() : null;
+    long descSize = r.text(desc, 100);
+    a.description = whole ? desc.toString() : "";
+    long size = 8 + itemSize + descSize + 8 + 8 + 8 + 8 + 8;
+    a.extra = whole ? nextExtra(r, size, avgAuctionBytes) : "";
     return a;
   }
 
   public Bid makeBid(long n) {
+    return makeBid(n, true, true);
+  }
+
+  /**
+   * The bid of event n. withChannel false leaves channel and url empty (their two draws
+   * skipped), withExtra false the extra: as weir's source skips text fields no operator
+   * reads. The other fields are the same.
+   */
+  public Bid makeBid(long n, boolean withChannel, boolean withExtra) {
     EventRandom r = new EventRandom(Random64.randomWord(mixedSeed, n, 0));
     Bid b = new Bid();
     long auction;
@@ -290,7 +330,12 @@ public final class NexmarkGenerator implements Serializable {
     }
     b.bidder = bidder + FIRST_PERSON_ID;
     b.price = nextPrice(r);
-    if (r.below(2) > 0) {
+    if (!withChannel) {
+      r.next();
+      r.next();
+      b.channel = "";
+      b.url = "";
+    } else if (r.below(2) > 0) {
       int i = (int) r.below(HOT_CHANNELS.length);
       b.channel = HOT_CHANNELS[i];
       b.url = HOT_URLS[i];
@@ -300,7 +345,7 @@ public final class NexmarkGenerator implements Serializable {
       b.url = channelUrls[k];
     }
     b.dateTime = timestampOf(n);
-    b.extra = nextExtra(r, 32, avgBidBytes);
+    b.extra = withExtra ? nextExtra(r, 32, avgBidBytes) : "";
     return b;
   }
 

@@ -26,6 +26,18 @@ public class YsbEvent {
     return e;
   }
 
+  /**
+   * Only the fields the YSB query reads (ad_id, event_type, event_time), as weir's generator
+   * source evaluates only the expressions some operator reads; the others stay 0.
+   */
+  public static YsbEvent makePruned(long mixedSeed, long seq) {
+    YsbEvent e = new YsbEvent();
+    e.adId = Random64.randomInt(Random64.randomWord(mixedSeed, seq, 3), 0, 999);
+    e.eventType = Random64.randomInt(Random64.randomWord(mixedSeed, seq, 5), 0, 2);
+    e.eventTime = 1_600_000_000_000L + seq / 100;
+    return e;
+  }
+
   public String describe(long seq) {
     return "Y|" + seq + "|" + userId + "|" + pageId + "|" + adId + "|" + adType + "|" + eventType
         + "|" + eventTime + "|" + ipAddress;
