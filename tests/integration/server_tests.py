@@ -25,8 +25,10 @@
              throttled sink: weir_source_lag_records above 0 and at most
              what was produced
   load       a bounded load test: 6 clients, 300 requests scraping /metrics,
-             reading the API and querying keyed state (half of them) while a
-             job runs: no failed request, the job keeps running
+             reading the API, querying keyed state and ingesting 100-record
+             bodies into a second job's http source while a job runs: no
+             failed request, the job keeps running, every accepted record
+             written once
   state      queryable state: a keyed window's open windows and a running
              count queried while a monitored directory's first file is in,
              stamped with watermark and checkpoint; a later file closes the
@@ -40,6 +42,7 @@
 usage: server_tests.py --weir BIN [--build-dir DIR] TEST
 """
 import argparse
+import collections
 import concurrent.futures
 import http.client
 import json
@@ -614,18 +617,41 @@ def test_dashboard(weir, work, build_dir):
         s.kill()
 
 
+INGEST_LOAD = """
+[job]
+name = "ingest"
+
+[[source]]
+name = "clicks"
+type = "http"
+format = "jsonl"
+schema = {{ client = "int64", n = "int64" }}
+
+[[sink]]
+name = "out"
+input = "clicks"
+type = "file"
+path = "{out}"
+"""
+
+
 def test_load(weir, work, build_dir):
     text, _ = pipeline_text(work, "load", rate=2000, parallelism=2, checkpoint=True)
     (work / "load.toml").write_text(text)
-    s = Server(weir, work, [work / "load.toml"])
+    ingested = work / "ingested.jsonl"
+    (work / "ingest.toml").write_text(INGEST_LOAD.format(out=ingested))
+    s = Server(weir, work, [work / "load.toml", work / "ingest.toml"])
     try:
         jid = s.ids[0]
         paths = ["/metrics", f"/jobs/{jid}", "/jobs", "/overview", f"/jobs/{jid}/checkpoints",
                  f"/jobs/{jid}/exceptions", "/healthz"]
-        # Queryable state of every key, as often as the rest together.
+        # Queryable state of every key, as often as the rest together; and
+        # HTTP ingest into the second job, one request in five.
         paths += [f"/jobs/{jid}/state/per_key?key={k % 4}" for k in range(len(paths))]
+        paths += ["/ingest/clicks"] * (len(paths) // 4)
         failures = []
         state_answers = [0]
+        accepted = [0] * 6
 
         def client(k):
             conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30 * SCALE)
@@ -633,10 +659,21 @@ def test_load(weir, work, build_dir):
             for i in range(50):
                 path = paths[(k + i) % len(paths)]
                 try:
-                    conn.request("GET", path)
+                    if path.startswith("/ingest/"):
+                        rows = "".join(json.dumps({"client": k, "n": i * 100 + j}) + "\n"
+                                       for j in range(100))
+                        conn.request("POST", path, body=rows.encode())
+                    else:
+                        conn.request("GET", path)
                     r = conn.getresponse()
                     body = r.read()
-                    if r.status != 200 or not body:
+                    if path.startswith("/ingest/"):
+                        a = json.loads(body) if body else {}
+                        if r.status != 202 or a.get("accepted") != 100:
+                            failures.append((path, r.status, a))
+                        else:
+                            accepted[k] += 100
+                    elif r.status != 200 or not body:
                         failures.append((path, r.status))
                     elif "/state/" in path:
                         a = json.loads(body)
@@ -663,6 +700,13 @@ def test_load(weir, work, build_dir):
         wait_until(lambda: s.get(f"/jobs/{jid}")["vertices"][0]["metrics"]["write-records"]
                    > before, "progress after the load")
         check(s.stop() == 0, "exit 0")
+        # Every record an ingest request was answered 202 for, once.
+        rows = [json.loads(line) for line in ingested.read_text().splitlines()]
+        got = collections.Counter((r["client"], r["n"]) for r in rows)
+        check(sum(accepted) > 0, "no ingest request was made")
+        check(len(rows) == sum(accepted) and all(c == 1 for c in got.values()),
+              f"{len(rows)} ingested rows written for {sum(accepted)} accepted "
+              f"({sum(1 for c in got.values() if c > 1)} twice)")
     finally:
         s.kill()
 
