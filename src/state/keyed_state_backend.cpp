@@ -406,7 +406,10 @@ std::size_t keyed_state_backend::sweep_expired() {
     std::string key, ns;
   };
   std::vector<dead> gone;
-  for (auto& [name, t] : tables_) {
+  for (auto& entry : tables_) {
+    // (Not a structured binding: clang 14, which builds the fuzzers, cannot
+    // capture one in the lambda below.)
+    auto& t = entry.second;
     if (!t->ttl)
       continue;
     auto& stamps = *t->ttl->stamps;
