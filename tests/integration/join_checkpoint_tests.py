@@ -352,7 +352,8 @@ class EnrichPatternJob(Job):
         want = self.predict()
         check(got == want, f"the uninterrupted run found {len(got)} matches, the test predicts "
                            f"{len(want)}; first differences: {sorted(set(got) ^ set(want))[:5]}")
-        check(len(want) > 100, f"only {len(want)} matches: the test matches almost nothing")
+        check(len(want) > 100 / SCALE,
+              f"only {len(want)} matches: the test matches almost nothing")
         return ref
 
 

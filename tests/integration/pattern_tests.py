@@ -145,8 +145,10 @@ class Job:
         self.reset()
         self.run(self.write(2), "--fresh", "-q")
         ref = committed(self.work)
-        check(len(ref["matches"]) > 100, f"reference run found {len(ref['matches'])} matches")
-        check(len(ref["timeouts"]) > 100, f"reference run found {len(ref['timeouts'])} timeouts")
+        # (The input shrinks with SCALE, and so do the matches: 86 at SCALE 4.)
+        least = 100 / SCALE
+        check(len(ref["matches"]) > least, f"reference run found {len(ref['matches'])} matches")
+        check(len(ref["timeouts"]) > least, f"reference run found {len(ref['timeouts'])} timeouts")
         self.reset()
         return ref
 
