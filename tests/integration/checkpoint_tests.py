@@ -144,6 +144,19 @@ def committed(work):
     return out
 
 
+def committed_parts(work, names):
+    """The committed rows of the exactly-once file sinks `work/out/<name>`,
+    sorted, by name: what a reader of those directories sees."""
+    out = {}
+    for name in names:
+        rows = []
+        for part in sorted(glob.glob(os.path.join(work, "out", name, "part-*"))):
+            with open(part) as f:
+                rows += f.read().splitlines()
+        out[name] = sorted(rows)
+    return out
+
+
 class Job:
     def __init__(self, args, seed, records=RECORDS):
         self.args = args

@@ -18,7 +18,6 @@ usage: enrich_tests.py --weir BIN TEST [--kills N] [--seed S]
 """
 import argparse
 import bisect
-import glob
 import json
 import os
 import random
@@ -29,9 +28,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checkpoint_tests import crash_loop, rescale_4_to_2  # noqa: E402
+from checkpoint_tests import (SCALE, Failure, check, committed_parts,  # noqa: E402
+                              crash_loop, rescale_4_to_2)
 
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 TRANSACTIONS = int(300_000 / SCALE)
 ACCOUNTS = 2000
 MAX_WAIT = 2000  # ms
@@ -93,15 +92,6 @@ path = "{work}/out/per_tier"
 """
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
 def generate(work, seed):
     """Transactions roughly in time order (out of order within 1 s); each
     account gets 1-3 rows at random times in account-time order (the table
@@ -148,14 +138,7 @@ def predict(work, rows):
 
 
 def committed(work):
-    out = {}
-    for name in ("enriched", "per_tier"):
-        lines = []
-        for part in sorted(glob.glob(os.path.join(work, "out", name, "part-*"))):
-            with open(part) as f:
-                lines += f.read().splitlines()
-        out[name] = sorted(lines)
-    return out
+    return committed_parts(work, ("enriched", "per_tier"))
 
 
 class Job:

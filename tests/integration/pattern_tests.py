@@ -21,7 +21,6 @@ usage: pattern_tests.py --weir BIN TEST [--kills N] [--seed S]
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
 import argparse
-import glob
 import json
 import os
 import random
@@ -34,9 +33,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checkpoint_tests import rescale_4_to_2  # noqa: E402
+from checkpoint_tests import (SCALE, Failure, check, committed_parts,  # noqa: E402
+                              rescale_4_to_2)
 
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 RECORDS = int(200_000 / SCALE)
 
 PIPELINE = """
@@ -89,15 +88,6 @@ path = "{work}/out/timeouts"
 """
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
 def generate(path, n, seed):
     rnd = random.Random(seed)
     with open(path, "w") as f:
@@ -108,14 +98,7 @@ def generate(path, n, seed):
 
 
 def committed(work):
-    out = {}
-    for name in ("matches", "timeouts"):
-        rows = []
-        for part in sorted(glob.glob(os.path.join(work, "out", name, "part-*"))):
-            with open(part) as f:
-                rows += f.read().splitlines()
-        out[name] = sorted(rows)
-    return out
+    return committed_parts(work, ("matches", "timeouts"))
 
 
 class Job:
