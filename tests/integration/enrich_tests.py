@@ -35,16 +35,10 @@ TRANSACTIONS = int(300_000 / SCALE)
 ACCOUNTS = 2000
 MAX_WAIT = 2000  # ms
 
-PIPELINE = """
-[job]
-name = "enrich-exactly-once"
-parallelism = {parallelism}
-status_interval = "0s"
-
-[checkpoint]
-interval = "100ms"
-dir = "{work}/state"
-
+# The two file sources and the enrich operator between them, shared with
+# join_checkpoint_tests.py's enrich + pattern job (a format template:
+# {work} and {max_wait} filled in by the caller's format()).
+ENRICH_INPUTS = """
 [[source]]
 name = "transactions"
 type = "file"
@@ -71,7 +65,19 @@ key_by = ["account"]
 table_key = ["id"]
 fields = ["tier"]
 max_wait = "{max_wait}ms"
+"""
 
+PIPELINE = """
+[job]
+name = "enrich-exactly-once"
+parallelism = {parallelism}
+status_interval = "0s"
+
+[checkpoint]
+interval = "100ms"
+dir = "{work}/state"
+
+{enrich_inputs}
 [[operator]]
 name = "per_tier"
 type = "running_count"
@@ -127,14 +133,18 @@ def predict(work, rows):
         for line in f:
             t = json.loads(line)
             times, tiers = by_account.get(t["account"], ([], []))
-            i = bisect.bisect_right(times, t["ts"])
-            if i > 0:
-                want[t["tx"]] = tiers[i - 1]
-            elif times and times[0] <= t["ts"] + MAX_WAIT:
-                want[t["tx"]] = tiers[0]
-            else:
-                want[t["tx"]] = None
+            want[t["tx"]] = tier_at(times, tiers, t["ts"])
     return want
+
+
+def tier_at(times, tiers, ts):
+    """The tier enrich gives a transaction at `ts` whose account's rows came
+    at `times` (ascending) with `tiers`: the latest row at or before `ts`;
+    else the first row if it comes within MAX_WAIT; else None."""
+    i = bisect.bisect_right(times, ts)
+    if i > 0:
+        return tiers[i - 1]
+    return tiers[0] if times and times[0] <= ts + MAX_WAIT else None
 
 
 def committed(work):
@@ -150,7 +160,9 @@ class Job:
     def write(self, parallelism):
         path = os.path.join(self.work, "pipeline.toml")
         with open(path, "w") as f:
-            f.write(PIPELINE.format(parallelism=parallelism, work=self.work, max_wait=MAX_WAIT))
+            f.write(PIPELINE.format(parallelism=parallelism, work=self.work, max_wait=MAX_WAIT,
+                                    enrich_inputs=ENRICH_INPUTS.format(work=self.work,
+                                                                       max_wait=MAX_WAIT)))
         return path
 
     def reset(self):

@@ -32,7 +32,6 @@ usage: join_checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
 import argparse
-import bisect
 import glob
 import json
 import os
@@ -43,6 +42,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from enrich_tests import ENRICH_INPUTS, MAX_WAIT, tier_at  # noqa: E402
 from checkpoint_tests import (SCALE, Failure, Job, check, compare, crash_loop,  # noqa: E402
                               rescale_4_to_2)
 
@@ -205,7 +205,6 @@ def test_join_rescale(args, seed):
 
 TRANSACTIONS = int(150_000 / SCALE)
 ACCOUNTS = 200
-MAX_WAIT = 2000  # ms, enrich's wait for an account's first row
 WITHIN = 5000  # ms, the pattern's span from the small to the large transaction
 
 ENRICH_PATTERN = """
@@ -219,33 +218,7 @@ interval = "100ms"
 dir = "{work}/state"
 retain = 3
 
-[[source]]
-name = "transactions"
-type = "file"
-path = "{work}/transactions.jsonl"
-format = "jsonl"
-schema = {{ tx = "int64", account = "int64", amount = "int64", ts = "timestamp" }}
-event_time = {{ field = "ts" }}
-watermark = {{ max_out_of_orderness = "1s" }}
-
-[[source]]
-name = "accounts"
-type = "file"
-path = "{work}/accounts.jsonl"
-format = "jsonl"
-schema = {{ id = "int64", tier = "string", ts = "timestamp" }}
-event_time = {{ field = "ts" }}
-watermark = {{ max_out_of_orderness = "0s" }}
-
-[[operator]]
-name = "enriched"
-type = "enrich"
-inputs = ["transactions", "accounts"]
-key_by = ["account"]
-table_key = ["id"]
-fields = ["tier"]
-max_wait = "{max_wait}ms"
-
+{enrich_inputs}
 [[operator]]
 name = "small_then_large"
 type = "pattern"
@@ -303,8 +276,9 @@ class EnrichPatternJob(Job):
     def write(self, parallelism, extra=""):
         path = os.path.join(self.work, "pipeline.toml")
         with open(path, "w") as f:
-            f.write(ENRICH_PATTERN.format(parallelism=parallelism, work=self.work,
-                                          max_wait=MAX_WAIT, within=WITHIN))
+            f.write(ENRICH_PATTERN.format(
+                parallelism=parallelism, work=self.work, within=WITHIN,
+                enrich_inputs=ENRICH_INPUTS.format(work=self.work, max_wait=MAX_WAIT)))
         return path
 
     def committed(self):
@@ -326,9 +300,7 @@ class EnrichPatternJob(Job):
             tiers.setdefault(a, []).append(tier)
         by_account = {}
         for tx, a, amount, ts in self.transactions:
-            t, names = times.get(a, []), tiers.get(a, [])
-            i = bisect.bisect_right(t, ts)
-            tier = names[i - 1] if i > 0 else (names[0] if t and t[0] <= ts + MAX_WAIT else None)
+            tier = tier_at(times.get(a, []), tiers.get(a, []), ts)
             by_account.setdefault(a, []).append((ts, tx, amount, tier))
         matches = []
         for events in by_account.values():
