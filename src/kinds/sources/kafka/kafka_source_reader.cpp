@@ -45,6 +45,11 @@ constexpr std::size_t extra_messages_per_poll = 4096;
 // (rd_kafka_consume_batch_queue): one lock round per message inside
 // librdkafka, but no per-message C++ wrapper and no call per message.
 constexpr std::size_t consume_batch_size = 1024;
+// How long a poll that has just read at least linger_min_messages, and found
+// the queue dry with its batch less than half full, waits for the next fetch
+// response (once per poll; librdkafka's timeouts are in milliseconds).
+constexpr int linger_ms = 1;
+constexpr std::size_t linger_min_messages = 64;
 // An empty poll waits before the next: first_idle_poll_delay after a poll
 // that read messages (librdkafka's fetch queue ran dry for a moment: the next
 // fetch response is usually there within a millisecond), doubling with each
@@ -244,12 +249,15 @@ public:
     std::size_t consumed = 0;
     const std::size_t max_consumed = max_rows + extra_messages_per_poll;
     bool more = true;
+    int timeout_ms = 0;
+    bool lingered = false;
     while (more && builder_.rows() < max_rows && consumed < max_consumed) {
       // At most as many messages as rows still fit: each gives one row at
       // most, so no message is ever left over for the next poll.
       const std::size_t want = std::min({consume_batch_size, max_rows - builder_.rows(),
                                          max_consumed - consumed});
-      const auto got = rd_kafka_consume_batch_queue(queue_, 0, batch_.data(), want);
+      const auto got = rd_kafka_consume_batch_queue(queue_, timeout_ms, batch_.data(), want);
+      timeout_ms = 0;
       if (!events_.fatal().empty()) {
         release(0, got < 0 ? 0 : static_cast<std::size_t>(got));
         throw std::runtime_error(who() + ": fatal Kafka error: " + events_.fatal());
@@ -260,8 +268,20 @@ public:
       const auto n = static_cast<std::size_t>(got);
       if (n == 0)
         break; // librdkafka's fetch queue ran dry
-      if (n < want)
-        more = false; // the queue is empty for now: poll again later
+      if (n < want) {
+        // The queue ran dry. While messages stream in fast (this call
+        // brought a fetch response's worth) and the batch is small, wait
+        // once for the next fetch response inside librdkafka (woken when it
+        // arrives) rather than returning a small batch to be polled again at
+        // once: fewer, fuller batches and far fewer wake-ups. An idle or
+        // trickling source never waits here.
+        if (!lingered && n >= linger_min_messages && builder_.rows() + n < max_rows / 2) {
+          lingered = true;
+          timeout_ms = linger_ms;
+        } else {
+          more = false; // poll again later
+        }
+      }
       consumed += n;
       for (std::size_t i = 0; i < n; ++i) {
         rd_kafka_message_t* m = batch_[i];
