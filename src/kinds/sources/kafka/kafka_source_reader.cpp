@@ -8,6 +8,7 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -40,6 +41,15 @@ using RdKafka::ErrorCode;
 
 constexpr std::size_t max_raw_bytes = 4096;
 constexpr std::size_t extra_messages_per_poll = 4096;
+// Messages taken from librdkafka's consumer queue per call
+// (rd_kafka_consume_batch_queue): one lock round per message inside
+// librdkafka, but no per-message C++ wrapper and no call per message.
+constexpr std::size_t consume_batch_size = 1024;
+// How long a poll that has just read at least linger_min_messages, and found
+// the queue dry with its batch less than half full, waits for the next fetch
+// response (once per poll; librdkafka's timeouts are in milliseconds).
+constexpr int linger_ms = 1;
+constexpr std::size_t linger_min_messages = 64;
 // An empty poll waits before the next: first_idle_poll_delay after a poll
 // that read messages (librdkafka's fetch queue ran dry for a moment: the next
 // fetch response is usually there within a millisecond), doubling with each
@@ -192,6 +202,9 @@ public:
   }
 
   ~reader() override {
+    // librdkafka: the consumer queue's reference must go before close().
+    if (queue_ != nullptr)
+      rd_kafka_queue_destroy(queue_);
     if (consumer_) {
       consumer_->close();
       consumer_.reset();
@@ -235,22 +248,59 @@ public:
     bool idle = true;
     std::size_t consumed = 0;
     const std::size_t max_consumed = max_rows + extra_messages_per_poll;
-    while (builder_.rows() < max_rows && consumed < max_consumed) {
-      std::unique_ptr<RdKafka::Message> m{consumer_->consume(0)};
-      if (!events_.fatal().empty())
+    bool more = true;
+    int timeout_ms = 0;
+    bool lingered = false;
+    while (more && builder_.rows() < max_rows && consumed < max_consumed) {
+      // At most as many messages as rows still fit: each gives one row at
+      // most, so no message is ever left over for the next poll.
+      const std::size_t want = std::min({consume_batch_size, max_rows - builder_.rows(),
+                                         max_consumed - consumed});
+      const auto got = rd_kafka_consume_batch_queue(queue_, timeout_ms, batch_.data(), want);
+      timeout_ms = 0;
+      if (!events_.fatal().empty()) {
+        release(0, got < 0 ? 0 : static_cast<std::size_t>(got));
         throw std::runtime_error(who() + ": fatal Kafka error: " + events_.fatal());
-      const auto err = m->err();
-      if (err == RdKafka::ERR__TIMED_OUT)
-        break;
-      ++consumed;
-      if (err == RdKafka::ERR_NO_ERROR) {
-        idle = false;
-        on_message(*m);
-      } else if (err == RdKafka::ERR__PARTITION_EOF) {
-        idle = false;
-        on_eof(*m);
-      } else if (!on_error(*m)) {
-        break; // transient: poll again after the idle delay
+      }
+      if (got < 0)
+        throw std::runtime_error(who() + ": consuming failed: "
+                                 + rd_kafka_err2str(rd_kafka_last_error()));
+      const auto n = static_cast<std::size_t>(got);
+      if (n == 0)
+        break; // librdkafka's fetch queue ran dry
+      if (n < want) {
+        // The queue ran dry. While messages stream in fast (this call
+        // brought a fetch response's worth) and the batch is small, wait
+        // once for the next fetch response inside librdkafka (woken when it
+        // arrives) rather than returning a small batch to be polled again at
+        // once: fewer, fuller batches and far fewer wake-ups. An idle or
+        // trickling source never waits here.
+        if (!lingered && n >= linger_min_messages && builder_.rows() + n < max_rows / 2) {
+          lingered = true;
+          timeout_ms = linger_ms;
+        } else {
+          more = false; // poll again later
+        }
+      }
+      consumed += n;
+      for (std::size_t i = 0; i < n; ++i) {
+        rd_kafka_message_t* m = batch_[i];
+        try {
+          if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            idle = false;
+            on_message(*m);
+          } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            idle = false;
+            on_eof(*m);
+          } else if (!on_error(*m)) {
+            more = false; // transient: poll again after the idle delay
+          }
+        } catch (...) {
+          release(i, n);
+          throw;
+        }
+        rd_kafka_message_destroy(m);
+        batch_[i] = nullptr;
       }
       if (o_.spec.bounded && active_.empty())
         break;
@@ -408,6 +458,11 @@ private:
     consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
     if (!consumer_)
       throw std::runtime_error(who() + ": cannot create a Kafka consumer: " + err);
+    // The queue KafkaConsumer::consume serves (fetched messages, consumer
+    // errors, and the callbacks of events and offset commits), read in batches.
+    queue_ = rd_kafka_queue_get_consumer(consumer_->c_ptr());
+    if (queue_ == nullptr)
+      throw std::runtime_error(who() + ": librdkafka gave no consumer queue");
   }
 
   int remaining_ms(steady::time_point deadline, int cap_ms) const {
@@ -629,10 +684,19 @@ private:
     log::connectors().debug("{}: reads {} partition(s)", who(), active_.size());
   }
 
+  // Destroys the messages [from, to) of batch_ (on a throw mid-batch).
+  void release(std::size_t from, std::size_t to) noexcept {
+    for (std::size_t i = from; i < to; ++i)
+      if (batch_[i] != nullptr) {
+        rd_kafka_message_destroy(batch_[i]);
+        batch_[i] = nullptr;
+      }
+  }
+
   // The partition of a message. Looks its topic up by librdkafka's topic
-  // handle (Message::topic_name() would build a std::string per message).
-  partition_state* find(RdKafka::Message& m) {
-    const auto* rkm = static_cast<const rd_kafka_message_t*>(m.c_ptr());
+  // handle (no topic name string per message).
+  partition_state* find(const rd_kafka_message_t& m) {
+    const auto* rkm = &m;
     const std::int32_t partition = rkm->partition;
     if (last_ != nullptr && last_->partition == partition && last_rkt_ == rkm->rkt)
       return last_;
@@ -655,34 +719,36 @@ private:
     consumer_->pause(l.v);
   }
 
-  void on_eof(RdKafka::Message& m) {
+  void on_eof(const rd_kafka_message_t& m) {
     auto* p = find(m);
     // read_committed: the end of what is visible (the last stable offset).
-    if (p != nullptr && o_.spec.bounded && !p->done && m.offset() >= p->end)
+    if (p != nullptr && o_.spec.bounded && !p->done && m.offset >= p->end)
       mark_done(*p);
   }
 
   // A consumer error: false = stop polling for now (transient), true =
   // go on; throws for what will not heal (DESIGN.md §8).
-  bool on_error(RdKafka::Message& m) {
-    const auto err = m.err();
-    const auto where = m.topic_name().empty()
-                         ? std::string{}
-                         : " topic '" + m.topic_name() + "' partition "
-                             + std::to_string(m.partition()) + ":";
-    switch (err) {
-      case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
-      case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
-      case RdKafka::ERR__UNKNOWN_TOPIC:
-      case RdKafka::ERR__UNKNOWN_PARTITION:
-      case RdKafka::ERR__FATAL:
-      case RdKafka::ERR__AUTHENTICATION:
-      case RdKafka::ERR_SASL_AUTHENTICATION_FAILED:
-        throw std::runtime_error(who() + ":" + where + " " + m.errstr());
+  bool on_error(const rd_kafka_message_t& m) {
+    const std::string topic = m.rkt != nullptr ? rd_kafka_topic_name(m.rkt) : "";
+    const auto where = topic.empty() ? std::string{}
+                                     : " topic '" + topic + "' partition "
+                                         + std::to_string(m.partition) + ":";
+    // As RdKafka::Message::errstr: the message's text, else the code's.
+    const char* text = rd_kafka_message_errstr(&m);
+    const std::string errstr = text != nullptr ? text : rd_kafka_err2str(m.err);
+    switch (m.err) {
+      case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+      case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+      case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+      case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+      case RD_KAFKA_RESP_ERR__FATAL:
+      case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+      case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+        throw std::runtime_error(who() + ":" + where + " " + errstr);
       default:
         if (auto now = steady::now(); now - last_warn_ > warn_interval) {
           last_warn_ = now;
-          log::connectors().warn("{}:{} {} (librdkafka retries)", who(), where, m.errstr());
+          log::connectors().warn("{}:{} {} (librdkafka retries)", who(), where, errstr);
         }
         return false;
     }
@@ -706,24 +772,27 @@ private:
     c.validity.back() = 1;
   }
 
-  void on_message(RdKafka::Message& m) {
+  // Decodes one message straight from librdkafka's buffer into builder_.
+  void on_message(const rd_kafka_message_t& m) {
     auto* p = find(m);
     if (p == nullptr || p->done)
       return; // fetched before a pause
-    const auto offset = m.offset();
+    const std::int64_t offset = m.offset;
     if (o_.spec.bounded && offset >= p->end) {
       mark_done(*p);
       return;
     }
     p->next = offset + 1;
     std::string_view value;
-    if (m.payload() != nullptr)
-      value = std::string_view{static_cast<const char*>(m.payload()), m.len()};
+    if (m.payload != nullptr)
+      value = std::string_view{static_cast<const char*>(m.payload), m.len};
     while (!value.empty() && (value.back() == '\n' || value.back() == '\r'))
       value.remove_suffix(1);
-    const auto ts = m.timestamp();
-    const bool has_ts = ts.type != RdKafka::MessageTimestamp::MSG_TIMESTAMP_NOT_AVAILABLE;
-    std::string reason;
+    rd_kafka_timestamp_type_t ts_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+    const std::int64_t ts = rd_kafka_message_timestamp(&m, &ts_type);
+    const bool has_ts = ts_type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+    reason_.clear();
+    auto& reason = reason_;
     auto st = format::record_decoder::status::ok;
     if (kafka_time_ && !has_ts) {
       st = format::record_decoder::status::bad;
@@ -731,7 +800,7 @@ private:
     } else if (decoder_) {
       st = decoder_->decode(value, builder_, reason);
     } else {
-      if (m.payload() == nullptr)
+      if (m.payload == nullptr)
         builder_.col(0).append_null();
       else
         builder_.col(0).append_string(value);
@@ -739,16 +808,15 @@ private:
     }
     if (st == format::record_decoder::status::ok) {
       if (kafka_time_)
-        builder_.timestamps().push_back(ts.timestamp);
-      if (key_idx_ && m.key_pointer() != nullptr)
-        set_last_string(key_idx_, std::string_view{static_cast<const char*>(m.key_pointer()),
-                                                   m.key_len()});
+        builder_.timestamps().push_back(ts);
+      if (key_idx_ && m.key != nullptr)
+        set_last_string(key_idx_, std::string_view{static_cast<const char*>(m.key), m.key_len});
       if (topic_idx_)
         set_last_string(topic_idx_, p->topic);
       set_last_int(partition_idx_, p->partition);
       set_last_int(offset_idx_, offset);
       if (has_ts)
-        set_last_int(timestamp_idx_, ts.timestamp);
+        set_last_int(timestamp_idx_, ts);
       if (headers_idx_)
         set_last_string(headers_idx_, headers_json(m));
       if (!runs_.empty() && runs_.back().partition == &p->name)
@@ -766,21 +834,31 @@ private:
       mark_done(*p);
   }
 
-  std::string headers_json(RdKafka::Message& m) const {
-    std::string out = "{";
-    if (auto* h = m.headers()) {
-      bool first = true;
-      for (const auto& e : h->get_all()) {
-        if (!first)
+  // The headers as a JSON object, in a reused buffer (valid until the next
+  // call): {"name": "value" | null, ...}, in the order the record has them.
+  const std::string& headers_json(const rd_kafka_message_t& m) {
+    auto& out = headers_text_;
+    out.assign(1, '{');
+    rd_kafka_headers_t* h = nullptr;
+    // The const_cast: librdkafka parses the headers lazily into the message.
+    if (rd_kafka_message_headers(const_cast<rd_kafka_message_t*>(&m), &h)
+          == RD_KAFKA_RESP_ERR_NO_ERROR
+        && h != nullptr) {
+      const char* name = nullptr;
+      const void* value = nullptr;
+      std::size_t size = 0;
+      for (std::size_t i = 0;
+           rd_kafka_header_get_all(h, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
+           ++i) {
+        if (i > 0)
           out += ',';
-        first = false;
-        format::append_json_string(e.key(), out);
+        format::append_json_string(name, out);
         out += ':';
-        if (e.value() == nullptr)
+        if (value == nullptr)
           out += "null";
         else
-          format::append_json_string(
-            std::string_view{static_cast<const char*>(e.value()), e.value_size()}, out);
+          format::append_json_string(std::string_view{static_cast<const char*>(value), size},
+                                     out);
       }
     }
     out += '}';
@@ -799,6 +877,10 @@ private:
   event_logger events_;
   commit_logger commits_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  rd_kafka_queue_t* queue_ = nullptr; ///< the consumer queue (a reference)
+  std::array<rd_kafka_message_t*, consume_batch_size> batch_{};
+  std::string reason_;       ///< a bad record's reason (reused)
+  std::string headers_text_; ///< headers_json's buffer
 
   std::deque<partition_state> parts_; ///< stable addresses: runs point at names
   std::set<std::string> known_;

@@ -257,6 +257,87 @@ TEST_CASE("a bad record is reported with its topic, partition and offset") {
   CHECK_FALSE(bad.records[1].reason.empty());
 }
 
+TEST_CASE("batched consumption: positions, bounded ends and bad records mid-batch") {
+  // Messages come from librdkafka in batches of up to a thousand, across
+  // partitions, with partition EOFs among them. Whatever the batch cuts,
+  // after every poll each partition's position is the offset after the last
+  // row it returned (what a checkpoint taken then stores), a restored end
+  // mid-partition stops that partition exactly there, and a bad record in the
+  // middle of a batch is dead-lettered with its own offset.
+  mock_kafka k;
+  k.create_topic("t", 3);
+  constexpr int per_partition = 700;
+  for (int i = 0; i < per_partition; ++i)
+    for (int part = 0; part < 3; ++part)
+      k.produce("t", part,
+                part == 1 && i % 250 == 7 ? std::string{"{\"n\":\"bad\"}"}
+                                          : "{\"n\":" + std::to_string(part * 10000 + i) + "}");
+  k.flush();
+  auto spec = jsonl_spec(k, {"t"});
+  spec.metadata.partition = "partition";
+  spec.metadata.offset = "offset";
+  for (std::size_t max_rows : {std::size_t{5000}, std::size_t{37}}) {
+    CAPTURE(max_rows);
+    bad_list bad;
+    auto r = make(spec, 0, 1, &bad);
+    // Partition 0 was checkpointed at 100 with its end at 333 (mid-partition);
+    // the others start at 0 and end at their high watermark.
+    r->seek({{"t/0", weir::position_unit::partition_offset, 100},
+             {"t/0@end", weir::position_unit::partition_offset, 333}});
+    std::map<std::int64_t, std::int64_t> next{{0, 100}, {1, 0}, {2, 0}};
+    std::vector<std::int64_t> got;
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (auto b = r->poll_next(max_rows)) {
+      CHECK(b->num_rows <= max_rows);
+      for (std::size_t row = 0; row < b->num_rows; ++row) {
+        const auto part = b->columns[1].ints[row];
+        const auto offset = b->columns[2].ints[row];
+        CHECK(offset >= next[part]); // in order, each once
+        next[part] = offset + 1;
+        CHECK(b->columns[0].ints[row] == part * 10000 + offset);
+        got.push_back(b->columns[0].ints[row]);
+      }
+      // The runs of rows by partition (for per-partition watermarks) cover
+      // the batch in order.
+      std::size_t begin = 0;
+      for (const auto& run : *r->partition_runs()) {
+        REQUIRE(run.end > begin);
+        for (auto row = begin; row < run.end; ++row)
+          CHECK(*run.partition == "t/" + std::to_string(b->columns[1].ints[row]));
+        begin = run.end;
+      }
+      CHECK(begin == b->num_rows);
+      for (const auto& p : r->positions()) {
+        if (p.split.find('@') != std::string::npos)
+          continue;
+        const auto part = std::stoll(p.split.substr(2));
+        // A bad record is consumed too: the position may be past the last
+        // row, by the bad records in between, never by a good one.
+        CHECK(static_cast<std::int64_t>(p.value) >= next[part]);
+        for (auto o = next[part]; o < static_cast<std::int64_t>(p.value); ++o)
+          CHECK((part == 1 && o % 250 == 7));
+      }
+      if (b->num_rows == 0)
+        std::this_thread::sleep_for(5ms);
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+    }
+    std::map<std::string, std::uint64_t> pos;
+    for (const auto& p : r->positions())
+      pos[p.split] = p.value;
+    CHECK(pos == std::map<std::string, std::uint64_t>{
+                   {"t/0", 333}, {"t/0@end", 333}, {"t/1", per_partition},
+                   {"t/1@end", per_partition}, {"t/2", per_partition},
+                   {"t/2@end", per_partition}});
+    CHECK(got.size() == (333 - 100) + (per_partition - 3) + per_partition);
+    REQUIRE(bad.records.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(bad.records[i].origin == "t/1");
+      CHECK(bad.records[i].offset == 7 + 250 * i);
+      CHECK(bad.records[i].raw == "{\"n\":\"bad\"}");
+    }
+  }
+}
+
 TEST_CASE("raw messages with key, headers and the Kafka timestamp as event time") {
   mock_kafka k;
   k.create_topic("t", 2);
