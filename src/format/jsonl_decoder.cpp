@@ -143,6 +143,7 @@ public:
       slots_(schema_->size()),
       present_(schema_->size(), 0) {
     read_.resize(schema_->size(), true);
+    read8_.assign(read_.begin(), read_.end());
     slow_.resize(schema_->size());
     fast_.resize(schema_->size());
     // An unread field (projection push-down) is not looked up: its key is
@@ -435,6 +436,14 @@ private:
     std::string_view s; ///< in the parser's string buffer (valid until the next record)
   };
 
+  // True if the key text at `k` (after its opening quote, before `end`) is
+  // `name` followed by its closing quote.
+  static bool same_key(const char* k, const char* end, const std::string& name) noexcept {
+    const std::size_t n = name.size();
+    return static_cast<std::size_t>(end - k) > n && k[n] == '"'
+           && std::memcmp(k, name.data(), n) == 0;
+  }
+
   // The field index of `key` (npos: not read), remembered per key position,
   // as the keys of a file's records mostly come in the same order.
   std::size_t field_of(std::size_t pos, std::string_view key) {
@@ -497,17 +506,25 @@ private:
       const char* k = field.key().raw();
       if (k >= end)
         return false;
-      const void* q = std::memchr(k, '"', static_cast<std::size_t>(end - k));
-      if (q == nullptr)
-        return false;
-      const std::string_view key{k, static_cast<std::size_t>(static_cast<const char*>(q) - k)};
-      if (key.find('\\') != std::string_view::npos)
-        return false;
-      // decode_many with control lines: a "control" key is the per-line
-      // path's to read (decode reads control lines with simdjson DOM).
-      if (control_lines_ && key == "control")
-        return false;
-      const std::size_t i = field_of(pos++, key);
+      std::size_t i = npos;
+      const std::size_t at = pos++;
+      if (at < seen_names_.size() && same_key(k, end, seen_names_[at])) {
+        // The key seen at this position last time (never one with a
+        // backslash, so k[n] is the closing quote): no scan for the quote.
+        i = seen_index_[at];
+      } else {
+        const void* q = std::memchr(k, '"', static_cast<std::size_t>(end - k));
+        if (q == nullptr)
+          return false;
+        const std::string_view key{k, static_cast<std::size_t>(static_cast<const char*>(q) - k)};
+        if (key.find('\\') != std::string_view::npos)
+          return false;
+        // decode_many with control lines: a "control" key is the per-line
+        // path's to read (decode reads control lines with simdjson DOM).
+        if (control_lines_ && key == "control")
+          return false;
+        i = field_of(at, key);
+      }
       if (i == npos)
         continue; // skipped by structure, not validated
       auto& v = field.value();
@@ -569,7 +586,7 @@ private:
   status append_read(batch_builder& out, std::string& reason) {
     for (std::size_t i = 0; i < schema_->size(); ++i) {
       auto& c = out.col(i);
-      if (!read_[i]) {
+      if (!read8_[i]) {
         append_unread(c);
         continue;
       }
@@ -902,6 +919,7 @@ private:
   invalid_utf8_policy invalid_utf8_;
   time_zone zone_;
   std::vector<bool> read_; ///< per field: decoded (else null without values)
+  std::vector<std::uint8_t> read8_; ///< read_ as bytes, for the fast path's loop
   simdjson::ondemand::parser od_fast_;
   std::vector<fast_slot> fast_;
   std::vector<std::string> seen_names_; ///< per key position: the key last seen there

@@ -113,6 +113,10 @@ inline constexpr std::size_t decode_many_padding = 64;
 ///   again with a limit of its length, and one holding a number the DOM
 ///   refuses (beyond 64 bits, beyond a double) is validated with such numbers
 ///   blanked out and its declared fields read with simdjson On-Demand.
+///   The file reader decodes a chunk's lines in one `decode_many` call:
+///   simdjson `iterate_many` over the chunk, each document taken as its
+///   line's record only if it starts and ends on that line, other lines
+///   decoded as above, one by one (same rows, reasons and positions).
 ///   Fields are looked up by name; unknown keys are ignored, a duplicate key
 ///   keeps its last value, JSON null is null. int64 accepts JSON integers
 ///   only (`1.5` and also `3.0` are bad, as is an integer above INT64_MAX);
