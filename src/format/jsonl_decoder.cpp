@@ -267,9 +267,10 @@ public:
   /// failed stream consumed plus those decoded per line reach `window_`, then
   /// a new stream starts. Each stream's stage 1 (at most `window_` bytes
   /// ahead) is thus paid for by at least `window_` bytes of progress: a bad
-  /// line costs at most one window of stage 1 and one window of per-line
-  /// decoding, and a file full of bad lines runs at the per-line rate, never
-  /// worse than about twice its stage 1 work. A line longer than `window_`
+  /// line costs about two windows of stage 1 at most (the stream it ends and
+  /// the restart that meets it again) and one window of per-line decoding,
+  /// and a file full of bad lines runs at about the per-line rate, with at
+  /// most twice the stage 1 work of the per-line path. A line longer than `window_`
   /// is one simdjson CAPACITY error: decoded per line. A call also starts a
   /// fresh stream (the reader's buffer may move between calls), wasting at
   /// most one window of stage 1 when it stops at `max_rows`.
