@@ -93,7 +93,60 @@ public:
         close_file();
         break;
       }
-      std::string_view avail{buf_.data() + start_, buf_.size() - start_};
+      std::string_view avail{buf_.data() + start_, len_ - start_};
+      if (opts_.batch_decode && !batch_stalled_ && !avail.empty()
+          && buf_offset_ + start_ >= opts_.start_offset) {
+        // The chunk's complete records in one call (jsonl: simdjson
+        // iterate_many straight from buf_, whose slack is its padding).
+        record_decoder::batch_limits lim;
+        lim.max_rows = max_rows - builder_.rows();
+        lim.max_records = max_consumed - consumed;
+        if (split_)
+          lim.max_start = static_cast<std::size_t>(split_->range.end - (buf_offset_ + start_));
+        lim.single_line = split_.has_value();
+        record_decoder::batch_progress pr;
+        const std::uint64_t base_offset = buf_offset_ + start_;
+        const std::uint64_t base_line = line_;
+        {
+          // Applied also when on_bad throws, as the per-record path would.
+          struct apply_progress {
+            file_source_reader& r;
+            record_decoder::batch_progress& p;
+            std::size_t& consumed;
+            ~apply_progress() {
+              r.start_ += p.bytes;
+              r.line_ += p.lines;
+              r.lines_read_ += p.lines;
+              consumed += p.records;
+              if (p.records > 0)
+                r.skip_header_pending_ = false;
+            }
+          } apply{*this, pr, consumed};
+          dec_->decode_many(avail, eof_, lim, builder_, pr,
+                            [&](std::size_t offset, std::size_t line, std::string_view rec,
+                                const std::string& reason) {
+                              if (!on_bad_)
+                                return;
+                              bad_record r;
+                              r.origin = opts_.path;
+                              r.line = line_base() + base_line + line - 1;
+                              r.offset = base_offset + offset;
+                              r.reason = reason;
+                              r.raw = std::string{cut_utf8(rec, max_raw_bytes)};
+                              on_bad_(r); // may throw (on_bad_record = "fail")
+                            });
+        }
+        if (pr.control) {
+          pending_control_ = dec_->control_time();
+          break;
+        }
+        if (pr.records > 0)
+          continue;
+        // Nothing complete (or a record the per-record path must see): that
+        // record is read by the per-record path, whose scan resumes where it
+        // stopped as more chunks come (a line of many MiB stays O(length)).
+        batch_stalled_ = true;
+      }
       std::size_t lines = 0;
       const std::size_t n = avail.empty() ? 0 : dec_->next_record(avail, eof_, lines);
       if (n == 0) {
@@ -116,6 +169,7 @@ public:
           "one stream");
       start_ += n;
       line_ += lines;
+      batch_stalled_ = false;
       if (!rec.empty() && rec.back() == '\n')
         rec.remove_suffix(1);
       if (!rec.empty() && rec.back() == '\r')
@@ -178,25 +232,28 @@ public:
   }
 
 private:
-  // Drops the consumed prefix and appends up to chunk_bytes from the file.
+  // Drops the consumed prefix and appends up to chunk_bytes from the file,
+  // keeping decode_many_padding zeroed bytes after the data.
   void fill() {
     if (start_ > 0) {
-      buf_.erase(0, start_);
+      std::memmove(buf_.data(), buf_.data() + start_, len_ - start_);
+      len_ -= start_;
       buf_offset_ += start_;
       start_ = 0;
     }
-    const std::size_t old = buf_.size();
-    buf_.resize(old + opts_.chunk_bytes);
+    const std::size_t old = len_;
+    if (buf_.size() < old + opts_.chunk_bytes + decode_many_padding)
+      buf_.resize(old + opts_.chunk_bytes + decode_many_padding);
     ssize_t got = 0;
     do {
       got = ::read(fd_, buf_.data() + old, opts_.chunk_bytes);
     } while (got < 0 && errno == EINTR);
     if (got < 0) {
       const int err = errno;
-      buf_.resize(old);
       throw std::runtime_error("cannot read " + opts_.path + ": " + std::strerror(err));
     }
-    buf_.resize(old + static_cast<std::size_t>(got));
+    len_ = old + static_cast<std::size_t>(got);
+    std::memset(buf_.data() + len_, 0, decode_many_padding);
     if (got == 0) {
       eof_ = true;
       close_file();
@@ -295,9 +352,9 @@ private:
 
   void skip_bom() {
     bom_checked_ = true;
-    while (buf_.size() - start_ < 3 && !eof_)
+    while (len_ - start_ < 3 && !eof_)
       fill();
-    if (std::string_view{buf_}.substr(start_, 3) == "\xEF\xBB\xBF")
+    if (std::string_view{buf_.data(), len_}.substr(start_, 3) == "\xEF\xBB\xBF")
       start_ += 3;
   }
 
@@ -314,7 +371,10 @@ private:
   std::unique_ptr<record_decoder> dec_;
   bad_record_handler on_bad_;
   batch_builder builder_;
-  std::string buf_;            ///< unconsumed tail + the latest chunk
+  /// Unconsumed tail + the latest chunk (len_ bytes), then at least
+  /// decode_many_padding zeroed bytes: simdjson reads past the data.
+  std::vector<char> buf_;
+  std::size_t len_ = 0;
   std::size_t start_ = 0;      ///< first unconsumed byte of buf_
   std::uint64_t buf_offset_ = 0; ///< file offset of buf_[0]
   std::uint64_t line_ = 1;     ///< 1-based line of buf_[start_]
@@ -323,6 +383,8 @@ private:
   bool done_ = false;
   bool bom_checked_ = false;
   bool begun_ = false;
+  bool batch_stalled_ = false; ///< decode_many found no complete record: one by one until one is
+
   std::uint64_t first_ = 0; ///< split: the offset of its first line
   std::optional<std::uint64_t> line_base_; ///< split: line of start_offset, once counted
   bool skip_header_pending_ = false;

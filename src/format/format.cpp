@@ -137,6 +137,41 @@ schema_ptr apache_combined_schema() {
   return s;
 }
 
+void record_decoder::decode_many(std::string_view text, bool at_eof, const batch_limits& lim,
+                                 batch_builder& out, batch_progress& progress,
+                                 const bad_record_sink& on_bad) {
+  static_assert(decode_many_padding >= simdjson::SIMDJSON_PADDING);
+  const std::size_t rows0 = out.rows();
+  std::string reason;
+  while (out.rows() - rows0 < lim.max_rows && progress.records < lim.max_records
+         && progress.bytes < text.size() && progress.bytes <= lim.max_start) {
+    std::size_t lines = 0;
+    const std::size_t n = next_record(text.substr(progress.bytes), at_eof, lines);
+    if (n == 0)
+      return;
+    std::string_view rec = text.substr(progress.bytes, n);
+    if (lim.single_line && lines > (rec.back() == '\n' ? 1u : 0u))
+      return;
+    const std::size_t offset = progress.bytes;
+    const std::size_t line = progress.lines;
+    progress.bytes += n;
+    progress.lines += lines;
+    ++progress.records;
+    if (rec.back() == '\n')
+      rec.remove_suffix(1);
+    if (!rec.empty() && rec.back() == '\r')
+      rec.remove_suffix(1);
+    reason.clear();
+    const auto st = decode(rec, out, reason);
+    if (st == status::control) {
+      progress.control = true;
+      return;
+    }
+    if (st == status::bad && on_bad)
+      on_bad(offset, line, rec, reason);
+  }
+}
+
 expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& opts) {
   schema_ptr s = opts.kind == format_kind::apache_combined ? apache_combined_schema()
                                                            : opts.schema;
@@ -169,7 +204,8 @@ expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& op
       co.read[i] = opts.read_fields[i] || (rc.event_time_index && *rc.event_time_index == i);
   switch (opts.kind) {
     case format_kind::jsonl:
-      return internal::make_jsonl_decoder(std::move(s), std::move(co), opts.control_lines);
+      return internal::make_jsonl_decoder(std::move(s), std::move(co), opts.control_lines,
+                                          opts.batch_window);
     case format_kind::csv:
       if (opts.csv_delimiter == '"' || opts.csv_delimiter == '\r'
           || opts.csv_delimiter == '\n')

@@ -3,6 +3,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <optional>
@@ -135,12 +136,14 @@ struct string_hash {
 
 class jsonl_decoder final : public record_decoder {
 public:
-  jsonl_decoder(schema_ptr s, common_options co, bool control_lines)
+  jsonl_decoder(schema_ptr s, common_options co, bool control_lines, std::size_t window)
     : schema_(std::move(s)), rc_(std::move(co.rc)), control_lines_(control_lines),
+      window_(window == 0 ? default_window : std::max<std::size_t>(window, 64)),
       invalid_utf8_(co.invalid_utf8), zone_(std::move(co.zone)), read_(std::move(co.read)),
       slots_(schema_->size()),
       present_(schema_->size(), 0) {
     read_.resize(schema_->size(), true);
+    read8_.assign(read_.begin(), read_.end());
     slow_.resize(schema_->size());
     fast_.resize(schema_->size());
     // An unread field (projection push-down) is not looked up: its key is
@@ -148,6 +151,11 @@ public:
     for (std::size_t i = 0; i < schema_->size(); ++i)
       if (read_[i])
         index_.emplace(schema_->at(i).name, i);
+#ifdef SIMDJSON_THREADS_ENABLED
+    // Stage 1 of the next window on a thread of simdjson's own: not in an
+    // engine whose subtasks are its threads (and CPU time would hide it).
+    many_.threaded = false;
+#endif
   }
 
   const schema_ptr& output_schema() const override { return schema_; }
@@ -229,7 +237,202 @@ public:
 
   event_time control_time() const override { return control_time_; }
 
+  /// Batch decoding of a chunk's complete lines with simdjson On-Demand's
+  /// `iterate_many` (stage 1 indexes `window_` bytes of lines at a time,
+  /// then each document is walked as `decode_fast` walks one line), straight
+  /// from the caller's buffer (which carries `decode_many_padding` slack): no
+  /// copy per line, no stage 1 per line, no UTF-8 pass per line (stage 1
+  /// validates UTF-8 as it indexes; a NUL byte is found by one memchr).
+  ///
+  /// Exactness. iterate_many splits text into documents by structure, not by
+  /// lines, and a malformed document can derail it (an unclosed quote flips
+  /// the string state of the rest of the window, stage 1 fails a whole window
+  /// for one bad byte, a line holding `{..} {..}` is two documents). So a
+  /// document is taken as line L's record only if its object starts at L's
+  /// first non-blank byte (a `{` that is a structural character, hence read
+  /// with the correct string state) and its extent (raw_json) ends on L,
+  /// followed by nothing but blanks up to L's newline; and it is decoded only
+  /// if `decode_object` settles it. Every other line goes to the per-line
+  /// path (`decode`: the same fast path on a padded copy, then simdjson DOM
+  /// with its reasons), so rows, bad records, reasons and positions are those
+  /// of next_record + decode on the same bytes. Blank lines are skipped, a
+  /// final line without newline is complete at EOF.
+  ///
+  /// Fallback, and its cost. A line the fast walk does not settle (a value of
+  /// the wrong type, text after the object, a "control" key, a NUL byte)
+  /// costs only its per-line decode: the stream goes on with the next
+  /// document, resynchronised by its start. A stream that fails (its error,
+  /// or documents that no longer start at line starts) is dropped; line L is
+  /// decoded per line, and so are the lines after it until the bytes the
+  /// failed stream consumed plus those decoded per line reach `window_`, then
+  /// a new stream starts. Each stream's stage 1 (at most `window_` bytes
+  /// ahead) is thus paid for by at least `window_` bytes of progress: a bad
+  /// line costs about two windows of stage 1 at most (the stream it ends and
+  /// the restart that meets it again) and one window of per-line decoding,
+  /// and a file full of bad lines runs at about the per-line rate, with at
+  /// most twice the stage 1 work of the per-line path. A line longer than `window_`
+  /// is one simdjson CAPACITY error: decoded per line. A call also starts a
+  /// fresh stream (the reader's buffer may move between calls), wasting at
+  /// most one window of stage 1 when it stops at `max_rows`.
+  ///
+  /// Measured (weir_decode_bench under callgrind, the first 100,000 Nexmark
+  /// bids of `bench/run ingest`'s file, instructions per record, whole
+  /// reader; bench/README.md): all 7 fields 4,263 per line, 3,349 batched;
+  /// the 5 fields of q0/q1 3,950 and 3,036; the 3 of the windowed query
+  /// 3,666 and 2,733 (the tree before it: 4,775, 4,463, 4,149). The raw
+  /// simdjson iterate_many loop (bench/ingest/ingest_raw.cpp) takes 1,879 and
+  /// 1,677 for 5 and 3 fields. So batching is the default; the per-line path
+  /// stays the reference (`file_source_options::batch_decode = false`). The
+  /// window hardly matters: 16 KiB 2,741, 64 KiB 2,708, 256 KiB (the
+  /// default) 2,733, 1 MiB 2,823 instructions a record with 3 fields.
+  void decode_many(std::string_view text, bool at_eof, const batch_limits& lim,
+                   batch_builder& out, batch_progress& pr,
+                   const bad_record_sink& on_bad) override {
+    std::size_t span = text.size();
+    if (!at_eof) {
+      const void* last = ::memrchr(text.data(), '\n', text.size());
+      if (last == nullptr)
+        return; // no complete line: the caller reads more
+      span = static_cast<std::size_t>(static_cast<const char*>(last) - text.data()) + 1;
+    }
+    if (span == 0)
+      return;
+    resume_.reset(); // the per-record scan state belongs to another record start now
+    const char* const base = text.data();
+    const std::size_t rows0 = out.rows();
+    auto find_nul = [&](std::size_t from) {
+      const void* z = from < span ? std::memchr(base + from, '\0', span - from) : nullptr;
+      return z ? static_cast<std::size_t>(static_cast<const char*>(z) - base) : span;
+    };
+    std::size_t nul = find_nul(0);
+    bool live = false;           // a stream over [stream_base, span) is open
+    std::size_t stream_base = 0;
+    std::size_t per_line_until = 0; // lines starting before this go per line
+    simdjson::ondemand::document_stream::iterator it;
+    std::string reason;
+    while (out.rows() - rows0 < lim.max_rows && pr.records < lim.max_records
+           && pr.bytes < span && pr.bytes <= lim.max_start) {
+      const std::size_t pos = pr.bytes;
+      std::size_t q = pos;
+      while (q < span && (base[q] == ' ' || base[q] == '\t' || base[q] == '\r'))
+        ++q;
+      if (q == span || base[q] == '\n') { // a blank line: skipped
+        pr.bytes = q == span ? span : q + 1;
+        pr.lines += q == span ? 0 : 1;
+        ++pr.records;
+        continue;
+      }
+      const void* nlp = std::memchr(base + q, '\n', span - q);
+      const std::size_t line_end =
+        nlp ? static_cast<std::size_t>(static_cast<const char*>(nlp) - base) : span;
+      if (nul < pos)
+        nul = find_nul(pos);
+      bool settled = false;
+      if (pos >= per_line_until && nul >= line_end) {
+        bool failed = false;
+        if (!live) {
+          ++counters_.streams;
+          if (many_.iterate_many(base + q, span - q, window_).get(stream_)) {
+            failed = true;
+          } else {
+            live = true;
+            stream_base = q;
+            it = stream_.begin();
+          }
+        }
+        // Skip documents that lie before this line (after a line the walk
+        // did not settle); a stream that has no document here has failed.
+        for (int skipped = 0; live && !failed; ++skipped) {
+          if (!(it != stream_.end()) || it.error() || skipped == 8) {
+            failed = true;
+            break;
+          }
+          if (stream_base + it.current_index() >= q)
+            break;
+          ++it;
+        }
+        if (!failed) {
+          // The document is this line's if its object starts at the line's
+          // first non-blank byte and, walked whole, is followed by blanks
+          // up to the newline: its next structural character (the next
+          // document's start) lies at or past the newline. The last
+          // document of a stage-1 window has no next structural character
+          // to show: decoded per line (once per window).
+          auto doc = *it;
+          const char* b = nullptr;
+          simdjson::ondemand::object obj;
+          if (!doc.current_location().get(b) && b > base + q) {
+            failed = true; // the stream is past this line: out of step
+          } else if (b == base + q && !doc.get_object().get(obj)
+                     && read_object(obj, base + line_end)) {
+            const char* e = nullptr;
+            if (!doc.current_location().get(e) && e >= base + line_end) {
+              const char* close = e;
+              while (close > b && (close[-1] == ' ' || close[-1] == '\t'
+                                   || close[-1] == '\r' || close[-1] == '\n'))
+                --close;
+              if (close <= base + line_end) {
+                reason.clear();
+                const status st = append_read(out, reason);
+                settled = true;
+                ++counters_.batched;
+                const std::size_t line = pr.lines;
+                pr.bytes = nlp ? line_end + 1 : span;
+                pr.lines += nlp ? 1 : 0;
+                ++pr.records;
+                ++it;
+                if (st == status::bad && on_bad)
+                  on_bad(pos, line, text.substr(pos, strip_cr(base, pos, line_end) - pos),
+                         reason);
+                continue;
+              }
+            }
+          }
+          if (!failed)
+            ++it; // the per-line path decodes this line; the stream goes on
+        }
+        if (failed) {
+          ++counters_.failures;
+          const std::size_t used = live ? pos - std::min(pos, stream_base) : 0;
+          per_line_until = pos + (used < window_ ? window_ - used : 0);
+          live = false;
+        }
+      }
+      if (!settled) {
+        ++counters_.per_line;
+        const std::string_view rec = text.substr(pos, strip_cr(base, pos, line_end) - pos);
+        const std::size_t line = pr.lines;
+        pr.bytes = nlp ? line_end + 1 : span;
+        pr.lines += nlp ? 1 : 0;
+        ++pr.records;
+        reason.clear();
+        const auto st = decode(rec, out, reason);
+        if (st == status::control) {
+          pr.control = true;
+          return;
+        }
+        if (st == status::bad && on_bad)
+          on_bad(pos, line, rec, reason);
+      }
+    }
+  }
+
+  /// How decode_many's lines went (tests and benchmarks): documents decoded
+  /// from a stream, lines decoded per line, streams started, streams dropped.
+  struct batch_counters {
+    std::uint64_t batched = 0, per_line = 0, streams = 0, failures = 0;
+  };
+  const batch_counters& counters() const noexcept { return counters_; }
+
 private:
+  static constexpr std::size_t default_window = std::size_t{256} << 10;
+
+  // The end of line [pos, line_end) without one trailing '\r' (as the file
+  // reader strips it before `decode`).
+  static std::size_t strip_cr(const char* base, std::size_t pos, std::size_t line_end) {
+    return line_end > pos && base[line_end - 1] == '\r' ? line_end - 1 : line_end;
+  }
+
   // The fast path (simdjson On-Demand over the padded record, one reused
   // parser): walks the object's keys once, parses only the values of read
   // fields, skips the others by structure, and appends nothing until every
@@ -244,6 +447,14 @@ private:
     double f = 0;
     std::string_view s; ///< in the parser's string buffer (valid until the next record)
   };
+
+  // True if the key text at `k` (after its opening quote, before `end`) is
+  // `name` followed by its closing quote.
+  static bool same_key(const char* k, const char* end, const std::string& name) noexcept {
+    const std::size_t n = name.size();
+    return static_cast<std::size_t>(end - k) > n && k[n] == '"'
+           && std::memcmp(k, name.data(), n) == 0;
+  }
 
   // The field index of `key` (npos: not read), remembered per key position,
   // as the keys of a file's records mostly come in the same order.
@@ -266,7 +477,6 @@ private:
   }
 
   std::optional<status> decode_fast(std::size_t len, batch_builder& out, std::string& reason) {
-    using jt = simdjson::ondemand::json_type;
     simdjson::ondemand::document doc;
     if (od_fast_.iterate(padded_.data(), len, padded_.size()).get(doc))
       return std::nullopt;
@@ -280,28 +490,60 @@ private:
     if (obj.raw_json().get(whole) || whole.data() + whole.size() < padded_.data() + len
         || obj.reset().error())
       return std::nullopt;
+    return decode_object(obj, padded_.data() + len, out, reason);
+  }
+
+  // The fast path's walk over one object (positioned at its start), whose
+  // text ends before `end`: see decode_fast.
+  std::optional<status> decode_object(simdjson::ondemand::object& obj, const char* end,
+                                      batch_builder& out, std::string& reason) {
+    if (!read_object(obj, end))
+      return std::nullopt;
+    return append_read(out, reason);
+  }
+
+  // The walk of decode_object up to the values: every key of `obj` (at its
+  // start) and the values of read fields, into fast_; false, with nothing
+  // appended anywhere, for what the fast path leaves to the DOM. On true the
+  // iterator has passed the object's closing brace.
+  bool read_object(simdjson::ondemand::object& obj, const char* end) {
+    using jt = simdjson::ondemand::json_type;
     for (auto& f : fast_)
       f.kind = fast_slot::null;
     std::size_t pos = 0;
     for (auto fr : obj) {
       simdjson::ondemand::field field;
       if (std::move(fr).get(field))
-        return std::nullopt;
+        return false;
       const char* k = field.key().raw();
-      const void* q = std::memchr(k, '"', static_cast<std::size_t>(padded_.data() + len - k));
-      if (q == nullptr)
-        return std::nullopt;
-      const std::string_view key{k, static_cast<std::size_t>(static_cast<const char*>(q) - k)};
-      if (key.find('\\') != std::string_view::npos)
-        return std::nullopt;
-      const std::size_t i = field_of(pos++, key);
+      if (k >= end)
+        return false;
+      std::size_t i = npos;
+      const std::size_t at = pos++;
+      if (at < seen_names_.size() && same_key(k, end, seen_names_[at])) {
+        // The key seen at this position last time (never one with a
+        // backslash, so k[n] is the closing quote): no scan for the quote.
+        i = seen_index_[at];
+      } else {
+        const void* q = std::memchr(k, '"', static_cast<std::size_t>(end - k));
+        if (q == nullptr)
+          return false;
+        const std::string_view key{k, static_cast<std::size_t>(static_cast<const char*>(q) - k)};
+        if (key.find('\\') != std::string_view::npos)
+          return false;
+        // decode_many with control lines: a "control" key is the per-line
+        // path's to read (decode reads control lines with simdjson DOM).
+        if (control_lines_ && key == "control")
+          return false;
+        i = field_of(at, key);
+      }
       if (i == npos)
         continue; // skipped by structure, not validated
       auto& v = field.value();
       auto& sl = fast_[i];
       jt t{};
       if (v.type().get(t))
-        return std::nullopt;
+        return false;
       if (t == jt::null) {
         sl.kind = fast_slot::null;
         continue;
@@ -309,38 +551,38 @@ private:
       switch (schema_->at(i).type) {
         case type_id::int64:
           if (t != jt::number || v.get_int64().get(sl.i))
-            return std::nullopt;
+            return false;
           sl.kind = fast_slot::integer;
           break;
         case type_id::float64:
           if (t != jt::number || v.get_double().get(sl.f))
-            return std::nullopt;
+            return false;
           sl.kind = fast_slot::floating;
           break;
         case type_id::boolean: {
           bool b = false;
           if (t != jt::boolean || v.get_bool().get(b))
-            return std::nullopt;
+            return false;
           sl.i = b ? 1 : 0;
           sl.kind = fast_slot::boolean;
           break;
         }
         case type_id::string:
           if (t != jt::string || v.get_string().get(sl.s))
-            return std::nullopt;
+            return false;
           sl.kind = fast_slot::text;
           break;
         case type_id::timestamp:
           if (t == jt::number) {
             if (v.get_int64().get(sl.i))
-              return std::nullopt;
+              return false;
           } else {
             std::string_view str;
             if (t != jt::string || v.get_string().get(str))
-              return std::nullopt;
+              return false;
             auto ts = parse_iso8601(str, zone_);
             if (!ts)
-              return std::nullopt;
+              return false;
             sl.i = *ts;
           }
           sl.kind = fast_slot::integer;
@@ -349,9 +591,14 @@ private:
           break;
       }
     }
+    return true;
+  }
+
+  // Appends the row read_object read, and commits it (row_committer).
+  status append_read(batch_builder& out, std::string& reason) {
     for (std::size_t i = 0; i < schema_->size(); ++i) {
       auto& c = out.col(i);
-      if (!read_[i]) {
+      if (!read8_[i]) {
         append_unread(c);
         continue;
       }
@@ -677,9 +924,14 @@ private:
   schema_ptr schema_;
   row_committer rc_;
   bool control_lines_ = false;
+  std::size_t window_;                          ///< decode_many's stage-1 window, bytes
+  simdjson::ondemand::parser many_;             ///< decode_many's (not decode's) parser
+  simdjson::ondemand::document_stream stream_;  ///< its current stream
+  batch_counters counters_;
   invalid_utf8_policy invalid_utf8_;
   time_zone zone_;
   std::vector<bool> read_; ///< per field: decoded (else null without values)
+  std::vector<std::uint8_t> read8_; ///< read_ as bytes, for the fast path's loop
   simdjson::ondemand::parser od_fast_;
   std::vector<fast_slot> fast_;
   std::vector<std::string> seen_names_; ///< per key position: the key last seen there
@@ -703,8 +955,16 @@ private:
 } // namespace
 
 std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, common_options co,
-                                                   bool control_lines) {
-  return std::make_unique<jsonl_decoder>(std::move(s), std::move(co), control_lines);
+                                                   bool control_lines, std::size_t window) {
+  return std::make_unique<jsonl_decoder>(std::move(s), std::move(co), control_lines, window);
+}
+
+std::optional<jsonl_batch_counters> jsonl_counters(const record_decoder& d) {
+  if (const auto* j = dynamic_cast<const jsonl_decoder*>(&d)) {
+    const auto& c = j->counters();
+    return jsonl_batch_counters{c.batched, c.per_line, c.streams, c.failures};
+  }
+  return std::nullopt;
 }
 
 } // namespace weir::format::internal

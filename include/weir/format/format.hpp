@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,7 +71,16 @@ struct decoder_options {
   /// fields too). The event-time field is decoded whatever this says.
   /// Fields past the vector's end are read.
   std::vector<bool> read_fields;
+  /// jsonl `decode_many` only: the bytes simdjson's stage 1 indexes at a time
+  /// (`iterate_many`'s batch size); a line longer than this is decoded by the
+  /// per-line path. 0 = 256 KiB. A tuning and testing knob, not a TOML key.
+  std::size_t batch_window = 0;
 };
+
+/// Readable bytes `record_decoder::decode_many` may read past the end of its
+/// text (simdjson's SIMDJSON_PADDING): the file reader's chunk buffer keeps
+/// this much slack after its data.
+inline constexpr std::size_t decode_many_padding = 64;
 
 /// Splits a byte stream into records and decodes each into a batch_builder.
 ///
@@ -103,6 +113,10 @@ struct decoder_options {
 ///   again with a limit of its length, and one holding a number the DOM
 ///   refuses (beyond 64 bits, beyond a double) is validated with such numbers
 ///   blanked out and its declared fields read with simdjson On-Demand.
+///   The file reader decodes a chunk's lines in one `decode_many` call:
+///   simdjson `iterate_many` over the chunk, each document taken as its
+///   line's record only if it starts and ends on that line, other lines
+///   decoded as above, one by one (same rows, reasons and positions).
 ///   Fields are looked up by name; unknown keys are ignored, a duplicate key
 ///   keeps its last value, JSON null is null. int64 accepts JSON integers
 ///   only (`1.5` and also `3.0` are bad, as is an integer above INT64_MAX);
@@ -156,6 +170,49 @@ public:
   /// After `decode` returned `status::control`: the processing time (ms) the
   /// control line advances the replay clock to.
   virtual event_time control_time() const { return 0; }
+
+  /// Limits of one `decode_many` call.
+  struct batch_limits {
+    std::size_t max_rows = static_cast<std::size_t>(-1);    ///< rows committed by the call
+    std::size_t max_records = static_cast<std::size_t>(-1); ///< records consumed (any status)
+    /// A record starting after this byte of the text is left unconsumed
+    /// (a file split's end).
+    std::size_t max_start = static_cast<std::size_t>(-1);
+    /// Stop before a record spanning more than one line (a CSV quoted
+    /// newline), leaving it to the caller (a file split refuses one).
+    bool single_line = false;
+  };
+  /// What a `decode_many` call consumed: whole records only, from the start
+  /// of its text. Updated record by record (before `on_bad` is called), so
+  /// it is exact also when `on_bad` throws.
+  struct batch_progress {
+    std::size_t bytes = 0;   ///< bytes of the consumed records, newlines included
+    std::size_t lines = 0;   ///< newlines in them
+    std::size_t records = 0; ///< records consumed: ok, skipped, bad and control
+    bool control = false;    ///< stopped after a control line (see control_time())
+  };
+  /// A bad record met by `decode_many`: its byte offset and 0-based line in
+  /// the call's text, its text without the newline, and the reason.
+  using bad_record_sink = std::function<void(std::size_t offset, std::size_t line,
+                                             std::string_view record,
+                                             const std::string& reason)>;
+
+  /// Decodes the complete records at the start of `text` into `out`, in
+  /// order, as `next_record` + `decode` would one by one, until a limit of
+  /// `lim` is reached, a control line was consumed, or no complete record is
+  /// left (at EOF, `at_eof`, a final record without newline is complete).
+  /// Bad records go to `on_bad`, which may throw (the exception propagates;
+  /// `progress` then includes the bad record). `progress` must start zeroed.
+  /// `text` must be followed by `decode_many_padding` readable bytes.
+  ///
+  /// The default implementation loops `next_record` and `decode` (csv,
+  /// apache_combined); jsonl overrides it with simdjson's `iterate_many`
+  /// (see its docstring in src/format/jsonl_decoder.cpp), with rows, bad
+  /// records, reasons, line numbers and byte counts equal to the default's
+  /// on the same bytes.
+  virtual void decode_many(std::string_view text, bool at_eof, const batch_limits& lim,
+                           batch_builder& out, batch_progress& progress,
+                           const bad_record_sink& on_bad);
 };
 
 /// Makes a decoder. Errors: `errc::invalid_argument` when jsonl/csv lack a
@@ -175,6 +232,12 @@ struct file_source_options {
   /// record boundary). Records before it are only split, not decoded (except
   /// a CSV header), so line numbers stay exact.
   std::uint64_t start_offset = 0;
+  /// Decode each chunk's complete records with one
+  /// `record_decoder::decode_many` call (jsonl: simdjson `iterate_many`);
+  /// false: record by record (`next_record` + `decode`), the reference the
+  /// tests and `weir_decode_bench --per-line` compare with. Same rows, bad
+  /// records and positions either way.
+  bool batch_decode = true;
 };
 
 /// Makes a reader over one file, read in chunks of `chunk_bytes`, tracking

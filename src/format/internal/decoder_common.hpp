@@ -180,7 +180,16 @@ struct common_options {
 inline void append_unread(column& c) { c.validity.push_back(0); }
 
 std::unique_ptr<record_decoder> make_jsonl_decoder(schema_ptr s, common_options co,
-                                                   bool control_lines = false);
+                                                   bool control_lines = false,
+                                                   std::size_t batch_window = 0);
+/// How a jsonl decoder's `decode_many` calls went (tests, benchmarks):
+/// lines decoded from simdjson's stream, lines decoded per line, streams
+/// started, streams dropped after a failure. nullopt for other decoders.
+struct jsonl_batch_counters {
+  std::uint64_t batched = 0, per_line = 0, streams = 0, failures = 0;
+};
+std::optional<jsonl_batch_counters> jsonl_counters(const record_decoder& d);
+
 std::unique_ptr<record_decoder> make_csv_decoder(schema_ptr s, bool header,
                                                  char delimiter, common_options co);
 std::unique_ptr<record_decoder> make_apache_combined_decoder(common_options co);
