@@ -5,7 +5,8 @@
 //   weir_ingest_raw jsonl|csv FILE --fields auction,price,date_time
 //
 // Reads FILE in 16 MiB chunks (read(2), cut at the last newline) and decodes
-// the named fields of every record, in file order, one thread:
+// the named fields of every record, in file order, one thread (for jsonl,
+// a simdjson built with threads runs the next window's stage 1 on a second):
 //   jsonl  simdjson on-demand, iterate_many over each chunk; an int64 field
 //          with get_int64(), a string field with get_string() (unescaped)
 //   csv    the header line names the columns; each line is scanned with
