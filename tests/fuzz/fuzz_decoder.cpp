@@ -13,7 +13,9 @@
 //   column (and the event times) one value per row; a bad record has a reason;
 // - a bad record's dead-letter line is valid JSON;
 // - every decoded row encodes as valid JSON, and its jsonl and csv
-//   encodings decode again (same schema) without being bad.
+//   encodings decode again (same schema) without being bad;
+// - decode_many over the whole input (jsonl: simdjson iterate_many) gives
+//   the rows, bad records and positions of decoding one record at a time.
 //
 // The decoder's options (event-time field, CSV header and delimiter, jsonl
 // control lines, chunk size) are taken from a hash of the input, so that the
@@ -171,6 +173,95 @@ void check_encodings(const weir::record_batch& batch) {
   }
 }
 
+// The rows of `b` as jsonl lines (empty when it has none), for comparing two
+// decoders' output.
+std::string rows_as_jsonl(batch_builder& b) {
+  std::string out;
+  if (b.rows() == 0)
+    return out;
+  auto batch = b.finish();
+  auto jsonl = weir::format::make_encoder(format_kind::jsonl);
+  for (std::size_t row = 0; row < batch->num_rows; ++row)
+    jsonl->encode(*batch, row, out);
+  return out;
+}
+
+// record_decoder::decode_many (jsonl: simdjson iterate_many over windows of
+// the text, a per-line fallback around what the stream does not settle)
+// against next_record + decode one record at a time, on the whole input at
+// end of file: the same rows, the same bad records (offset, line, reason)
+// and the same bytes, lines and records consumed. The window (64 B to the
+// 256 KiB default) comes from the input's hash; the text carries the padding
+// decode_many may read.
+void check_decode_many(std::string_view file, const decoder_options& opts, std::uint64_t h) {
+  static constexpr std::size_t windows[] = {64, 100, 512, 4096, 0};
+  decoder_options many_opts = opts;
+  many_opts.batch_window = windows[(h >> 11) % 5];
+  auto one = weir::format::make_decoder(opts);
+  auto many = weir::format::make_decoder(many_opts);
+  if (!one || !many)
+    fail("make_decoder failed for the decode_many check");
+  using bad_list = std::vector<std::string>;
+  auto bad_key = [](std::size_t offset, std::size_t line, const std::string& reason) {
+    return std::to_string(offset) + ":" + std::to_string(line) + ":" + reason;
+  };
+
+  // One record at a time.
+  batch_builder one_rows((*one)->output_schema());
+  bad_list one_bad;
+  std::size_t one_records = 0, line = 0;
+  std::string reason;
+  for (std::size_t pos = 0; pos < file.size();) {
+    std::size_t lines = 0;
+    const std::size_t n = (*one)->next_record(file.substr(pos), true, lines);
+    std::string_view rec = file.substr(pos, n);
+    if (!rec.empty() && rec.back() == '\n')
+      rec.remove_suffix(1);
+    if (!rec.empty() && rec.back() == '\r')
+      rec.remove_suffix(1);
+    reason.clear();
+    if ((*one)->decode(rec, one_rows, reason) == record_decoder::status::bad)
+      one_bad.push_back(bad_key(pos, line, reason));
+    ++one_records;
+    pos += n;
+    line += lines;
+  }
+
+  // decode_many, called again after each stop (a control line stops it).
+  std::string text{file};
+  text.append(weir::format::decode_many_padding, '\0');
+  const std::string_view all{text.data(), file.size()};
+  batch_builder many_rows((*many)->output_schema());
+  bad_list many_bad;
+  std::size_t at = 0, at_line = 0, many_records = 0;
+  while (at < all.size()) {
+    record_decoder::batch_progress pr;
+    (*many)->decode_many(all.substr(at), true, {}, many_rows, pr,
+                         [&](std::size_t offset, std::size_t l, std::string_view,
+                             const std::string& why) {
+                           many_bad.push_back(bad_key(at + offset, at_line + l, why));
+                         });
+    if (pr.records == 0 || pr.bytes == 0 || pr.bytes > all.size() - at)
+      fail("decode_many consumed " + std::to_string(pr.records) + " records, "
+           + std::to_string(pr.bytes) + " bytes with " + std::to_string(all.size() - at)
+           + " left at end of file");
+    at += pr.bytes;
+    at_line += pr.lines;
+    many_records += pr.records;
+  }
+  if (many_records != one_records || at_line != line)
+    fail("decode_many consumed " + std::to_string(many_records) + " records and "
+         + std::to_string(at_line) + " lines, one at a time " + std::to_string(one_records)
+         + " and " + std::to_string(line));
+  if (many_bad != one_bad)
+    fail("decode_many's bad records differ (" + std::to_string(many_bad.size()) + " vs "
+         + std::to_string(one_bad.size()) + "), first: "
+         + (many_bad.empty() ? std::string{"-"} : many_bad.front()) + " / "
+         + (one_bad.empty() ? std::string{"-"} : one_bad.front()));
+  if (rows_as_jsonl(many_rows) != rows_as_jsonl(one_rows))
+    fail("decode_many's rows differ from decoding one record at a time");
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -277,5 +368,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (builder.rows() > 0)
     check_encodings(*builder.finish());
   (void) bad;
+  check_decode_many(file, opts, h);
   return 0;
 }
