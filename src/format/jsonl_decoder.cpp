@@ -309,6 +309,18 @@ public:
     std::size_t stream_base = 0;
     std::size_t per_line_until = 0; // lines starting before this go per line
     simdjson::ondemand::document_stream::iterator it;
+    // Whether the stream may be advanced past its current document. A walk
+    // that meets an unrecoverable error (an unclosed string, say) makes
+    // simdjson abandon the document (its iterator drops the parser), and
+    // advancing past an abandoned document reads through a null pointer
+    // (simdjson 3.0.1): such a stream counts as broken. Found by fuzz_jsonl.
+    auto advanceable = [&] {
+      simdjson::ondemand::document_reference ref;
+      if ((*it).get(ref))
+        return false;
+      simdjson::ondemand::document& d = ref;
+      return d.is_alive();
+    };
     std::string reason;
     while (out.rows() - rows0 < lim.max_rows && pr.records < lim.max_records
            && pr.bytes < span && pr.bytes <= lim.max_start) {
@@ -349,6 +361,10 @@ public:
           }
           if (stream_base + it.current_index() >= q)
             break;
+          if (!advanceable()) {
+            failed = true;
+            break;
+          }
           ++it;
         }
         if (!failed) {
@@ -380,7 +396,10 @@ public:
                 pr.bytes = nlp ? line_end + 1 : span;
                 pr.lines += nlp ? 1 : 0;
                 ++pr.records;
-                ++it;
+                if (advanceable())
+                  ++it;
+                else
+                  live = false; // the next line starts a new stream
                 if (st == status::bad && on_bad)
                   on_bad(pos, line, text.substr(pos, strip_cr(base, pos, line_end) - pos),
                          reason);
@@ -388,8 +407,12 @@ public:
               }
             }
           }
-          if (!failed)
-            ++it; // the per-line path decodes this line; the stream goes on
+          if (!failed) {
+            if (advanceable())
+              ++it; // the per-line path decodes this line; the stream goes on
+            else
+              failed = true;
+          }
         }
         if (failed) {
           ++counters_.failures;
