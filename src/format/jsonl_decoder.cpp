@@ -285,9 +285,20 @@ public:
   /// stays the reference (`file_source_options::batch_decode = false`). The
   /// window hardly matters: 16 KiB 2,741, 64 KiB 2,708, 256 KiB (the
   /// default) 2,733, 1 MiB 2,823 instructions a record with 3 fields.
+  ///
+  /// With control lines on, the per-line path reads every record with the
+  /// DOM parser, which validates the whole line, while the stream's walk
+  /// validates what it reads; fuzz_jsonl found a line with a bare word
+  /// before an unread string value that the walk took and the DOM refused
+  /// (session 14, not yet explained). Until it is, control-line files (a
+  /// replay feature) take the per-line loop here too.
   void decode_many(std::string_view text, bool at_eof, const batch_limits& lim,
                    batch_builder& out, batch_progress& pr,
                    const bad_record_sink& on_bad) override {
+    if (control_lines_) {
+      record_decoder::decode_many(text, at_eof, lim, out, pr, on_bad);
+      return;
+    }
     std::size_t span = text.size();
     if (!at_eof) {
       const void* last = ::memrchr(text.data(), '\n', text.size());
