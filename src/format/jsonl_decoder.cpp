@@ -290,8 +290,10 @@ public:
   /// DOM parser, which validates the whole line, while the stream's walk
   /// validates what it reads; fuzz_jsonl found a line with a bare word
   /// before an unread string value that the walk took and the DOM refused
-  /// (session 14, not yet explained). Until it is, control-line files (a
-  /// replay feature) take the per-line loop here too.
+  /// (tests/fuzz/regressions/fuzz_jsonl/decode-many-control-lines-bare-word;
+  /// simdjson 3.0.1's stream alone takes or refuses that line depending on
+  /// the text after it; not yet explained). Until it is, control-line files
+  /// (a replay feature) take the per-line loop here too.
   void decode_many(std::string_view text, bool at_eof, const batch_limits& lim,
                    batch_builder& out, batch_progress& pr,
                    const bad_record_sink& on_bad) override {
