@@ -134,14 +134,7 @@ def generate(path, n, seed):
 
 def committed(work):
     """What a reader of the output directories sees: committed parts only."""
-    out = {}
-    for name in ("windows", "sliding", "running"):
-        rows = []
-        for part in sorted(glob.glob(os.path.join(work, "out", name, "part-*"))):
-            with open(part) as f:
-                rows += f.read().splitlines()
-        out[name] = sorted(rows)
-    return out
+    return committed_parts(work, ("windows", "sliding", "running"))
 
 
 def committed_parts(work, names):
