@@ -161,14 +161,8 @@ void record_decoder::decode_many(std::string_view text, bool at_eof, const batch
       rec.remove_suffix(1);
     if (!rec.empty() && rec.back() == '\r')
       rec.remove_suffix(1);
-    reason.clear();
-    const auto st = decode(rec, out, reason);
-    if (st == status::control) {
-      progress.control = true;
+    if (!internal::decode_one(*this, rec, offset, line, out, reason, progress, on_bad))
       return;
-    }
-    if (st == status::bad && on_bad)
-      on_bad(offset, line, rec, reason);
   }
 }
 

@@ -441,14 +441,8 @@ public:
         pr.bytes = nlp ? line_end + 1 : span;
         pr.lines += nlp ? 1 : 0;
         ++pr.records;
-        reason.clear();
-        const auto st = decode(rec, out, reason);
-        if (st == status::control) {
-          pr.control = true;
+        if (!decode_one(*this, rec, pos, line, out, reason, pr, on_bad))
           return;
-        }
-        if (st == status::bad && on_bad)
-          on_bad(pos, line, rec, reason);
       }
     }
   }

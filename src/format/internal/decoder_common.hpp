@@ -194,4 +194,25 @@ std::unique_ptr<record_decoder> make_csv_decoder(schema_ptr s, bool header,
                                                  char delimiter, common_options co);
 std::unique_ptr<record_decoder> make_apache_combined_decoder(common_options co);
 
+/// One record of a `decode_many` call decoded with `d.decode` (the record
+/// already counted in `progress`; `rec` without its line end, at byte
+/// `offset` and 0-based `line` of the call's text): a control line sets
+/// `progress.control` and returns false (the call stops after it); a bad
+/// record goes to `on_bad`. Shared by the default loop and jsonl's per-line
+/// fallback, so the two treat a record alike.
+inline bool decode_one(record_decoder& d, std::string_view rec, std::size_t offset,
+                       std::size_t line, batch_builder& out, std::string& reason,
+                       record_decoder::batch_progress& progress,
+                       const record_decoder::bad_record_sink& on_bad) {
+  reason.clear();
+  const auto st = d.decode(rec, out, reason);
+  if (st == record_decoder::status::control) {
+    progress.control = true;
+    return false;
+  }
+  if (st == record_decoder::status::bad && on_bad)
+    on_bad(offset, line, rec, reason);
+  return true;
+}
+
 } // namespace weir::format::internal
