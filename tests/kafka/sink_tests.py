@@ -387,59 +387,96 @@ def run_broker_restart(args, seed):
     """The broker SIGKILLed and restarted under a running exactly-once job (topic A
     to topic B) with a restart strategy: the job finishes and B holds every window
     once. The broker stays down longer than the sink's message.timeout.ms, so the
-    job fails (and restarts from its checkpoint) rather than riding the outage out."""
+    job fails (and restarts from its checkpoint) rather than riding the outage out.
+
+    The kill comes at a random moment after the sink's producers are up. A fast
+    run can end before that moment: such an attempt's topic is still checked
+    (an uninterrupted exactly-once run), and the next attempt, on a new topic,
+    draws its moment from a window half as long; the test fails
+    unless one of them had the broker killed under the running job."""
     t0 = time.monotonic()
     with KafkaBroker() as broker:
         t = Test(args, broker, seed)
         try:
             want = t.reference()
-            topic = "b-broker-restart"
-            broker.create_topic(topic, partitions=2, config=KEEP)
-            sink = KAFKA_SINK.format(topic=topic, bootstrap=broker.bootstrap,
-                                     delivery="exactly_once")
-            sink = sink.replace('properties = { "linger.ms" = 5 }',
-                                'properties = { "linger.ms" = 5, "message.timeout.ms" = 3000 }')
-            toml = t.write(sink, restart='restart = { attempts = 30, delay = "1s" }')
-            log_path = os.path.join(t.work, "broker-restart.log")
-            with open(log_path, "w") as log:
-                p = subprocess.Popen([args.weir, "run", toml, "--fresh"],
-                                     stdout=subprocess.DEVNULL, stderr=log)
-                # Once the sink's producers are up (their transactions initialised),
-                # at a random moment of the run.
-                deadline = time.monotonic() + 120
-                while p.poll() is None and time.monotonic() < deadline:
-                    with open(log_path) as f:
-                        if f.read().count("transactional id '") >= 2:
-                            break
-                    time.sleep(0.05)
-                time.sleep(t.rnd.uniform(0.0, max(0.3, t.took * 0.4)))
-                check(p.poll() is None, "the job ended before the broker could be killed")
-                broker.kill()
-                down = t.rnd.uniform(6, 9)
-                time.sleep(down)
-                broker.restart()
-                try:
-                    p.wait(timeout=600 * SCALE)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    raise Failure("the job did not end within 600 s of the broker's restart")
-            with open(log_path) as log:
-                err = log.read()
-            check(p.returncode == 0, f"the job failed (exit {p.returncode}):\n{err[-3000:]}")
-            got = collections.Counter(broker.consume(topic, read_committed=True))
-            compare_exactly_once(got, want, "after the broker's restart")
-            # Whether the outage fails the job depends on what was in flight:
-            # with rows waiting for delivery it fails after message.timeout.ms
-            # and the restart strategy restores the last checkpoint; with none
-            # (the source, cut off too, sent nothing new) librdkafka rides it
-            # out. Either way the topic must hold every window exactly once.
-            restarts = err.count("restarting from the latest checkpoint")
-            print(f"ok: broker killed for {down:.1f} s under the job reading topic A and "
-                  f"writing topic B ({restarts} job restarts); the read_committed topic holds "
-                  f"every expected record exactly once ({sum(want.values())} windows); "
-                  f"{time.monotonic() - t0:.0f} s in all")
+            # The kill's moment is drawn from [0, window) s after the producers
+            # are up: 40% of the reference run at first, then half of what the
+            # attempt before lasted past that point.
+            window = t.took * 0.4
+            for attempt in range(ATTEMPTS):
+                topic = f"b-broker-restart-{attempt}"
+                done = broker_restart_attempt(args, t, broker, topic, want, window)
+                if done is None:
+                    break
+                window = min(window, done) / 2
+                print(f"attempt {attempt}: the job ended {done:.2f} s after its producers "
+                      f"were up, before the broker's kill; its topic holds every window "
+                      f"exactly once")
+            else:
+                raise Failure(f"in {ATTEMPTS} attempts the job always ended before the "
+                              f"broker could be killed")
+            print(f"{time.monotonic() - t0:.0f} s in all")
         finally:
             t.close()
+
+
+ATTEMPTS = 4
+
+
+def broker_restart_attempt(args, t, broker, topic, want, window):
+    """One exactly-once run into `topic`, the broker killed for 6-9 s at a random
+    moment in [0, window) s after the sink's producers are up. Returns None
+    when the broker was killed under the run, or the seconds the run lasted after
+    its producers were up when it ended first; either way `topic` (read_committed)
+    must hold every window of `want` exactly once."""
+    broker.create_topic(topic, partitions=2, config=KEEP)
+    sink = KAFKA_SINK.format(topic=topic, bootstrap=broker.bootstrap, delivery="exactly_once")
+    sink = sink.replace('properties = { "linger.ms" = 5 }',
+                        'properties = { "linger.ms" = 5, "message.timeout.ms" = 3000 }')
+    toml = t.write(sink, restart='restart = { attempts = 30, delay = "1s" }')
+    log_path = os.path.join(t.work, f"{topic}.log")
+    killed_for = None
+    with open(log_path, "w") as log:
+        p = subprocess.Popen([args.weir, "run", toml, "--fresh"],
+                             stdout=subprocess.DEVNULL, stderr=log)
+        # Once the sink's producers are up (their transactions initialised).
+        deadline = time.monotonic() + 120 * SCALE
+        while p.poll() is None and time.monotonic() < deadline:
+            with open(log_path) as f:
+                if f.read().count("transactional id '") >= 2:
+                    break
+            time.sleep(0.01)
+        up = time.monotonic()
+        time.sleep(t.rnd.uniform(0.0, window))
+        if p.poll() is None:
+            broker.kill()
+            killed_for = t.rnd.uniform(6, 9)
+            time.sleep(killed_for)
+            broker.restart()
+        try:
+            p.wait(timeout=600 * SCALE)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise Failure("the job did not end within 600 s of the broker's restart")
+        lasted = time.monotonic() - up
+    with open(log_path) as log:
+        err = log.read()
+    check(p.returncode == 0, f"the job failed (exit {p.returncode}):\n{err[-3000:]}")
+    got = collections.Counter(broker.consume(topic, read_committed=True))
+    compare_exactly_once(got, want, "after the broker's restart" if killed_for
+                         else "in a run the broker's kill came too late for")
+    if killed_for is None:
+        return lasted
+    # Whether the outage fails the job depends on what was in flight: with rows
+    # waiting for delivery it fails after message.timeout.ms and the restart
+    # strategy restores the last checkpoint; with none (the source, cut off too,
+    # sent nothing new) librdkafka rides it out. Either way the topic must hold
+    # every window exactly once.
+    restarts = err.count("restarting from the latest checkpoint")
+    print(f"ok: broker killed for {killed_for:.1f} s under the job reading topic A and "
+          f"writing topic B ({restarts} job restarts); the read_committed topic holds "
+          f"every expected record exactly once ({sum(want.values())} windows)")
+    return None
 
 
 def main():
