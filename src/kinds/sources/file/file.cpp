@@ -5,6 +5,7 @@
 // planning and `job::from_file`.
 #include "config/byte_size.hpp"
 #include "config/kind.hpp"
+#include "kinds/sources/source_keys.hpp"
 #include "connectors/internal/rate_limited_reader.hpp"
 
 #include "api/internal/graph.hpp"
@@ -146,58 +147,13 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
     er.check_keys(c.children("event_time"));
     if (auto f = er.string("field", true, true)) {
       d.event_time_field = *f;
-      if (const auto& s = d.decoder.schema) {
-        if (auto idx = s->index_of(f->value); !idx) {
-          key_list names;
-          for (const auto& fl : s->fields())
-            names.push_back(fl.name);
-          std::vector<std::string> extra;
-          if (auto cand = closest(f->value, names))
-            extra.push_back("hint: did you mean " + quote(*cand) + "?");
-          extra.push_back("hint: the fields are " + s->to_string());
-          er.fail(pos_of(*f->node),
-                  "event_time.field " + quote(f->value) + " is not a field of the schema",
-                  std::move(extra));
-        } else if (auto ty = s->at(*idx).type;
-                   ty != type_id::timestamp && ty != type_id::int64) {
-          er.fail(pos_of(*f->node), "event_time.field " + quote(f->value) +
-                                      " must name a timestamp or int64 field, got " +
-                                      std::string(to_string(ty)));
-        }
-      }
+      sources::check_time_field(er, d.decoder.schema, *f, "event_time.field");
     }
   }
-  if (auto* wm = soft.subtable("watermark")) {
-    auto wr = soft.sub(*wm, "watermark");
-    wr.check_keys(c.children("watermark"));
-    if (auto v = wr.duration("max_out_of_orderness"))
-      d.watermark.max_out_of_orderness = *v;
-    if (auto v = wr.duration("idle_timeout"))
-      d.watermark.idle_timeout = *v;
-  }
-  // Checks that `f` names a field of the schema (with a did-you-mean hint).
-  auto field_of_schema = [&](reader& rr, const located& f, const std::string& what)
-    -> std::optional<type_id> {
-    const auto& s = d.decoder.schema;
-    if (!s)
-      return std::nullopt;
-    auto idx = s->index_of(f.value);
-    if (idx)
-      return s->at(*idx).type;
-    key_list names;
-    for (const auto& fl : s->fields())
-      names.push_back(fl.name);
-    std::vector<std::string> extra;
-    if (auto cand = closest(f.value, names))
-      extra.push_back("hint: did you mean " + quote(*cand) + "?");
-    extra.push_back("hint: the fields are " + s->to_string());
-    rr.fail(pos_of(*f.node), what + " " + quote(f.value) + " is not a field of the schema",
-            std::move(extra));
-    return std::nullopt;
-  };
+  sources::read_watermark(c, d.watermark);
   if (auto v = r.string("partition_by", false, true)) {
     d.partition_by = *v;
-    field_of_schema(r, *v, "partition_by");
+    sources::field_of_schema(r, d.decoder.schema, *v, "partition_by");
   }
   if (auto ps = r.string_array("partitions", false, 1)) {
     for (const auto& p : *ps)
@@ -211,29 +167,10 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
     pr.check_keys(c.children("processing_time"));
     if (auto f = pr.string("field", true, true)) {
       d.processing_time_field = *f;
-      if (auto ty = field_of_schema(pr, *f, "processing_time.field");
-          ty && *ty != type_id::timestamp && *ty != type_id::int64)
-        pr.fail(pos_of(*f->node), "processing_time.field " + quote(f->value) +
-                                    " must name a timestamp or int64 field, got " +
-                                    std::string(to_string(*ty)));
+      sources::check_time_field(pr, d.decoder.schema, *f, "processing_time.field");
     }
   }
-  if (auto* csv = soft.subtable("csv")) {
-    auto cr = soft.sub(*csv, "csv");
-    cr.check_keys(c.children("csv"));
-    if (fmt && fmt->value != "csv")
-      soft.fail(pos_of(*soft.get("csv")),
-             "csv options apply only to format = \"csv\", not " + quote(fmt->value));
-    if (auto v = cr.boolean("header"))
-      d.decoder.csv_header = *v;
-    if (auto v = cr.string("delimiter")) {
-      if (v->value.size() != 1)
-        cr.fail(pos_of(*v->node),
-                "csv.delimiter must be a single character, got " + quote(v->value));
-      else
-        d.decoder.csv_delimiter = v->value[0];
-    }
-  }
+  sources::read_csv_options(c, fmt, d.decoder, true);
   // The record contract's options (src/format, format.hpp).
   if (auto v = r.choice("invalid_utf8", invalid_utf8_choices))
     d.decoder.invalid_utf8 = v->value == "replace" ? format::invalid_utf8_policy::replace
@@ -316,9 +253,10 @@ kind_descriptor describe_sources_file() {
     {"schema", "table of type names", true, "", "name = \"int64\" (not for apache_combined)"},
     {"event_time", "table", false, "", "event time of the records; none: no event time"},
     {"event_time.field", "string", true, "", "a timestamp or int64 field"},
-    {"watermark", "table", false, "", "the watermark generator"},
-    {"watermark.max_out_of_orderness", "duration", false, "\"0s\"", "bounded out-of-orderness"},
-    {"watermark.idle_timeout", "duration", false, "\"0s\"", "a partition is idle after this; 0: never"},
+  };
+  for (auto& k : sources::watermark_keys("", "a partition"))
+    d.keys.push_back(std::move(k));
+  d.keys.insert(d.keys.end(), {
     {"csv", "table", false, "", "csv options"},
     {"csv.header", "boolean", false, "false", "the first line names the fields"},
     {"csv.delimiter", "string", false, "\",\"", "one character"},
@@ -328,7 +266,7 @@ kind_descriptor describe_sources_file() {
     {"processing_time.field", "string", true, "", "a timestamp or int64 field giving processing time"},
     {"invalid_utf8", "string", false, "\"error\"", "error (a bad record) | replace (U+FFFD per invalid sequence)"},
     {"time_zone", "string", false, "\"UTC\"", "zone of timestamps written without one: UTC, \"+02:00\" or an IANA name"},
-  };
+  });
   d.parse = parse;
   d.plan = plan;
   d.misplaced = [](std::string_view key) -> std::optional<misplaced_note> {

@@ -6,6 +6,7 @@
 // `job::from_http`.
 #include "config/byte_size.hpp"
 #include "config/kind.hpp"
+#include "kinds/sources/source_keys.hpp"
 #include "api/internal/graph.hpp"
 #include "http_source.hpp"
 #include "weir/api/job.hpp"
@@ -44,53 +45,12 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
     er.check_keys(c.children("event_time"));
     if (auto f = er.string("field", true, true)) {
       d.event_time_field = f->value;
-      if (const auto& s = d.decoder.schema) {
-        auto idx = s->index_of(f->value);
-        if (!idx) {
-          key_list names;
-          for (const auto& fl : s->fields())
-            names.push_back(fl.name);
-          std::vector<std::string> extra;
-          if (auto cand = closest(f->value, names))
-            extra.push_back("hint: did you mean " + quote(*cand) + "?");
-          extra.push_back("hint: the fields are " + s->to_string());
-          er.fail(pos_of(*f->node),
-                  "event_time.field " + quote(f->value) + " is not a field of the schema",
-                  std::move(extra));
-          out->error = true;
-        } else if (auto ty = s->at(*idx).type; ty != type_id::timestamp && ty != type_id::int64) {
-          er.fail(pos_of(*f->node), "event_time.field " + quote(f->value)
-                                      + " must name a timestamp or int64 field, got "
-                                      + std::string(to_string(ty)));
-          out->error = true;
-        }
-      }
+      if (!sources::check_time_field(er, d.decoder.schema, *f, "event_time.field"))
+        out->error = true;
     }
   }
-  if (auto* wm = soft.subtable("watermark")) {
-    auto wr = soft.sub(*wm, "watermark");
-    wr.check_keys(c.children("watermark"));
-    if (auto v = wr.duration("max_out_of_orderness"))
-      d.watermark.max_out_of_orderness = *v;
-    if (auto v = wr.duration("idle_timeout"))
-      d.watermark.idle_timeout = *v;
-  }
-  if (auto* csv = soft.subtable("csv")) {
-    auto cr = soft.sub(*csv, "csv");
-    cr.check_keys(c.children("csv"));
-    if (fmt && fmt->value != "csv")
-      soft.fail(pos_of(*soft.get("csv")),
-                "csv options apply only to format = \"csv\", not " + quote(fmt->value));
-    if (auto v = cr.boolean("header"))
-      d.decoder.csv_header = *v;
-    if (auto v = cr.string("delimiter")) {
-      if (v->value.size() != 1)
-        cr.fail(pos_of(*v->node),
-                "csv.delimiter must be a single character, got " + quote(v->value));
-      else
-        d.decoder.csv_delimiter = v->value[0];
-    }
-  }
+  sources::read_watermark(c, d.watermark);
+  sources::read_csv_options(c, fmt, d.decoder, true);
   if (auto ack = r.choice("ack", {"accepted", "checkpoint"})) {
     if (ack->value == "checkpoint") {
       d.ack = http_ack::checkpoint;
@@ -140,9 +100,10 @@ kind_descriptor describe_sources_http() {
     {"schema", "table of type names", true, "", "name = \"int64\""},
     {"event_time", "table", false, "", "event time of the records; none: no event time"},
     {"event_time.field", "string", true, "", "a timestamp or int64 field"},
-    {"watermark", "table", false, "", "the watermark generator"},
-    {"watermark.max_out_of_orderness", "duration", false, "\"0s\"", "bounded out-of-orderness"},
-    {"watermark.idle_timeout", "duration", false, "\"0s\"", "the source is idle after this; 0: never"},
+  };
+  for (auto& k : sources::watermark_keys("", "the source"))
+    d.keys.push_back(std::move(k));
+  d.keys.insert(d.keys.end(), {
     {"csv", "table", false, "", "csv options"},
     {"csv.header", "boolean", false, "false", "each body's first line names the fields"},
     {"csv.delimiter", "string", false, "\",\"", "one character"},
@@ -152,7 +113,7 @@ kind_descriptor describe_sources_http() {
     {"ack_timeout", "duration", false, "\"30s\"", "ack = checkpoint: answer 503 when no checkpoint covered the request by then"},
     {"retry_after", "duration", false, "\"1s\"", "Retry-After of a 429 or 503"},
     {"idempotency_keys", "integer", false, "10000", "Idempotency-Keys of taken requests kept in the source's state"},
-  };
+  });
   d.parse = parse;
   d.plan = plan;
   return d;

@@ -5,6 +5,7 @@
 
 #include "api/internal/graph.hpp"
 #include "kinds/sources/kafka/kafka_source_reader.hpp"
+#include "kinds/sources/source_keys.hpp"
 
 #include "weir/api/job.hpp"
 #include "weir/connectors/kafka_source.hpp"
@@ -125,20 +126,8 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
   } else if (auto schema = schema_table(r)) {
     s.decoder.schema = std::move(schema);
   }
-  if (auto* csv = soft.subtable("csv")) {
-    auto cr = soft.sub(*csv, "csv");
-    cr.check_keys(c.children("csv"));
-    if (fmt && fmt->value != "csv")
-      soft.fail(pos_of(*soft.get("csv")),
-                "csv options apply only to format = \"csv\", not " + quote(fmt->value));
-    if (auto v = cr.string("delimiter")) {
-      if (v->value.size() != 1)
-        cr.fail(pos_of(*v->node),
-                "csv.delimiter must be a single character, got " + quote(v->value));
-      else
-        s.decoder.csv_delimiter = v->value[0];
-    }
-  }
+  // A message is one record: no header line.
+  sources::read_csv_options(c, fmt, s.decoder, false);
 
   if (auto* md = r.subtable("metadata")) {
     auto mr = r.sub(*md, "metadata");
@@ -165,14 +154,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
       er.fail(pos_of(*et), "event_time needs field or kafka_timestamp = true",
               {"hint: event_time = { field = \"ts\" } or { kafka_timestamp = true }"});
   }
-  if (auto* wm = soft.subtable("watermark")) {
-    auto wr = soft.sub(*wm, "watermark");
-    wr.check_keys(c.children("watermark"));
-    if (auto v = wr.duration("max_out_of_orderness"))
-      s.watermark.max_out_of_orderness = *v;
-    if (auto v = wr.duration("idle_timeout"))
-      s.watermark.idle_timeout = *v;
-  }
+  sources::read_watermark(c, s.watermark);
 
   if (auto st = r.choice("start", start_modes)) {
     if (st->value == "latest")
@@ -260,16 +242,17 @@ kind_descriptor describe_sources_kafka() {
     {"event_time", "table", false, "", "event time of the records; none: no event time"},
     {"event_time.field", "string", false, "", "a timestamp or int64 field"},
     {"event_time.kafka_timestamp", "boolean", false, "false", "the record's Kafka timestamp"},
-    {"watermark", "table", false, "", "the watermark generator, one per partition"},
-    {"watermark.max_out_of_orderness", "duration", false, "\"0s\"", "bounded out-of-orderness"},
-    {"watermark.idle_timeout", "duration", false, "\"0s\"", "a partition is idle after this; 0: never"},
+  };
+  for (auto& k : sources::watermark_keys(", one per partition", "a partition"))
+    d.keys.push_back(std::move(k));
+  d.keys.insert(d.keys.end(), {
     {"start", "string", false, "\"earliest\"", "earliest | latest | committed | timestamp"},
     {"start_timestamp", "string or integer", false, "", "start = timestamp: ISO-8601 or ms"},
     {"bounded", "string", false, "", "\"latest\": stop at the end offsets current at start"},
     {"partition_discovery_interval", "duration", false, "\"30s\"", "look for new partitions; 0: never"},
     {"group_id", "string", false, "", "consumer group offsets are committed to (monitoring)"},
     {"connect_timeout", "duration", false, "\"15s\"", "how long to wait for the brokers at start"},
-  };
+  });
   d.parse = parse;
   d.plan = plan;
   return d;

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "source_keys.hpp"
+
+#include <string>
+#include <utility>
+
+namespace weir::kinds::sources {
+
+using namespace weir::config;
+
+std::vector<key_spec> watermark_keys(std::string_view generator, std::string_view idle_unit) {
+  return {
+    {"watermark", "table", false, "", "the watermark generator" + std::string{generator}},
+    {"watermark.max_out_of_orderness", "duration", false, "\"0s\"", "bounded out-of-orderness"},
+    {"watermark.idle_timeout", "duration", false, "\"0s\"",
+     std::string{idle_unit} + " is idle after this; 0: never"},
+  };
+}
+
+std::optional<type_id> field_of_schema(reader& r, const schema_ptr& schema, const located& f,
+                                       std::string_view what) {
+  if (!schema)
+    return std::nullopt;
+  if (auto idx = schema->index_of(f.value))
+    return schema->at(*idx).type;
+  key_list names;
+  for (const auto& fl : schema->fields())
+    names.push_back(fl.name);
+  std::vector<std::string> extra;
+  if (auto cand = closest(f.value, names))
+    extra.push_back("hint: did you mean " + quote(*cand) + "?");
+  extra.push_back("hint: the fields are " + schema->to_string());
+  r.fail(pos_of(*f.node),
+         std::string{what} + " " + quote(f.value) + " is not a field of the schema",
+         std::move(extra));
+  return std::nullopt;
+}
+
+bool check_time_field(reader& r, const schema_ptr& schema, const located& f,
+                      std::string_view what) {
+  auto ty = field_of_schema(r, schema, f, what);
+  if (!ty)
+    return !schema; // no schema: nothing to check against
+  if (*ty == type_id::timestamp || *ty == type_id::int64)
+    return true;
+  r.fail(pos_of(*f.node), std::string{what} + " " + quote(f.value)
+                            + " must name a timestamp or int64 field, got "
+                            + std::string(to_string(*ty)));
+  return false;
+}
+
+void read_watermark(parse_context& c, watermark_options& w) {
+  auto* wm = c.soft.subtable("watermark");
+  if (!wm)
+    return;
+  auto wr = c.soft.sub(*wm, "watermark");
+  wr.check_keys(c.children("watermark"));
+  if (auto v = wr.duration("max_out_of_orderness"))
+    w.max_out_of_orderness = *v;
+  if (auto v = wr.duration("idle_timeout"))
+    w.idle_timeout = *v;
+}
+
+void read_csv_options(parse_context& c, const std::optional<located>& format,
+                      format::decoder_options& d, bool with_header) {
+  auto& soft = c.soft;
+  auto* csv = soft.subtable("csv");
+  if (!csv)
+    return;
+  auto cr = soft.sub(*csv, "csv");
+  cr.check_keys(c.children("csv"));
+  if (format && format->value != "csv")
+    soft.fail(pos_of(*soft.get("csv")),
+              "csv options apply only to format = \"csv\", not " + quote(format->value));
+  if (with_header)
+    if (auto v = cr.boolean("header"))
+      d.csv_header = *v;
+  if (auto v = cr.string("delimiter")) {
+    if (v->value.size() != 1)
+      cr.fail(pos_of(*v->node),
+              "csv.delimiter must be a single character, got " + quote(v->value));
+    else
+      d.csv_delimiter = v->value[0];
+  }
+}
+
+} // namespace weir::kinds::sources
