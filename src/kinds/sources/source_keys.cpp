@@ -8,6 +8,28 @@ namespace weir::kinds::sources {
 
 using namespace weir::config;
 
+std::vector<key_spec> key_rows(std::initializer_list<std::vector<key_spec>> groups) {
+  std::vector<key_spec> out;
+  for (const auto& g : groups)
+    out.insert(out.end(), g.begin(), g.end());
+  return out;
+}
+
+std::vector<key_spec> event_time_keys(bool field_required) {
+  return {
+    {"event_time", "table", false, "", "event time of the records; none: no event time"},
+    {"event_time.field", "string", field_required, "", "a timestamp or int64 field"},
+  };
+}
+
+std::vector<key_spec> csv_keys(std::string_view header_doc) {
+  std::vector<key_spec> out{{"csv", "table", false, "", "csv options"}};
+  if (!header_doc.empty())
+    out.push_back({"csv.header", "boolean", false, "false", std::string{header_doc}});
+  out.push_back({"csv.delimiter", "string", false, "\",\"", "one character"});
+  return out;
+}
+
 std::vector<key_spec> watermark_keys(std::string_view generator, std::string_view idle_unit) {
   return {
     {"watermark", "table", false, "", "the watermark generator" + std::string{generator}},

@@ -8,17 +8,31 @@
 #include "weir/api/source_options.hpp"
 #include "weir/format/format.hpp"
 
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 namespace weir::kinds::sources {
 
+/// The key rows of a source's table, in order: the groups concatenated.
+std::vector<config::key_spec> key_rows(
+  std::initializer_list<std::vector<config::key_spec>> groups);
+
+/// The key rows `event_time` and `event_time.field` (required within the table
+/// unless another key can give the event time).
+std::vector<config::key_spec> event_time_keys(bool field_required);
+
 /// The key rows `watermark`, `watermark.max_out_of_orderness` and
 /// `watermark.idle_timeout`. `generator` ends "the watermark generator" (", one
 /// per partition"); `idle_unit` is what goes idle ("a partition", "the source").
 std::vector<config::key_spec> watermark_keys(std::string_view generator,
                                              std::string_view idle_unit);
+
+/// The key rows `csv` and `csv.delimiter`, and `csv.header` documented as
+/// `header_doc` unless that is empty (no header line: a Kafka message is one
+/// record).
+std::vector<config::key_spec> csv_keys(std::string_view header_doc);
 
 /// The type of schema field `f` names; nullopt when there is no schema yet (it
 /// failed to parse: reported already) or, reported at `f` as "<what> '<f>' is

@@ -242,7 +242,7 @@ kind_descriptor describe_sources_file() {
   d.category = kind_category::source;
   d.type = "file";
   d.min_inputs = d.max_inputs = 0;
-  d.keys = {
+  d.keys = sources::key_rows({{
     {"path", "string", true, "", "a file, a directory or a glob"},
     {"files", "string", false, "\"sequential\"", "sequential | partitioned: one stream in name order, or a partition per file"},
     {"monitor_interval", "duration", false, "", "look for new files this often; none: bounded"},
@@ -251,22 +251,15 @@ kind_descriptor describe_sources_file() {
     {"split_size", "string", false, "", "one file: bytes per split, e.g. \"64MiB\" (splits spread round robin over subtasks); none: one split per subtask"},
     {"format", "string", true, "", "jsonl | csv | apache_combined"},
     {"schema", "table of type names", true, "", "name = \"int64\" (not for apache_combined)"},
-    {"event_time", "table", false, "", "event time of the records; none: no event time"},
-    {"event_time.field", "string", true, "", "a timestamp or int64 field"},
-  };
-  for (auto& k : sources::watermark_keys("", "a partition"))
-    d.keys.push_back(std::move(k));
-  d.keys.insert(d.keys.end(), {
-    {"csv", "table", false, "", "csv options"},
-    {"csv.header", "boolean", false, "false", "the first line names the fields"},
-    {"csv.delimiter", "string", false, "\",\"", "one character"},
+  }, sources::event_time_keys(true), sources::watermark_keys("", "a partition"),
+  sources::csv_keys("the first line names the fields"), {
     {"partition_by", "string", false, "", "a field whose values are partitions with own watermarks"},
     {"partitions", "array of strings", false, "[]", "the partitions known up front"},
     {"processing_time", "table", false, "", "a replay clock"},
     {"processing_time.field", "string", true, "", "a timestamp or int64 field giving processing time"},
     {"invalid_utf8", "string", false, "\"error\"", "error (a bad record) | replace (U+FFFD per invalid sequence)"},
     {"time_zone", "string", false, "\"UTC\"", "zone of timestamps written without one: UTC, \"+02:00\" or an IANA name"},
-  });
+  }});
   d.parse = parse;
   d.plan = plan;
   d.misplaced = [](std::string_view key) -> std::optional<misplaced_note> {

@@ -95,25 +95,18 @@ kind_descriptor describe_sources_http() {
   d.category = kind_category::source;
   d.type = "http";
   d.min_inputs = d.max_inputs = 0;
-  d.keys = {
+  d.keys = sources::key_rows({{
     {"format", "string", true, "", "jsonl | csv: each body line a record"},
     {"schema", "table of type names", true, "", "name = \"int64\""},
-    {"event_time", "table", false, "", "event time of the records; none: no event time"},
-    {"event_time.field", "string", true, "", "a timestamp or int64 field"},
-  };
-  for (auto& k : sources::watermark_keys("", "the source"))
-    d.keys.push_back(std::move(k));
-  d.keys.insert(d.keys.end(), {
-    {"csv", "table", false, "", "csv options"},
-    {"csv.header", "boolean", false, "false", "each body's first line names the fields"},
-    {"csv.delimiter", "string", false, "\",\"", "one character"},
+  }, sources::event_time_keys(true), sources::watermark_keys("", "the source"),
+  sources::csv_keys("each body's first line names the fields"), {
     {"ack", "string", false, "\"accepted\"", "accepted | checkpoint: answer 202 once queued, or once a completed checkpoint covers the records"},
     {"max_body", "string", false, "\"16MiB\"", "largest request body; larger answers 413"},
     {"max_queued_records", "integer", false, "100000", "records queued at most; a request that does not fit answers 429"},
     {"ack_timeout", "duration", false, "\"30s\"", "ack = checkpoint: answer 503 when no checkpoint covered the request by then"},
     {"retry_after", "duration", false, "\"1s\"", "Retry-After of a 429 or 503"},
     {"idempotency_keys", "integer", false, "10000", "Idempotency-Keys of taken requests kept in the source's state"},
-  });
+  }});
   d.parse = parse;
   d.plan = plan;
   return d;

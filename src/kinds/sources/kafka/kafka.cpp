@@ -223,15 +223,14 @@ kind_descriptor describe_sources_kafka() {
   d.category = kind_category::source;
   d.type = "kafka";
   d.min_inputs = d.max_inputs = 0;
-  d.keys = {
+  d.keys = sources::key_rows({{
     {"topics", "array of strings", false, "", "the topics to read; required unless topic_pattern"},
     {"topic_pattern", "string", false, "", "a regex matching whole topic names (instead of topics)"},
     {"bootstrap_servers", "string", true, "", "host:port,... of the Kafka brokers"},
     {"properties", "table", false, "", "librdkafka properties, passed through"},
     {"format", "string", true, "", "jsonl | csv | raw (one string field value)"},
     {"schema", "table of type names", true, "", "name = \"int64\" (not for raw)"},
-    {"csv", "table", false, "", "csv options"},
-    {"csv.delimiter", "string", false, "\",\"", "one character"},
+  }, sources::csv_keys(""), {
     {"metadata", "table", false, "", "Kafka metadata read into fields: item = \"field name\""},
     {"metadata.key", "string", false, "", "string field: the message key"},
     {"metadata.topic", "string", false, "", "string field: the topic"},
@@ -239,20 +238,16 @@ kind_descriptor describe_sources_kafka() {
     {"metadata.offset", "string", false, "", "int64 field: the offset"},
     {"metadata.timestamp", "string", false, "", "timestamp field: the record's timestamp"},
     {"metadata.headers", "string", false, "", "string field: the headers as a JSON object"},
-    {"event_time", "table", false, "", "event time of the records; none: no event time"},
-    {"event_time.field", "string", false, "", "a timestamp or int64 field"},
+  }, sources::event_time_keys(false), {
     {"event_time.kafka_timestamp", "boolean", false, "false", "the record's Kafka timestamp"},
-  };
-  for (auto& k : sources::watermark_keys(", one per partition", "a partition"))
-    d.keys.push_back(std::move(k));
-  d.keys.insert(d.keys.end(), {
+  }, sources::watermark_keys(", one per partition", "a partition"), {
     {"start", "string", false, "\"earliest\"", "earliest | latest | committed | timestamp"},
     {"start_timestamp", "string or integer", false, "", "start = timestamp: ISO-8601 or ms"},
     {"bounded", "string", false, "", "\"latest\": stop at the end offsets current at start"},
     {"partition_discovery_interval", "duration", false, "\"30s\"", "look for new partitions; 0: never"},
     {"group_id", "string", false, "", "consumer group offsets are committed to (monitoring)"},
     {"connect_timeout", "duration", false, "\"15s\"", "how long to wait for the brokers at start"},
-  });
+  }});
   d.parse = parse;
   d.plan = plan;
   return d;
