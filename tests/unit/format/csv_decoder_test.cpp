@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "format_test_util.hpp"
 
+#include "../../../src/format/internal/decoder_common.hpp"
+
+#include <charconv>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
 using namespace weir;
 using namespace weir::format;
 using namespace weir::format::test;
@@ -202,4 +210,45 @@ TEST_CASE("csv event time field null makes the record bad") {
   REQUIRE(d.rows.size() == 2);
   CHECK(d.timestamps == std::vector<event_time>{10, 30});
 }
+}
+
+// The decoders' integer parser (csv int64 and timestamp cells, apache_combined
+// status and bytes): the short-text loop must agree with std::from_chars on
+// every text, at and around the 18-digit switch and int64's bounds.
+TEST_CASE("parse_int64 agrees with std::from_chars, short and long") {
+  using weir::format::internal::parse_int64;
+  auto reference = [](std::string_view s) -> std::optional<std::int64_t> {
+    std::int64_t v = 0;
+    if (s.empty())
+      return std::nullopt;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || p != s.data() + s.size())
+      return std::nullopt;
+    return v;
+  };
+  std::vector<std::string> texts = {
+    "", "-", "+1", " 1", "1 ", "0", "-0", "007", "42", "-42", "1a", "a1", "--1", "1-",
+    "999999999999999999", "-999999999999999999",     // 18 digits: the loop
+    "1000000000000000000", "-1000000000000000000",   // 19: from_chars
+    "9223372036854775807", "-9223372036854775808",   // the bounds
+    "9223372036854775808", "-9223372036854775809",   // just past them
+    "000000000000000000000000042", "1.5", "1e3", std::string("1\0", 2)};
+  std::mt19937_64 rng{20261202};
+  for (int i = 0; i < 2000; ++i) {
+    std::string s;
+    if (rng() % 4 == 0)
+      s += '-';
+    const auto len = static_cast<int>(rng() % 22);
+    for (int k = 0; k < len; ++k)
+      s += rng() % 40 == 0 ? "x+- "[rng() % 4] : static_cast<char>('0' + rng() % 10);
+    texts.push_back(std::move(s));
+  }
+  for (const auto& t : texts) {
+    CAPTURE(t);
+    std::int64_t got = 12345;
+    const bool ok = parse_int64(t, got);
+    const auto want = reference(t);
+    REQUIRE(ok == want.has_value());
+    CHECK(got == (ok ? *want : 12345)); // written only on success
+  }
 }
