@@ -446,6 +446,15 @@ private:
     // Weir's defaults, which `properties` may change.
     set(*conf, "isolation.level", "read_committed");
     set(*conf, "auto.offset.reset", "earliest");
+    // librdkafka 2.0.2 stops fetching a partition once the local queue holds
+    // queued.min.messages (default 100,000) and looks again only when its
+    // broker thread next wakes, up to 1 s later (rd_kafka_max_block_ms;
+    // librdkafka 2.2 added fetch.queue.backoff.ms for this). weir drains
+    // 100,000 messages in about 0.1 s, so a run stalled for most of every
+    // second (session 15: q0 over 1.84M messages 3.2-5.2 s, and 1.4-2.6 s
+    // with this). With a message count this high, queued.max.messages.kbytes
+    // (64 MiB by default) bounds the queue instead.
+    set(*conf, "queued.min.messages", "1000000");
     for (const auto& [k, v] : s.properties)
       set(*conf, k, v);
     // What weir manages (the kind rejects these in `properties`): offsets
