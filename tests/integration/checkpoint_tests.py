@@ -315,6 +315,15 @@ def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), 
             # would otherwise go on killing (36 kills for 3 wanted was seen)
             # and the test's time would grow with the machine's load.
             time.sleep(rnd.uniform(0.05, 0.6) * SCALE * (1 + streak / 10))
+            if restores == 0 and kills + 1 >= kills_wanted:
+                # The last kill wanted, and no run has resumed yet (on a slow
+                # machine every kill so far can have come before the first
+                # checkpoint): wait for a checkpoint, so that the next run
+                # resumes from one.
+                deadline = time.monotonic() + 60 * SCALE
+                while (p.poll() is None and not job.checkpoint_ids()
+                       and time.monotonic() < deadline):
+                    time.sleep(0.02)
             if p.poll() is None and (kills < 2 * kills_wanted or not resumable):
                 p.send_signal(signal.SIGKILL)
                 p.wait()

@@ -175,8 +175,14 @@ def test_crash(args, seed):
             with open(log_path, "w") as log:
                 p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
                 time.sleep(rnd.uniform(0.05, 0.5) * SCALE * (1 + streak / 10))
-                # As checkpoint_tests.crash_loop: after twice the kills
-                # wanted, a resumed run is left to complete.
+                # As checkpoint_tests.crash_loop: the last kill wanted waits
+                # for a checkpoint while no run has resumed yet, and after
+                # twice the kills wanted, a resumed run is left to complete.
+                if restores == 0 and kills + 1 >= args.kills:
+                    deadline = time.monotonic() + 60 * SCALE
+                    while (p.poll() is None and not job.checkpoint_ids()
+                           and time.monotonic() < deadline):
+                        time.sleep(0.02)
                 if p.poll() is None and (kills < 2 * args.kills or not resumable):
                     p.send_signal(signal.SIGKILL)
                     p.wait()
