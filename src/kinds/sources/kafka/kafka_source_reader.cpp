@@ -451,9 +451,9 @@ private:
     // broker thread next wakes, up to 1 s later (rd_kafka_max_block_ms;
     // librdkafka 2.2 added fetch.queue.backoff.ms for this). weir drains
     // 100,000 messages in about 0.1 s, so a run stalled for most of every
-    // second (session 15: q0 over 1.84M messages 3.2-5.2 s, and 1.4-2.6 s
-    // with this). With a message count this high, queued.max.messages.kbytes
-    // (64 MiB by default) bounds the queue instead.
+    // second (session 15: q0 over 1.84M messages at parallelism 1 took
+    // 3.2-7.2 s, and 1.3-1.4 s with this). With a message count this high,
+    // queued.max.messages.kbytes (64 MiB by default) bounds the queue instead.
     set(*conf, "queued.min.messages", "1000000");
     for (const auto& [k, v] : s.properties)
       set(*conf, k, v);
