@@ -48,6 +48,8 @@ from kafka_broker import KafkaBroker  # noqa: E402
 SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 
 RECORDS = 200_000
+# broker-restart: runs that may end before the broker could be killed.
+ATTEMPTS = 4
 PARTITIONS_A = 4
 KEYS = 50
 
@@ -418,9 +420,6 @@ def run_broker_restart(args, seed):
             print(f"{time.monotonic() - t0:.0f} s in all")
         finally:
             t.close()
-
-
-ATTEMPTS = 4
 
 
 def broker_restart_attempt(args, t, broker, topic, want, window):
