@@ -1,6 +1,5 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""HTTP ingest benchmark (issue 17; `bench/run http-ingest`, bench/README.md).
+"""HTTP ingest (`bench/run http-ingest`).
 
   1. The same JSON-lines records (n, user, amount, ts) read by a file source
      into a blackhole sink (`weir run`, wall time of the run) and POSTed to
@@ -13,27 +12,22 @@
      connection while a paced client ingests at half of the peak rate
      measured in 1 (a query every 5 ms for 10 s).
 
-usage: bench/http_ingest.py [--weir build/weir] [--records N] [--batch B]
-                            [--clients 1,2,4] [--json]
+weir and the clients (this process's threads) run on the same cores (--cores).
 """
-import argparse
 import http.client
 import json
 import pathlib
 import re
-import statistics
+import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-SCHEMA = '{ n = "int64", user = "string", amount = "float64", ts = "timestamp" }'
+from .common import (ROOT, add_family_options, log, popen, run, run_header, toml_pipeline,
+                     write_results)
 
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
+SCHEMA = {"n": "int64", "user": "string", "amount": "float64", "ts": "timestamp"}
 
 
 def record(i):
@@ -41,41 +35,31 @@ def record(i):
             f'"ts":{1_600_000_000_000 + i}}}\n')
 
 
+def pipeline(work, name, source, *rest):
+    """Writes work/NAME.toml: a job reading JSON-lines records from a source (its type and
+    keys in `source`) into a blackhole sink named hole, and the tables of `rest`."""
+    path = work / f"{name}.toml"
+    path.write_text(toml_pipeline(
+        ("job", {"name": f"{name}-bench", "status_interval": "0s"}),
+        ("source", {"name": "events", **source, "format": "jsonl", "schema": SCHEMA}),
+        ("sink", {"name": "hole", "input": "events", "type": "blackhole"}), *rest))
+    return path
+
+
 def file_source_rate(weir, work, path, records):
-    p = work / "file.toml"
-    p.write_text(f"""
-[job]
-name = "file-bench"
-status_interval = "0s"
-
-[[source]]
-name = "events"
-type = "file"
-path = "{path}"
-format = "jsonl"
-schema = {SCHEMA}
-
-[[sink]]
-name = "hole"
-input = "events"
-type = "blackhole"
-""")
-    best = None
-    for _ in range(3):
-        t0 = time.perf_counter()
-        r = subprocess.run([weir, "run", "-q", str(p)], capture_output=True, text=True)
-        dt = time.perf_counter() - t0
-        if r.returncode != 0:
-            raise SystemExit(f"weir run failed: {r.stderr}")
-        best = dt if best is None else min(best, dt)
-    return records / best
+    """records/s (best of 3) and records per CPU second of `weir run` over the file."""
+    p = pipeline(work, "file", {"type": "file", "path": str(path)})
+    best = min((run([weir, "run", "-q", p], what="weir run (file source)") for _ in range(3)),
+               key=lambda r: r.wall_seconds)
+    return {"records_per_s": records / best.wall_seconds, "wall_seconds": best.wall_seconds,
+            "cpu_seconds": best.cpu_seconds, "records_per_cpu_s": records / best.cpu_seconds}
 
 
 class Serve:
     def __init__(self, weir, work, pipeline):
         self.log = open(work / "serve.log", "w+")
-        self.proc = subprocess.Popen([weir, "serve", "--listen", "127.0.0.1:0", str(pipeline)],
-                                     stdout=subprocess.DEVNULL, stderr=self.log, cwd=work)
+        self.proc = popen([weir, "serve", "--listen", "127.0.0.1:0", pipeline],
+                          stdout=subprocess.DEVNULL, stderr=self.log, cwd=work)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             text = pathlib.Path(self.log.name).read_text()
@@ -185,60 +169,30 @@ def state_query_latency(srv, bodies, batch, rate, seconds=10):
             "target_ingest_rps": rate, "achieved_ingest_rps": achieved}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--weir", default=str(ROOT / "build" / "weir"))
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--batch", type=int, default=1000)
-    ap.add_argument("--clients", default="1,2,4")
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
-    weir = str(pathlib.Path(a.weir).resolve())
+def cmd_http_ingest(args):
+    header = run_header("http-ingest")
+    weir = str(pathlib.Path(args.weir).resolve())
     work = pathlib.Path(tempfile.mkdtemp(prefix="weir-http-bench-"))
-    records = a.records - a.records % a.batch
+    records = args.records - args.records % args.batch
     data = work / "records.jsonl"
     with open(data, "w") as f:
         for i in range(records):
             f.write(record(i))
     raw = data.read_bytes().splitlines(keepends=True)
-    bodies = [b"".join(raw[i:i + a.batch]) for i in range(0, records, a.batch)]
-    report = {"records": records, "batch": a.batch, "body_bytes": len(bodies[0])}
+    bodies = [b"".join(raw[i:i + args.batch]) for i in range(0, records, args.batch)]
+    report = {**header, "weir": args.weir, "records": records, "batch": args.batch,
+              "body_bytes": len(bodies[0])}
     log(f"file source: {records} records ...")
-    report["file_source_rps"] = file_source_rate(weir, work, data, records)
+    report["file_source"] = file_source_rate(weir, work, data, records)
+    report["file_source_rps"] = report["file_source"]["records_per_s"]
     log(f"  {report['file_source_rps']:,.0f} records/s")
 
-    pipeline = work / "http.toml"
-    pipeline.write_text(f"""
-[job]
-name = "http-bench"
-status_interval = "0s"
-
-[[source]]
-name = "events"
-type = "http"
-format = "jsonl"
-schema = {SCHEMA}
-max_body = "64MiB"
-max_queued_records = 200000
-
-[[operator]]
-name = "counts"
-type = "running_count"
-input = "events"
-key_by = ["user"]
-
-[[sink]]
-name = "hole"
-input = "events"
-type = "blackhole"
-
-[[sink]]
-name = "counted"
-input = "counts"
-type = "blackhole"
-""")
-    srv = Serve(weir, work, pipeline)
+    http_toml = pipeline(
+        work, "http", {"type": "http", "max_body": "64MiB", "max_queued_records": 200000},
+        ("operator", {"name": "counts", "type": "running_count", "input": "events",
+                      "key_by": ["user"]}),
+        ("sink", {"name": "counted", "input": "counts", "type": "blackhole"}))
+    srv = Serve(weir, work, http_toml)
     try:
         # Wait for the source to take requests (503 before).
         while True:
@@ -249,26 +203,34 @@ type = "blackhole"
             if st == 202:
                 break
             time.sleep(0.05)
-        already = a.batch
+        already = args.batch
         while srv.sink_count() < already:
             time.sleep(0.01)
         report["http"] = []
-        for n in [int(x) for x in a.clients.split(",")]:
-            rps, retries = http_rate(srv, bodies, a.batch, n, already)
+        for n in [int(x) for x in args.clients.split(",")]:
+            rps, retries = http_rate(srv, bodies, args.batch, n, already)
             already += records
             report["http"].append({"clients": n, "rps": rps, "retries_429_503": retries})
-            log(f"http source, {n} client(s), bodies of {a.batch}: {rps:,.0f} records/s "
+            log(f"http source, {n} client(s), bodies of {args.batch}: {rps:,.0f} records/s "
                 f"({retries} retries after 429)")
         peak = max(h["rps"] for h in report["http"])
-        lat = state_query_latency(srv, bodies, a.batch, peak / 2)
+        lat = state_query_latency(srv, bodies, args.batch, peak / 2)
         report["state_query"] = lat if lat else "skipped: no GET /jobs/{id}/state route"
         log(f"state query latency at half of peak: {report['state_query']}")
     finally:
         srv.stop()
-    if a.json:
+        shutil.rmtree(work, ignore_errors=True)
+    write_results(args, report)
+    if args.json:
         print(json.dumps(report, indent=2))
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def add_parser(sub):
+    h = sub.add_parser("http-ingest", help="records/s POSTed to an http source; state-query "
+                                           "latency while ingesting")
+    h.add_argument("--weir", default=str(ROOT / "build" / "weir"))
+    h.add_argument("--records", type=int, default=1_000_000)
+    h.add_argument("--batch", type=int, default=1000)
+    h.add_argument("--clients", default="1,2,4")
+    add_family_options(h, "http-ingest", cmd_http_ingest, build=False)

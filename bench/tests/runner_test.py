@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The benchmark runner's own guarantees (ctest bench_runner, label bench-check):
+
+- pinning: a child started through weirbench.common.run, and a process that child
+  starts, run on exactly the cores asked for (os.sched_getaffinity in a tiny Python
+  child), and `bench/run --cores C` applies C to the engines it starts (here a stand-in
+  baseline that records its affinity);
+- CPU time: run() reports the child's user + system seconds (a child that burns at
+  least 0.3 s of CPU is reported at >= 0.3 s), and its wall time;
+- results files: what write_results writes carries the commit, date, machine (CPU
+  model, cores, memory), load average at start and cores, and every results file in
+  bench/results carries the same fields (per part for the checkpoint family).
+"""
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+from types import SimpleNamespace
+
+BENCH = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BENCH))
+from weirbench import common  # noqa: E402
+
+AFFINITY = "import os; print(sorted(os.sched_getaffinity(0)))"
+
+
+class PinnedTest(unittest.TestCase):
+    """Each test may pin the runner to other cores; they are all given back after it."""
+
+    def setUp(self):
+        self.allowed = sorted(os.sched_getaffinity(0))
+
+    def tearDown(self):
+        os.sched_setaffinity(0, self.allowed)
+        common.set_cores(None)
+
+    def pin_other(self):
+        """Pins the runner to a core set other than all it may use (the last core alone);
+        returns that set."""
+        asked = self.allowed[-1:]
+        common.set_cores(",".join(map(str, asked)))
+        return asked
+
+
+class Pinning(PinnedTest):
+
+    def test_child_and_grandchild_run_on_the_cores_asked_for(self):
+        asked = self.pin_other()
+        child = common.run([sys.executable, "-c", AFFINITY], what="affinity child")
+        self.assertEqual(json.loads(child.stdout), asked)
+        grandchild = common.run([sys.executable, "-c",
+                                 f"import subprocess, sys; subprocess.run([sys.executable, "
+                                 f"'-c', {AFFINITY!r}])"], what="affinity grandchild")
+        self.assertEqual(json.loads(grandchild.stdout), asked)
+        if len(self.allowed) > 1:
+            self.assertNotEqual(asked, self.allowed)  # the pinning narrowed something
+
+    def test_a_child_is_pinned_even_if_the_runner_is_not(self):
+        asked = self.pin_other()
+        os.sched_setaffinity(0, self.allowed)  # the runner widened again: children still pinned
+        child = common.run([sys.executable, "-c", AFFINITY], what="affinity child")
+        self.assertEqual(json.loads(child.stdout), asked)
+
+    def test_bad_core_lists_are_refused(self):
+        for spec in ("x", "0,,1", str(max(os.sched_getaffinity(0)) + 1000)):
+            with self.assertRaises(SystemExit, msg=spec):
+                common.parse_cores(spec)
+        self.assertEqual(common.parse_cores("0"), [0])
+
+    def test_bench_run_cores_applies_to_the_engines(self):
+        asked = self.allowed[-1:]
+        with tempfile.TemporaryDirectory() as tmp:
+            seen = Path(tmp) / "affinity.json"
+            fake = Path(tmp) / "baseline"
+            # A stand-in baseline: records its affinity, prints the stored vectors.
+            fake.write_text(f"#!{sys.executable}\nimport os, sys\n"
+                            f"open({str(seen)!r}, 'w').write(str(sorted("
+                            f"os.sched_getaffinity(0))))\n"
+                            f"sys.stdout.write(open({str(BENCH / 'vectors' / 'nexmark-first-1000.txt')!r}).read())\n")
+            fake.chmod(0o755)
+            p = subprocess.run([sys.executable, str(BENCH / "run"), "vectors", "nexmark",
+                                "--verify", "--baseline", str(fake),
+                                "--cores", ",".join(map(str, asked))],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(json.loads(seen.read_text()), asked)
+
+
+class CpuTime(unittest.TestCase):
+    def test_run_reports_the_childs_cpu_seconds(self):
+        burn = ("import time\nt = time.process_time()\n"
+                "while time.process_time() - t < 0.3:\n    pass\n")
+        p = common.run([sys.executable, "-c", burn], what="burner")
+        self.assertGreaterEqual(p.cpu_seconds, 0.3)
+        self.assertGreaterEqual(p.wall_seconds, 0.3 / len(common.cores()))
+        r = common.add_rates({"seconds": p.wall_seconds, "cpu_seconds": p.cpu_seconds},
+                             1000, "records")
+        self.assertAlmostEqual(r["records_per_cpu_s"], 1000 / p.cpu_seconds)
+        self.assertEqual(r["cores"], common.cores())
+
+
+def check_header(test, h, where):
+    for key in common.HEADER_KEYS:
+        test.assertIn(key, h, f"{where}: no {key}")
+    test.assertRegex(h["commit"], r"^[0-9a-f]{7,}(-dirty)?$", where)
+    test.assertRegex(h["date"], r"^\d{4}-\d{2}-\d{2}", where)
+    for key in ("cpu", "cores", "memory"):
+        test.assertTrue(h["machine"].get(key), f"{where}: machine has no {key}")
+    load = h["load_average_start"]
+    if load is None:
+        test.assertTrue(h.get("load_note"), f"{where}: no load average and no note why")
+    else:
+        test.assertTrue(load and all(isinstance(x, (int, float)) for x in load), where)
+    test.assertTrue(h["cores"] and all(isinstance(c, int) for c in h["cores"]), where)
+
+
+class ResultsFiles(PinnedTest):
+    def test_write_results_carries_the_run_header(self):
+        asked = self.pin_other()
+        with tempfile.TemporaryDirectory() as tmp:
+            args = SimpleNamespace(results=str(Path(tmp) / "x.json"), no_results=False)
+            common.write_results(args, {**common.run_header("x"), "results": []})
+            got = json.loads(Path(args.results).read_text())
+        check_header(self, got, "written")
+        self.assertEqual(got["family"], "x")
+        self.assertEqual(got["cores"], asked)
+        self.assertEqual(len(got["load_average_start"]), 3)
+        head = subprocess.run(["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+        self.assertTrue(got["commit"].startswith(head), (got["commit"], head))
+        date = datetime.datetime.strptime(got["date"], "%Y-%m-%dT%H:%MZ")
+        now = datetime.datetime.utcnow()
+        self.assertLess(abs((now - date).total_seconds()), 600)
+
+    def test_every_results_file_carries_the_run_header(self):
+        files = sorted((BENCH / "results").glob("*.json"))
+        self.assertTrue(files)
+        for f in files:
+            report = json.loads(f.read_text())
+            self.assertEqual(report["family"], f.stem, f)
+            for where, h in ([(f"{f.name} {k}", p) for k, p in report["parts"].items()]
+                             if "parts" in report else [(f.name, report)]):
+                check_header(self, h, where)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
