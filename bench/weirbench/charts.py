@@ -103,8 +103,12 @@ def draw(panels, ylabel, path):
 
 
 def on_cores(report):
-    cores = report.get("cores")
-    return f" (cores {format_cores(cores)})" if cores else ""
+    """" (commit C, date D, cores 0,1)" from the results file's header."""
+    parts = [f"commit {report['commit']}" if report.get("commit") else None,
+             report.get("date"),
+             f"cores {format_cores(report['cores'])}" if report.get("cores") else None]
+    parts = [p for p in parts if p]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def nexmark_chart(report, path):
