@@ -79,10 +79,11 @@ class Pinning(PinnedTest):
             seen = Path(tmp) / "affinity.json"
             fake = Path(tmp) / "baseline"
             # A stand-in baseline: records its affinity, prints the stored vectors.
+            vectors = BENCH / "vectors" / "nexmark-first-1000.txt"
             fake.write_text(f"#!{sys.executable}\nimport os, sys\n"
                             f"open({str(seen)!r}, 'w').write(str(sorted("
                             f"os.sched_getaffinity(0))))\n"
-                            f"sys.stdout.write(open({str(BENCH / 'vectors' / 'nexmark-first-1000.txt')!r}).read())\n")
+                            f"sys.stdout.write(open({str(vectors)!r}).read())\n")
             fake.chmod(0o755)
             p = subprocess.run([sys.executable, str(BENCH / "run"), "vectors", "nexmark",
                                 "--verify", "--baseline", str(fake),

@@ -19,8 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 spec = json.load(open(sys.argv[1]))
 panels = spec["panels"]
-fig, axes = plt.subplots(len(panels), 1, figsize=(10, 4.8 if len(panels) == 1 else 3.6 * len(panels)),
-                         squeeze=False)
+height = 4.8 if len(panels) == 1 else 3.6 * len(panels)
+fig, axes = plt.subplots(len(panels), 1, figsize=(10, height), squeeze=False)
 for ax, panel in zip(axes[:, 0], panels):
     series = panel["series"]
     width = 0.8 / max(1, len(series))

@@ -147,7 +147,8 @@ def throughput_one(args, work, keys):
         "median_cpu_ratio": round(statistics.median(cpu_ratios), 3),
     }
     if checkpoints:
-        res["checkpoint_duration_ms_median"] = statistics.median(c["duration_ms"] for c in checkpoints)
+        res["checkpoint_duration_ms_median"] = statistics.median(
+            c["duration_ms"] for c in checkpoints)
         res["checkpoint_size_mib_median"] = round(
             statistics.median(c["size_bytes"] for c in checkpoints) / 2**20, 1)
     log(f"  median ratio with/without checkpoints: {res['median_ratio']} (per pair "

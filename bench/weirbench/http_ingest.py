@@ -24,8 +24,8 @@ import tempfile
 import threading
 import time
 
-from .common import (ROOT, add_family_options, log, popen, run, run_header, toml_pipeline,
-                     write_results)
+from .common import (ROOT, add_family_options, log, popen, process_cpu, run, run_header,
+                     toml_pipeline, write_results)
 
 SCHEMA = {"n": "int64", "user": "string", "amount": "float64", "ts": "timestamp"}
 
@@ -208,9 +208,14 @@ def cmd_http_ingest(args):
             time.sleep(0.01)
         report["http"] = []
         for n in [int(x) for x in args.clients.split(",")]:
+            cpu0 = process_cpu(srv.proc.pid)
             rps, retries = http_rate(srv, bodies, args.batch, n, already)
+            # weir serve's CPU seconds meanwhile (it runs on: from /proc).
+            cpu = process_cpu(srv.proc.pid) - cpu0
             already += records
-            report["http"].append({"clients": n, "rps": rps, "retries_429_503": retries})
+            report["http"].append({"clients": n, "rps": rps, "retries_429_503": retries,
+                                   "weir_cpu_seconds": cpu,
+                                   "records_per_weir_cpu_s": records / cpu if cpu else None})
             log(f"http source, {n} client(s), bodies of {args.batch}: {rps:,.0f} records/s "
                 f"({retries} retries after 429)")
         peak = max(h["rps"] for h in report["http"])

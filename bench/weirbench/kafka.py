@@ -18,8 +18,8 @@ from pathlib import Path
 from .common import (ROOT, Checks, add_cores_option, add_family_options, add_rates,
                      binaries, build_flink, check_result, compare, flink_cmd,
                      generate_bid_file, interleaved, log, print_comparisons, process_cpu,
-                     run, run_baseline, run_header, toml_str, toml_table, weir_cmd,
-                     weir_reports, write_results)
+                     run, run_baseline, run_header, toml_pipeline, toml_str, toml_table,
+                     weir_cmd, weir_reports, write_results)
 from .nexmark import QUERIES
 
 KAFKA_QUERIES = ["blackhole", "q0", "q1", "q5", "q7"]
@@ -77,8 +77,9 @@ def kafka_pipeline_text(query, bootstrap, topic, properties, digest=False, out_t
             f'transactional_id_prefix = {toml_str("weir-bench-" + out_topic)}\n')
     text, n = re.subn(r'(?m)^type = "blackhole"\nreport = true\n', sink, text)
     assert n == 1, f"{query}: expected one blackhole sink"
-    text = text.replace("\n[[source]]", f"\n[checkpoint]\ninterval = {toml_str(checkpoint_interval)}"
-                        f"\ndir = {toml_str(checkpoint_dir)}\n\n[[source]]", 1)
+    checkpoint = toml_pipeline(("checkpoint", {"interval": checkpoint_interval,
+                                               "dir": str(checkpoint_dir)}))
+    text = text.replace("\n[[source]]", f"\n{checkpoint}\n[[source]]", 1)
     return text
 
 

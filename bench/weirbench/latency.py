@@ -57,6 +57,7 @@ def cmd_latency(args):
                          "peak_events_per_cpu_s": peak.get("events_per_cpu_s"),
                          "rate": rate, "buffer_timeout": timeout, "events": events,
                          "achieved_events_per_s": r["events_per_s"],
+                         "achieved_events_per_cpu_s": r.get("events_per_cpu_s"),
                          "wall_seconds": r["wall_seconds"], "cpu_seconds": r["cpu_seconds"],
                          "p50_ms": lat["p50_ns"] / 1e6, "p99_ms": lat["p99_ns"] / 1e6,
                          "p999_ms": lat["p999_ns"] / 1e6, "max_ms": lat["max_ns"] / 1e6,
