@@ -48,6 +48,13 @@ from kafka_broker import KafkaBroker  # noqa: E402
 SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 
 RECORDS = 200_000
+# The input is paced (the Kafka source's `rate`) so that a run lasts about
+# PACED_SECONDS on any machine, however fast: a kill drawn from that span
+# lands while the job runs, with checkpoints every 100 ms in between.
+PACED_SECONDS = 4.0
+# A run's kill comes this far into PACED_SECONDS (a fraction drawn uniformly),
+# later with each kill of the cycle.
+KILL_SPAN = (0.1, 0.8)
 # broker-restart: runs that may end before the broker could be killed.
 ATTEMPTS = 4
 PARTITIONS_A = 4
@@ -73,6 +80,7 @@ bootstrap_servers = "{bootstrap}"
 format = "jsonl"
 bounded = "latest"
 group_id = "sink-test"
+{rate}
 schema = {{ seq = "int64", key = "string", ts = "timestamp", value = "int64" }}
 event_time = {{ field = "ts" }}
 watermark = {{ max_out_of_orderness = "1s" }}
@@ -176,10 +184,13 @@ class Test:
         for p in range(PARTITIONS_A):
             broker.produce(self.topic_a, lines[p::PARTITIONS_A], partition=p)
 
-    def write(self, sink, restart=""):
+    def write(self, sink, restart="", paced=True):
+        """The pipeline file with `sink`; `paced`: topic A replays at
+        RECORDS / PACED_SECONDS rows per second."""
         path = os.path.join(self.work, "pipeline.toml")
+        rate = f"rate = {RECORDS / PACED_SECONDS:.0f}" if paced else ""
         with open(path, "w") as f:
-            f.write(PIPELINE.format(work=self.work, sink=sink, restart=restart,
+            f.write(PIPELINE.format(work=self.work, sink=sink, restart=restart, rate=rate,
                                     topic_a=self.topic_a, bootstrap=self.broker.bootstrap))
         return path
 
@@ -220,6 +231,7 @@ class Test:
         kills = commit_kills = runs = resumed = 0
         fresh = True
         while True:
+            was_fresh = fresh
             argv = [self.args.weir, "run", toml] + (["--fresh"] if fresh else [])
             env = dict(os.environ)
             # Alternate: a random SIGKILL, or (exactly-once) the sink's own kill
@@ -233,14 +245,19 @@ class Test:
             check(runs < 30 + 4 * (kills_wanted + commit_kills_wanted),
                   f"{runs} runs without finishing the kills")
             with open(log_path, "w") as log:
+                t0 = time.monotonic()
                 p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
                 killed = False
+                kill_at = None
                 if kills < kills_wanted and not at_commit:
                     # Anywhere in a run (start-up included); the window widens
                     # with each kill of the cycle, so a loaded machine still
                     # gets runs past their start-up.
-                    time.sleep(self.rnd.uniform(0.2, max(0.5, self.took * 0.8))
-                               * (1 + kills / 5))
+                    kill_at = self.rnd.uniform(*KILL_SPAN) * PACED_SECONDS * (1 + kills / 5)
+                    try:
+                        p.wait(timeout=kill_at)
+                    except subprocess.TimeoutExpired:
+                        pass
                     if p.poll() is None:
                         p.send_signal(signal.SIGKILL)
                         killed = True
@@ -264,6 +281,12 @@ class Test:
                     commit_kills += 1
                 continue
             check(p.returncode == 0, f"a run failed (exit {p.returncode}):\n{err[-3000:]}")
+            took = time.monotonic() - t0
+            if was_fresh and kill_at is not None and took < PACED_SECONDS / 2:
+                raise Failure(f"a fresh run ended after {took:.2f} s, before its kill at "
+                              f"{kill_at:.2f} s, although its input is paced to last "
+                              f"{PACED_SECONDS} s: the source's rate did not pace it "
+                              f"({log_path})")
             return kills, commit_kills, runs, resumed, err
 
     def close(self):
@@ -298,7 +321,7 @@ def check_start_errors(t):
                                  delivery="exactly_once")
         if props:
             sink = sink.replace('properties = { "linger.ms" = 5 }', f"properties = {{ {props} }}")
-        toml = t.write(sink)
+        toml = t.write(sink, paced=False)
         p = subprocess.run([t.args.weir, "run", toml, "--fresh", "-q"], capture_output=True,
                            text=True, timeout=120 * SCALE)
         check(p.returncode == 1 and want in p.stderr,
@@ -316,7 +339,8 @@ def check_retention_warning(t):
     t.broker.create_topic("b-retention", partitions=1)
     sink = KAFKA_SINK.format(topic="b-retention", bootstrap=t.broker.bootstrap,
                              delivery="exactly_once")
-    p = subprocess.run([t.args.weir, "run", t.write(sink), "--fresh", "-q"], capture_output=True,
+    p = subprocess.run([t.args.weir, "run", t.write(sink, paced=False), "--fresh", "-q"],
+                       capture_output=True,
                        text=True, timeout=300)
     want = "older than topic 'b-retention''s retention.ms (604800000 ms)"
     check(p.returncode == 0 and want in p.stderr,
@@ -340,6 +364,10 @@ def run_guarantee(args, seed, delivery):
             dup_total = 0
             checked = 0
             while True:
+                check(cycle < args.kills + 10,
+                      f"{cycle} cycles and only {total_kills} of {args.kills} kills "
+                      f"({total_commit} of {commit_wanted} at commit time): the runs end "
+                      f"before their kills")
                 topic = f"b-{delivery}-{cycle}"
                 left = max(args.kills - total_kills, 0)
                 k, ck, runs, resumed, _ = t.cycle(topic, delivery, left,

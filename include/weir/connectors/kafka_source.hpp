@@ -69,6 +69,11 @@ struct kafka_source_spec {
   /// How long the source waits for the brokers at start (metadata, offsets)
   /// before failing the job.
   std::chrono::milliseconds connect_timeout{std::chrono::seconds{15}};
+  /// Rows per second over all subtasks (each reads its share); 0: as fast as
+  /// the brokers deliver. Replays a topic at a steady pace, as the file
+  /// source's `rate` does (Flink's `RateLimiterStrategy`, FLIP-238); the
+  /// checkpointed offsets are those of the rows emitted.
+  double rate = 0;
 };
 
 /// The output schema of a Kafka source: the value's fields (or `value`

@@ -49,6 +49,7 @@ public:
       return empty_;
     }
     auto batch = inner_->poll_next(n);
+    inner_polled_ = true;
     // The inner reader's own wait (a directory between scans) wins.
     delay_ = std::chrono::nanoseconds{0};
     if (batch)
@@ -70,7 +71,13 @@ public:
   bool has_split_partitions() const override { return inner_->has_split_partitions(); }
   std::optional<std::string> batch_split() const override { return inner_->batch_split(); }
   split_changes take_split_changes() override { return inner_->take_split_changes(); }
-  const std::vector<std::string>* partitions() const override { return inner_->partitions(); }
+  // Before its first poll a reader that assigns partitions when it starts
+  // (Kafka) owns none yet: reporting that empty list would make the subtask
+  // an idle source, whose watermark holds nothing back downstream, and the
+  // rows it then reads would be late. Until then it declares nothing.
+  const std::vector<std::string>* partitions() const override {
+    return inner_polled_ ? inner_->partitions() : nullptr;
+  }
   const std::vector<partition_run>* partition_runs() const override {
     return inner_->partition_runs();
   }
@@ -86,6 +93,7 @@ private:
   emission_pacer pacer_;
   record_batch_ptr empty_;
   bool started_ = false;
+  bool inner_polled_ = false; ///< the inner reader was polled (and so started)
   std::chrono::nanoseconds delay_{0};
 };
 

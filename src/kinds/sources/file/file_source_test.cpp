@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The file source's `rate` (rate_limited_reader over the file reader).
+// The sources' `rate` (rate_limited_reader over the file reader, and over a
+// reader that assigns its partitions when it starts, as the Kafka reader does).
 #include "connectors/internal/rate_limited_reader.hpp"
 
 #include "weir/format/format.hpp"
@@ -61,4 +62,55 @@ TEST_CASE("file source rate: never ahead of rate * elapsed, every row once, posi
   CHECK(empty_polls > 0);
   CHECK(r.position() == std::filesystem::file_size(path)); // the inner reader's offset
   std::remove(path.c_str());
+}
+
+namespace {
+
+/// A reader that, like the Kafka reader, knows its partitions only once its
+/// first poll has started it.
+class assigning_reader final : public weir::source_reader {
+public:
+  const weir::schema_ptr& output_schema() const override { return schema_; }
+  weir::record_batch_ptr poll_next(std::size_t) override {
+    started_ = true;
+    auto b = std::make_shared<weir::record_batch>();
+    b->schema = schema_;
+    b->columns.emplace_back(weir::type_id::int64);
+    b->columns[0].append_int(0);
+    b->num_rows = 1;
+    return b;
+  }
+  std::vector<weir::source_position> positions() const override { return {}; }
+  const std::vector<std::string>* partitions() const override {
+    return started_ ? &assigned_ : &none_;
+  }
+
+private:
+  weir::schema_ptr schema_ = weir::make_schema({{"id", weir::type_id::int64}});
+  bool started_ = false;
+  std::vector<std::string> assigned_{"t/0", "t/1"};
+  std::vector<std::string> none_; ///< before the first poll
+};
+
+} // namespace
+
+TEST_CASE("a paced reader declares no partitions before its inner reader was first polled") {
+  // An empty list before the first poll would make the source subtask idle:
+  // its watermark would hold nothing back and the rows read next would be late.
+  auto inner = std::make_unique<assigning_reader>();
+  weir::internal::rate_limited_reader r(std::move(inner), 1000.0, std::chrono::milliseconds{5});
+  CHECK(r.partitions() == nullptr);
+  // The pacer holds the first polls back (a batch waits to fill or for the
+  // buffer timeout): until a row comes from the inner reader, no partitions.
+  for (int polls = 0;; ++polls) {
+    REQUIRE(polls < 1000);
+    auto b = r.poll_next(1000);
+    REQUIRE(b);
+    if (b->num_rows > 0)
+      break;
+    CHECK(r.partitions() == nullptr);
+    std::this_thread::sleep_for(r.next_poll_delay());
+  }
+  REQUIRE(r.partitions() != nullptr);
+  CHECK(r.partitions()->size() == 2);
 }

@@ -4,6 +4,8 @@
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
+#include "connectors/internal/rate_limited_reader.hpp"
+#include "kinds/kafka_properties.hpp"
 #include "kinds/sources/kafka/kafka_source_reader.hpp"
 #include "kinds/sources/source_keys.hpp"
 
@@ -81,6 +83,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
     s.bootstrap_servers = b->value;
 
   if (auto* pt = r.subtable("properties")) {
+    std::vector<kafka_properties::property> checked;
     for (auto&& [k, v] : *pt) {
       std::string key{k.str()};
       std::string text;
@@ -104,8 +107,19 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
         r.fail(pos_of(k.source()), "properties." + key + " is set by weir", {hint});
         continue;
       }
+      checked.push_back({key, text, pos_of(k.source())});
       s.properties.emplace_back(std::move(key), std::move(text));
     }
+    // As the reader configures its consumer (kafka_source_reader.cpp).
+    kafka_properties::check(r, kafka_properties::client::consumer, checked,
+                            {{"isolation.level", "read_committed"},
+                             {"auto.offset.reset", "earliest"},
+                             {"queued.min.messages", "1000000"}},
+                            {{"group.id", "weir-validate"},
+                             {"enable.auto.commit", "false"},
+                             {"enable.auto.offset.store", "false"},
+                             {"enable.partition.eof", "true"}},
+                            pos_of(*pt));
   }
 
   auto fmt = r.choice("format", kafka_formats, req);
@@ -193,6 +207,8 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
            {"hint: group_id names the consumer group whose committed offsets to start from"});
   if (auto v = soft.duration("connect_timeout", reader::sign::positive))
     s.connect_timeout = *v;
+  if (auto v = positive_rate(r, "rate"))
+    s.rate = *v;
   if (auto v = soft.integer("parallelism", 1, max_key_groups)) {
     if (static_cast<std::size_t>(*v) > c.max_parallelism)
       soft.fail(pos_of(*soft.get("parallelism")),
@@ -247,6 +263,7 @@ kind_descriptor describe_sources_kafka() {
     {"partition_discovery_interval", "duration", false, "\"30s\"", "look for new partitions; 0: never"},
     {"group_id", "string", false, "", "consumer group offsets are committed to (monitoring)"},
     {"connect_timeout", "duration", false, "\"15s\"", "how long to wait for the brokers at start"},
+    {"rate", "number", false, "as fast as possible", "rows/s over all subtasks: replays the topic at a steady pace"},
   }});
   d.parse = parse;
   d.plan = plan;
@@ -351,7 +368,8 @@ expected<data_stream> job::from_kafka(kafka_source_spec spec, operator_options o
     internal::default_parallelism(*graph_, opts.parallelism), spec.watermark,
     [spec, options, out_schema, source_name, needed](std::size_t subtask,
                                                      std::size_t parallelism,
-                                                     bad_record_handler on_bad) {
+                                                     bad_record_handler on_bad)
+      -> source_reader_ptr {
       kafka::reader_options ro;
       ro.spec = spec;
       if (!spec.raw && spec.decoder.schema && needed->size() >= spec.decoder.schema->size())
@@ -363,7 +381,12 @@ expected<data_stream> job::from_kafka(kafka_source_spec spec, operator_options o
       ro.job_name = options->name;
       ro.subtask = subtask;
       ro.parallelism = parallelism;
-      return kafka::make_reader(std::move(ro), std::move(on_bad));
+      auto reader = kafka::make_reader(std::move(ro), std::move(on_bad));
+      if (spec.rate > 0)
+        return std::make_unique<internal::rate_limited_reader>(
+          std::move(reader), spec.rate / static_cast<double>(parallelism),
+          options->buffer_timeout);
+      return reader;
     });
   if (!node)
     return node.error();
