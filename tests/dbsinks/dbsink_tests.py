@@ -48,6 +48,13 @@ from servers import PostgresServer, RedisServer  # noqa: E402
 SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 RECORDS = int(100_000 / SCALE)
 KEYS = 200
+# A kill test's input is paced (the file source's `rate`) so that a run lasts
+# about PACED_SECONDS on any machine, however fast: a kill drawn from that
+# span lands while the job runs, checkpoints every 100 ms in between.
+PACED_SECONDS = 4.0
+# The kill of a run comes this far into PACED_SECONDS (a fraction drawn
+# uniformly), later with each kill since the last completed run.
+KILL_SPAN = (0.1, 0.8)
 
 HEAD = """
 [job]
@@ -68,6 +75,7 @@ format = "jsonl"
 schema = {{ seq = "int64", key = "string", ts = "timestamp", value = "int64" }}
 event_time = {{ field = "ts" }}
 watermark = {{ max_out_of_orderness = "1s" }}
+{rate}
 
 [[operator]]
 name = "per_key"
@@ -146,6 +154,13 @@ class Failure(Exception):
     pass
 
 
+def head_of(name, work, paced=True):
+    """The job's [job], [checkpoint], source and operators; `paced`: the
+    input replays at RECORDS / PACED_SECONDS rows per second."""
+    rate = f"rate = {len(work.records) / PACED_SECONDS:.0f}" if paced else ""
+    return HEAD.format(name=name, work=work.dir, rate=rate)
+
+
 def check(cond, msg):
     if not cond:
         raise Failure(msg)
@@ -198,15 +213,22 @@ def kill_loop(args, seed, work, toml, reset, compare, kills_wanted, fault=None, 
     checkpoint directory, until `kills_wanted` kills (`faults_wanted` of
     them by the sink itself through WEIR_FAULT=`fault`:N) were survived;
     each completed run's output is checked by `compare`, then a new cycle
-    starts (`reset`, --fresh) while kills are missing. Returns the stderr of
-    every run."""
+    starts (`reset`, --fresh) while kills are missing. The input is paced
+    (PACED_SECONDS), so a fresh run that ends before its kill means the pacing
+    failed: that fails the test, as do more runs than the kills can need.
+    Returns the stderr of every run."""
     rnd = random.Random(seed)
     kills = faults = runs = restores = streak = 0
+    max_runs = 4 * (kills_wanted + faults_wanted) + 12
     fresh = True
     logs = []
     reset()
     while True:
+        check(runs < max_runs,
+              f"{runs} runs and only {kills} of {kills_wanted} kills ({faults} of "
+              f"{faults_wanted} at commit time): the runs end before their kills")
         argv = [args.weir, "run", toml] + (["--fresh"] if fresh else [])
+        was_fresh = fresh
         fresh = False
         env = dict(os.environ)
         use_fault = fault and faults < faults_wanted and rnd.random() < 0.5
@@ -214,13 +236,16 @@ def kill_loop(args, seed, work, toml, reset, compare, kills_wanted, fault=None, 
             env["WEIR_FAULT"] = f"{fault}:{rnd.randint(1, 4)}"
         log_path = os.path.join(work.dir, f"run-{runs}.log")
         runs += 1
+        kill_at = rnd.uniform(*KILL_SPAN) * PACED_SECONDS * (1 + streak / 5)
+        t0 = time.monotonic()
         with open(log_path, "w") as log:
             p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
             try:
-                p.wait(timeout=rnd.uniform(0.3, 1.5) * SCALE * (1 + streak / 5))
+                p.wait(timeout=kill_at)
             except subprocess.TimeoutExpired:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
+        took = time.monotonic() - t0
         with open(log_path) as log:
             err = log.read()
         logs.append(err)
@@ -233,6 +258,10 @@ def kill_loop(args, seed, work, toml, reset, compare, kills_wanted, fault=None, 
                 faults += 1
             continue
         check(p.returncode == 0, f"a run between kills failed (exit {p.returncode}):\n{err[-3000:]}")
+        check(not was_fresh or took >= PACED_SECONDS / 2,
+              f"a fresh run ended after {took:.2f} s, before its kill at {kill_at:.2f} s, "
+              f"although its input is paced to last {PACED_SECONDS} s: the source's rate did "
+              f"not pace it ({log_path})")
         compare(f"after {kills} kills ({faults} at commit time) in {runs} runs")
         if kills >= kills_wanted and faults >= faults_wanted:
             break
@@ -251,7 +280,7 @@ def test_redis_kill(args, seed):
     work = Work(args, seed)
     try:
         with RedisServer() as redis:
-            head = HEAD.format(name="redis-sink-test", work=work.dir)
+            head = head_of("redis-sink-test", work)
             ref = work.write(head + REDIS_SINKS.format(port=redis.port, db=1), "reference.toml")
             work.run(ref, "--fresh", "-q")
             want = redis.dump(db=1)
@@ -307,7 +336,7 @@ def line_of(text, needle):
 def test_redis_errors(args, seed):
     work = Work(args, seed, records=1000)
     try:
-        head = HEAD.format(name="redis-errors", work=work.dir)
+        head = head_of("redis-errors", work, paced=False)
         bad = head + """
 [[sink]]
 name = "a"
@@ -394,8 +423,8 @@ def table_rows(pg, prefix):
     }
 
 
-def pg_pipeline(work, pg, name, prefix, delivery, mode="insert"):
-    head = HEAD.format(name=name, work=work.dir)
+def pg_pipeline(work, pg, name, prefix, delivery, mode="insert", paced=True):
+    head = head_of(name, work, paced)
     keys = 'key_columns = ["key"]' if mode == "upsert" else ""
     return head + PG_SINKS.format(conninfo=pg.conninfo, prefix=prefix, delivery=delivery,
                                   mode=mode, keys=keys)
@@ -449,6 +478,11 @@ def test_postgres_exactly_once(args, seed):
 
             logs = kill_loop(args, seed, work, toml, reset, compare, args.kills or 6,
                              fault="pg_kill_after_checkpoint_complete", faults_wanted=2)
+            # Every run after the first finds the progress table: the
+            # server's NOTICE for CREATE TABLE IF NOT EXISTS stays in the log
+            # (debug level), off stderr.
+            noticed = [log for log in logs if "NOTICE" in log]
+            check(not noticed, f"libpq's notices reached stderr:\n{noticed[:1]}")
             recovered = sum(int(m) for log in logs
                             for m in re.findall(r"(\d+) prepared transactions committed", log))
             check(recovered > 0, "no restore ever committed a prepared transaction of its "
@@ -501,7 +535,7 @@ def test_postgres_upsert(args, seed):
 def test_postgres_errors(args, seed):
     work = Work(args, seed, records=2000)
     try:
-        head = HEAD.format(name="pg-errors", work=work.dir)
+        head = head_of("pg-errors", work, paced=False)
         bad = head + """
 [[sink]]
 name = "a"
@@ -548,16 +582,25 @@ delivery = "exactly_once"
 
         with PostgresServer(max_prepared_transactions=0) as pg:
             create_tables(pg, "")
-            toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "exactly_once"))
+            toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "exactly_once", paced=False))
             p = work.run(toml, "--fresh", expect=1)
             check("max_prepared_transactions = 0" in p.stderr
                   and "max_prepared_transactions to at least" in p.stderr,
                   f"no clear max_prepared_transactions error:\n{p.stderr[-2000:]}")
-            toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "at_least_once"))
+            toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "at_least_once", paced=False))
             work.run(toml, "--fresh", "-q")
             n = int(pg.sql("SELECT count(*) FROM running")[0][0])
             check(n == len(work.records), f"at_least_once wrote {n} rows, expected "
                                           f"{len(work.records)}")
+            # A role the server does not know: refused for good, so no retries.
+            unknown = work.write(pg_pipeline(work, pg, "pg-errors", "", "at_least_once",
+                                             paced=False).replace("user=postgres",
+                                                                  "user=nosuchrole"),
+                                 "unknown-role.toml")
+            p = work.run(unknown, "--fresh", expect=1)
+            check('role "nosuchrole" does not exist' in p.stderr
+                  and "not retried" in p.stderr and "attempt 2" not in p.stderr,
+                  f"an unknown role was not refused at once:\n{p.stderr[-2000:]}")
             # A missing table: the server's message, exit 1.
             pg.sql("DROP TABLE windows")
             p = work.run(toml, "--fresh", expect=1)

@@ -301,6 +301,9 @@ def crash_loop(args, seed, job, want, fields=("windows", "sliding", "running"), 
     fresh = True
     streak = 0  # kills since the last completed run
     while True:
+        check(runs < 6 * kills_wanted + 20,
+              f"{runs} runs and only {kills} of {kills_wanted} kills: the runs end before "
+              f"their kills")
         argv = [args.weir, "run", toml] + (["--fresh"] if fresh else [])
         resumable = not fresh and bool(job.checkpoint_ids())
         fresh = False

@@ -167,6 +167,9 @@ def test_crash(args, seed):
         kills = runs = restores = streak = 0
         fresh = True
         while True:
+            check(runs < 6 * args.kills + 20,
+                  f"{runs} runs and only {kills} of {args.kills} kills: the runs end before "
+                  f"their kills")
             argv = [args.weir, "run", toml] + (["--fresh"] if fresh else [])
             resumable = not fresh and bool(job.checkpoint_ids())
             fresh = False
