@@ -7,6 +7,7 @@
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
+#include "kinds/kafka_properties.hpp"
 
 #include "weir/api/job.hpp"
 #include "weir/connectors/kafka_sink.hpp"
@@ -34,11 +35,13 @@ struct kafka_sink_def : kind_spec {
 /// Reads `properties` into name/value strings; a nested table stands for
 /// dotted names (`linger.ms = 5` in TOML is the table linger = {ms = 5}).
 void read_properties(reader& r, const toml::table& t, const std::string& prefix,
-                     kafka_sink_spec& out) {
+                     kafka_sink_spec& out, std::vector<kafka_properties::property>& at) {
   for (auto&& [k, v] : t) {
     std::string name = prefix + std::string(k.str());
+    const auto before = out.properties.size();
     if (auto* sub = v.as_table()) {
-      read_properties(r, *sub, name + ".", out);
+      read_properties(r, *sub, name + ".", out, at);
+      continue;
     } else if (auto* s = v.as_string()) {
       out.properties.emplace_back(name, s->get());
     } else if (auto* i = v.as_integer()) {
@@ -51,6 +54,8 @@ void read_properties(reader& r, const toml::table& t, const std::string& prefix,
       r.fail(pos_of(v), "properties." + name + " must be a string, number or bool, got "
                           + std::string(type_name(v)));
     }
+    if (out.properties.size() > before)
+      at.push_back({name, out.properties.back().second, pos_of(k.source())});
   }
 }
 } // namespace
@@ -79,8 +84,10 @@ kind_descriptor describe_sinks_kafka() {
       k.topic = v->value;
     if (auto v = c.hard.string("bootstrap_servers", true, true))
       k.bootstrap_servers = v->value;
-    if (auto* p = c.hard.subtable("properties"))
-      read_properties(c.hard, *p, "", k);
+    std::vector<kafka_properties::property> checked;
+    const auto* props = c.hard.subtable("properties");
+    if (props)
+      read_properties(c.hard, *props, "", k, checked);
     if (auto v = c.hard.string("key", false, true)) {
       k.key = v->value;
       s->key_node = v->node;
@@ -102,6 +109,14 @@ kind_descriptor describe_sinks_kafka() {
       k.transactional_id_prefix = v->value;
     if (auto v = c.hard.string("progress_topic", false, true))
       k.progress_topic = v->value;
+    // As the sink configures its producers (kafka_client.cpp).
+    if (props) {
+      std::vector<std::pair<std::string, std::string>> managed;
+      if (k.delivery == kafka_delivery::exactly_once)
+        managed.emplace_back("transactional.id", "weir-validate");
+      kafka_properties::check(c.hard, kafka_properties::client::producer, checked,
+                              {{"allow.auto.create.topics", "false"}}, managed, pos_of(*props));
+    }
     return s;
   };
   d.plan = [](plan_context& c, const kind_spec& ks) {
