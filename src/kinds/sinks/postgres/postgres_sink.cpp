@@ -25,6 +25,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -76,6 +77,29 @@ using result_ptr = std::unique_ptr<PGresult, result_deleter>;
 struct connection_lost : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// Whether a failed connection's message is the server refusing who we are
+/// (authentication, pg_hba.conf, an unknown role or database): retrying
+/// cannot help, so the job fails at once with the server's reason.
+bool refused_for_good(const PGconn* c, std::string_view msg) {
+  if (PQconnectionNeedsPassword(c))
+    return true;
+  for (std::string_view s : {"password authentication failed", "authentication failed",
+                             "no pg_hba.conf entry", "does not exist",
+                             "SSL is required", "certificate"})
+    if (msg.find(s) != std::string_view::npos)
+      return true;
+  return false;
+}
+
+/// libpq's notices (`NOTICE: relation "t" already exists, skipping`) go to
+/// the connectors log at debug level instead of stderr.
+void on_notice(void*, const char* message) {
+  std::string_view m{message};
+  while (!m.empty() && m.back() == '\n')
+    m.remove_suffix(1);
+  log::connectors().debug("PostgreSQL: {}", m);
+}
 
 /// Rows as text cells, `width` per row; `null` marks SQL NULLs.
 struct row_buffer {
@@ -715,8 +739,12 @@ private:
       std::string msg = PQerrorMessage(c.get());
       while (!msg.empty() && msg.back() == '\n')
         msg.pop_back();
+      if (refused_for_good(c.get(), msg))
+        throw std::runtime_error("PostgreSQL sink '" + name_ + "': the server refused the "
+                                 "connection (not retried): " + msg);
       throw connection_lost(msg);
     }
+    PQsetNoticeProcessor(c.get(), on_notice, nullptr);
     conn_ = std::move(c);
     result_ptr r{PQexec(conn_.get(), "SET application_name = 'weir'")};
   }
