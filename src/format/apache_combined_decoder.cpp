@@ -56,9 +56,8 @@ public:
       else
         out.col(c).append_null();
     };
-    const bool any = !(request_.empty() || request_ == "-");
     str_or_absent(c_method, method, !method.empty());
-    str_or_absent(c_path, path, any);
+    str_or_absent(c_path, path, !path.empty());
     str_or_absent(c_protocol, protocol, !protocol.empty());
     out.col(c_status).append_int(status_);
     if (bytes_null_)
@@ -83,7 +82,9 @@ private:
   }
 
   // `METHOD target PROTOCOL` or `METHOD target` (HTTP/0.9): the parts, the
-  // target keeping inner spaces. Otherwise method and protocol stay empty
+  // target keeping inner spaces. A method alone (`GET`, as servers log a
+  // request cut short) or with a protocol only (`GET HTTP/1.1`) has no
+  // target: path stays empty (null). Otherwise method and protocol stay empty
   // and path is the whole request as logged ("-" and "" give all empty).
   static void split_request(std::string_view req, std::string_view& method,
                             std::string_view& path, std::string_view& protocol) {
@@ -92,9 +93,22 @@ private:
       return;
     path = req;
     const auto first = req.find(' ');
-    if (first == std::string_view::npos || !is_method(req.substr(0, first)))
+    if (first == std::string_view::npos) {
+      if (is_method(req)) {
+        method = req;
+        path = {};
+      }
+      return;
+    }
+    if (!is_method(req.substr(0, first)))
       return;
     std::string_view rest = req.substr(first + 1);
+    if (rest.find(' ') == std::string_view::npos && rest.substr(0, 5) == "HTTP/") {
+      method = req.substr(0, first);
+      protocol = rest;
+      path = {};
+      return;
+    }
     const auto last = rest.rfind(' ');
     if (last != std::string_view::npos && rest.substr(last + 1).substr(0, 5) == "HTTP/") {
       protocol = rest.substr(last + 1);

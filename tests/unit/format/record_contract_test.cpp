@@ -323,9 +323,12 @@ TEST_CASE("apache_combined: a request that is not METHOD PATH PROTOCOL is parsed
     apache_with("GET /old") + "\n" +
     apache_with("GET /a b HTTP/1.1") + "\n" +
     apache_with("hello world foo") + "\n" +
-    apache_with("GET  HTTP/1.1") + "\n");
+    apache_with("GET  HTTP/1.1") + "\n" +
+    apache_with("GET") + "\n" +
+    apache_with("GET HTTP/1.1") + "\n" +
+    apache_with("hello") + "\n");
   CHECK(d.bad.empty());
-  REQUIRE(d.rows.size() == 7);
+  REQUIRE(d.rows.size() == 10);
   auto req = [&](std::size_t r) {
     return std::vector<value>{d.rows[r][4], d.rows[r][5], d.rows[r][6]};
   };
@@ -336,6 +339,10 @@ TEST_CASE("apache_combined: a request that is not METHOD PATH PROTOCOL is parsed
   CHECK(req(4) == std::vector<value>{S("GET"), S("/a b"), S("HTTP/1.1")});
   CHECK(req(5) == std::vector<value>{N, S("hello world foo"), N});
   CHECK(req(6) == std::vector<value>{N, S("GET  HTTP/1.1"), N});
+  // A method alone, or with a protocol only: no target, so path is null.
+  CHECK(req(7) == std::vector<value>{S("GET"), N, N});
+  CHECK(req(8) == std::vector<value>{S("GET"), N, S("HTTP/1.1")});
+  CHECK(req(9) == std::vector<value>{N, S("hello"), N});
 }
 
 // --- every bad line counted once, whatever the batch size -----------------
