@@ -252,6 +252,12 @@ def main(argv=None) -> int:
             if STATE_FILE.exists():
                 s = json.loads(STATE_FILE.read_text())
                 if _alive(s["pid"]):
+                    # A node runs already: reuse it only where it was asked for.
+                    wanted = a.port is None or s["url"].endswith(f":{a.port}")
+                    if not wanted:
+                        print(f"a node started before runs at {s['url']}, not on port "
+                              f"{a.port}: stop it first (node.sh stop)", file=sys.stderr)
+                        return 1
                     print(f"URL={s['url']}")
                     return 0
             node = OpenSearchNode(tempfile.mkdtemp(prefix="weir-opensearch-"), a.port)
