@@ -412,6 +412,10 @@ int main(int argc, char** argv) {
                         "Largest body of POST /jobs, savepoints and stop, counted as read and "
                         "as decompressed (default 1 MiB; larger gets 413)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  serve_cmd->add_option("--max-body-bytes-in-flight", serve_options.max_body_bytes_in_flight,
+                        "Request body bytes held at once over all connections (default 64 MiB; "
+                        "a body past it gets 503 unless it is the only one)")
+    ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
   serve_cmd->add_option("--header-timeout", header_timeout,
                         "Longest a request's line and headers may take from its first byte "
                         "(default 10s; later gets 408 and the connection closes)");

@@ -180,10 +180,12 @@ struct served_job {
 };
 
 struct http_server::impl {
-  explicit impl(server_options o) : opts(std::move(o)), http(limits_of(opts)) {}
+  explicit impl(server_options o)
+    : opts(std::move(o)), http(limits_of(opts)), body_budget(opts.max_body_bytes_in_flight) {}
 
   server_options opts;
   internal::guarded_server http;
+  internal::body_budget body_budget;
   std::thread http_thread;
   std::thread sampler;
   std::atomic<int> bound_port{0};
@@ -718,19 +720,22 @@ struct http_server::impl {
   /// The body of a request to a route taking one, read from its connection
   /// (request_body.hpp: at most `limit` bytes on the wire and decoded);
   /// nullopt once the refusal is in `res`.
-  static std::optional<std::string> read_body(const httplib::Request& req,
-                                              httplib::Response& res, std::size_t limit) {
+  /// The body holds its share of `body_budget` until it is destroyed.
+  std::optional<internal::request_body> read_body(const httplib::Request& req,
+                                                  httplib::Response& res, std::size_t limit) {
     auto* c = internal::connection::current();
     if (c == nullptr) {
       json_error(res, 500, "internal error: a request body without its connection");
       return std::nullopt;
     }
-    auto body = internal::read_request_body(req, *c, limit);
+    auto body = internal::read_request_body(req, *c, limit, body_budget);
     if (!body.ok()) {
+      if (body.status == 503)
+        res.set_header("Retry-After", "1");
       json_error(res, body.status, body.error);
       return std::nullopt;
     }
-    return std::move(body.bytes);
+    return body;
   }
 
   void routes() {
@@ -1071,7 +1076,7 @@ struct http_server::impl {
       if (!text)
         return;
       simdjson::dom::parser parser;
-      auto body = parse_body(parser, *text);
+      auto body = parse_body(parser, text->bytes);
       std::string target;
       bool cancel = false;
       if (body) {
@@ -1141,7 +1146,7 @@ struct http_server::impl {
       if (!text)
         return;
       simdjson::dom::parser parser;
-      auto body = parse_body(parser, *text);
+      auto body = parse_body(parser, text->bytes);
       if (!body && body.error().code == errc::not_found) {
         j.run->stop();
         json_reply(res, 202, R"({"status":"STOPPING"})");
@@ -1205,11 +1210,11 @@ struct http_server::impl {
     auto text = read_body(req, res, opts.max_body_bytes);
     if (!text)
       return;
-    if (text->empty()) {
+    if (text->bytes.empty()) {
       json_error(res, 400, "the request body must be a TOML pipeline");
       return;
     }
-    auto loaded = config::load_pipeline(*text, file);
+    auto loaded = config::load_pipeline(text->bytes, file);
     if (!loaded) {
       const auto& ds = loaded.error();
       json_writer w;
@@ -1324,7 +1329,7 @@ struct http_server::impl {
     if (!body)
       return;
     auto key = req.get_header_value("Idempotency-Key");
-    auto r = h->ingest(*body, key);
+    auto r = h->ingest(body->bytes, key);
     using oc = ingest_result::outcome;
     json_writer w;
     w.begin_object();

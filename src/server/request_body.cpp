@@ -202,6 +202,44 @@ struct inflater {
 
 } // namespace
 
+bool body_budget::take(std::size_t n, std::size_t held) {
+  auto used = used_.load();
+  for (;;) {
+    if (used + n > bytes_ && used != held)
+      return false;
+    if (used_.compare_exchange_weak(used, used + n))
+      return true;
+  }
+}
+
+void body_budget::give(std::size_t n) noexcept { used_.fetch_sub(n); }
+
+budget_lease& budget_lease::operator=(budget_lease&& o) noexcept {
+  if (this != &o) {
+    if (budget_ != nullptr)
+      budget_->give(held_);
+    budget_ = std::exchange(o.budget_, nullptr);
+    held_ = std::exchange(o.held_, 0);
+  }
+  return *this;
+}
+
+budget_lease::~budget_lease() {
+  if (budget_ != nullptr)
+    budget_->give(held_);
+}
+
+bool budget_lease::cover(std::size_t total) {
+  if (total <= held_ || budget_ == nullptr)
+    return true;
+  constexpr std::size_t step = std::size_t{64} << 10;
+  const auto n = ((total - held_ + step - 1) / step) * step;
+  if (!budget_->take(n, held_))
+    return false;
+  held_ += n;
+  return true;
+}
+
 body_framing framing_of(const httplib::Request& req) {
   body_framing f;
   auto refuse_framing = [&](int status, std::string error) {
@@ -241,7 +279,8 @@ body_framing framing_of(const httplib::Request& req) {
   return f;
 }
 
-request_body read_request_body(const httplib::Request& req, connection& c, std::size_t limit) {
+request_body read_request_body(const httplib::Request& req, connection& c, std::size_t limit,
+                               body_budget& budget) {
   const auto framing = framing_of(req);
   if (framing.status != 0)
     return refuse(c, framing.status, framing.error);
@@ -268,7 +307,12 @@ request_body read_request_body(const httplib::Request& req, connection& c, std::
   if (framing.how == body_framing::kind::length && framing.length > limit)
     return too_large(false);
 
+  const auto over_budget = [&] {
+    return refuse(c, 503, "the server holds " + std::to_string(budget.capacity())
+                            + " bytes of request bodies, its limit: try again");
+  };
   request_body body;
+  body.lease = budget_lease{budget};
   raw_reader raw{c, framing, limit};
   std::unique_ptr<inflater> z;
   if (inflate_body) {
@@ -276,6 +320,8 @@ request_body read_request_body(const httplib::Request& req, connection& c, std::
     if (!z->ready)
       return refuse(c, 500, "cannot start zlib");
   } else if (framing.how == body_framing::kind::length) {
+    if (!body.lease.cover(static_cast<std::size_t>(framing.length)))
+      return over_budget();
     body.bytes.reserve(static_cast<std::size_t>(framing.length));
   }
   bool stream_ended = false;
@@ -290,6 +336,8 @@ request_body read_request_body(const httplib::Request& req, connection& c, std::
     if (raw.total() > limit)
       return too_large(false);
     if (!z) {
+      if (!body.lease.cover(body.bytes.size() + static_cast<std::size_t>(n)))
+        return over_budget();
       body.bytes.append(in, static_cast<std::size_t>(n));
       continue;
     }
@@ -311,6 +359,8 @@ request_body read_request_body(const httplib::Request& req, connection& c, std::
       const auto produced = sizeof out - z->zs.avail_out;
       if (body.bytes.size() + produced > limit)
         return too_large(true);
+      if (!body.lease.cover(body.bytes.size() + produced))
+        return over_budget();
       body.bytes.append(out, produced);
       if (r == Z_STREAM_END)
         stream_ended = true;

@@ -49,6 +49,7 @@ import pathlib
 import select
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -62,6 +63,7 @@ from server_tests import (SCALE, Failure, Server, check, job_state,  # noqa: E40
 MIB = 1 << 20
 # The defaults these tests rely on (server_options, include/weir/server/http_server.hpp).
 MAX_BODY = 1 * MIB               # --max-body-bytes
+BODY_BUDGET = 64 * MIB           # body bytes held at once over all connections
 HEADER_TIMEOUT = 10.0            # --header-timeout
 READ_TIMEOUT = 10.0              # a request body's pause between bytes
 PER_CLIENT = 32                  # --max-connections-per-client
@@ -530,6 +532,12 @@ def test_slow_clients(weir, work):
     finally:
         s.kill()
 
+    for bad in ("soon", "0s", "-1s"):
+        r = subprocess.run([weir, "serve", "--listen", "127.0.0.1:0", "--header-timeout", bad],
+                           capture_output=True, text=True, timeout=30 * SCALE)
+        check(r.returncode == 2 and "--header-timeout" in r.stderr,
+              f"--header-timeout {bad}: exit {r.returncode} {r.stderr}")
+
     # Over --max-connections: 503 with Retry-After at once, then served again.
     home = work / "capped"
     home.mkdir()
@@ -664,6 +672,37 @@ def test_bombs(weir, work):
         check(field(r, "accepted") == n_big, f"{n_big} lines: {r!r}")
         mem.check("the bodies within the limit")
         print(mem)
+
+        # 150 bodies of 1 MiB at once, each short of its last byte: those
+        # over the server's body budget get 503 before a byte of theirs is
+        # read, the others are held; memory stays within the budget.
+        home = work / "many"
+        home.mkdir()
+        many, _ = ingest_server(weir, home)
+        try:
+            mem_many = Memory(many, BODY_BUDGET)
+            record = (b'{"n": 1, "k": "' + b"m" * MIB)[:MIB - 3] + b'"}\n'
+            head = head_for("POST", "/ingest/events", {"Content-Length": str(len(record))})
+            held = Clients()
+            for i in range(150):
+                held.open(many.port, f"127.0.4.{1 + i % 10}", head + record[:-1])
+
+            def refused():
+                held.poll()
+                return held.answered(503) >= 150 - BODY_BUDGET // MIB
+            wait_until(refused, f"{150 - BODY_BUDGET // MIB} bodies over the budget answered 503",
+                       10)
+            check(held.still_open() >= BODY_BUDGET // MIB,
+                  f"{held.still_open()} bodies held, not {BODY_BUDGET // MIB}")
+            mem_many.check("150 bodies of 1 MiB at once")
+            print(mem_many)
+            held.close()
+            r, _ = request(many.port, "POST", "/ingest/events", jsonl(90000, 1))
+            expect(r, 202, "an ingest body once the held ones are gone")
+            check(many.stop() == 0, "exit 0")
+        finally:
+            many.kill()
+
         # The warm-up record, and no record of a bomb.
         want = sorted([-1] + list(range(1000, 1050)) + list(range(2000, 2050))
                       + list(range(3000, 3050)) + list(range(10000, 10000 + n_big)))

@@ -33,6 +33,11 @@ struct server_options {
   /// Largest body of `POST /ingest/{source}` (bytes, counted the same way):
   /// the http source's `max_body`, at most this.
   std::size_t max_ingest_body_bytes = std::size_t{256} << 20;
+  /// Request body bytes held in memory at once over all connections (bodies
+  /// being read, decompressed or handled). A body that would pass it gets
+  /// 503 with Retry-After, unless it is the only one held: memory stays
+  /// bounded however many clients send at once.
+  std::size_t max_body_bytes_in_flight = std::size_t{64} << 20;
   /// Rows a live-results (SSE) client may have queued; rows arriving while
   /// it is full are skipped and the client told how many (never blocking
   /// the job).
