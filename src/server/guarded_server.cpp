@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <system_error>
 
 namespace weir::server::internal {
 
@@ -48,11 +49,15 @@ void connection_pool::enqueue(std::function<void()> fn) {
       return;
     }
     if (!shutdown_ && live < max_threads_) {
-      tasks_.push_back(std::move(fn));
       threads_.emplace_back();
       auto it = std::prev(threads_.end());
-      *it = std::thread{[this, it] { work(it); }};
-      return;
+      try {
+        *it = std::thread{[this, it] { work(it); }};
+        tasks_.push_back(std::move(fn));
+        return;
+      } catch (const std::system_error&) {
+        threads_.erase(it); // no thread to be had: refused below
+      }
     }
   }
   running_overflow = true;

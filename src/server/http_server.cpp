@@ -718,9 +718,9 @@ struct http_server::impl {
   }
 
   /// The body of a request to a route taking one, read from its connection
-  /// (request_body.hpp: at most `limit` bytes on the wire and decoded);
-  /// nullopt once the refusal is in `res`.
-  /// The body holds its share of `body_budget` until it is destroyed.
+  /// (request_body.hpp: at most `limit` bytes on the wire and decoded); it
+  /// holds its share of `body_budget` until destroyed. nullopt once the
+  /// refusal is in `res`.
   std::optional<internal::request_body> read_body(const httplib::Request& req,
                                                   httplib::Response& res, std::size_t limit) {
     auto* c = internal::connection::current();
@@ -815,13 +815,13 @@ struct http_server::impl {
       with_job(req, res, [&](served_job& j) { json_reply(res, 200, job_detail(j)); });
     });
     get(R"(/jobs/([0-9a-f]+)/checkpoints)",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               with_job(req, res, [&](served_job& j) { json_reply(res, 200, checkpoints(j)); });
-             });
+        [this](const httplib::Request& req, httplib::Response& res) {
+          with_job(req, res, [&](served_job& j) { json_reply(res, 200, checkpoints(j)); });
+        });
     get(R"(/jobs/([0-9a-f]+)/exceptions)",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               with_job(req, res, [&](served_job& j) { json_reply(res, 200, exceptions(j)); });
-             });
+        [this](const httplib::Request& req, httplib::Response& res) {
+          with_job(req, res, [&](served_job& j) { json_reply(res, 200, exceptions(j)); });
+        });
     state_and_savepoint_routes();
     del(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
       with_job(req, res, [&](served_job& j) {
@@ -830,24 +830,24 @@ struct http_server::impl {
       });
     });
     get(R"(/jobs/([0-9a-f]+)/sinks/([^/]+)/stream)",
-             [this](const httplib::Request& req, httplib::Response& res) { stream(req, res); });
+        [this](const httplib::Request& req, httplib::Response& res) { stream(req, res); });
     ingest_routes();
     get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
     });
     get(R"(/(|index\.html|app\.js|style\.css))",
-             [](const httplib::Request& req, httplib::Response& res) {
-               std::string name = req.matches[1];
-               if (name.empty())
-                 name = "index.html";
-               const auto* file = internal::find_dashboard_file(name);
-               if (!file) {
-                 json_error(res, 404, "not found: " + req.path);
-                 return;
-               }
-               res.set_header("Cache-Control", "no-cache");
-               res.set_content(std::string{file->content}, file->content_type);
-             });
+        [](const httplib::Request& req, httplib::Response& res) {
+          std::string name = req.matches[1];
+          if (name.empty())
+            name = "index.html";
+          const auto* file = internal::find_dashboard_file(name);
+          if (!file) {
+            json_error(res, 404, "not found: " + req.path);
+            return;
+          }
+          res.set_header("Cache-Control", "no-cache");
+          res.set_content(std::string{file->content}, file->content_type);
+        });
   }
 
   // -- queryable state and savepoints (issue 17) -------------------------------------
@@ -1173,21 +1173,21 @@ struct http_server::impl {
 
   void state_and_savepoint_routes() {
     get(R"(/jobs/([0-9a-f]+)/state/([^/]+))",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               query_state_request(req, res);
-             });
+        [this](const httplib::Request& req, httplib::Response& res) {
+          query_state_request(req, res);
+        });
     post(R"(/jobs/([0-9a-f]+)/savepoints)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                savepoint_request(req, res);
-              });
+         [this](const httplib::Request& req, httplib::Response& res) {
+           savepoint_request(req, res);
+         });
     get(R"(/jobs/([0-9a-f]+)/savepoints/([^/]+))",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               savepoint_status(req, res);
-             });
+        [this](const httplib::Request& req, httplib::Response& res) {
+          savepoint_status(req, res);
+        });
     post(R"(/jobs/([0-9a-f]+)/stop)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                stop_request(req, res);
-              });
+         [this](const httplib::Request& req, httplib::Response& res) {
+           stop_request(req, res);
+         });
   }
 
   template <class F>
