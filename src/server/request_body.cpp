@@ -146,9 +146,11 @@ private:
                            + std::to_string(limit_) + " bytes") >= 0;
       size = size * 16 + static_cast<std::uint64_t>(v);
     }
-    const auto rest = std::string_view{text}.substr(digits);
-    if (digits == 0 || (!rest.empty() && rest.front() != ';' && rest.front() != ' '
-                        && rest.front() != '\t'))
+    // After the size: optional whitespace, then a chunk extension or nothing.
+    auto rest = std::string_view{text}.substr(digits);
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t'))
+      rest.remove_prefix(1);
+    if (digits == 0 || (!rest.empty() && rest.front() != ';'))
       return fail(400, "malformed chunk size '" + text.substr(0, 40) + "' in the chunked body")
              >= 0;
     if (size > limit_ - std::min<std::uint64_t>(limit_, total_))
