@@ -220,11 +220,20 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
 /// `weir serve`: loads every pipeline first (a bad one: exit 2, nothing
 /// started), starts the server and the jobs, and serves until SIGINT or
 /// SIGTERM, which stops the jobs gracefully and ends with exit 0.
+/// `so` holds the options given on the command line but the address;
+/// `header_timeout` is a duration ("10s", "500ms"), empty for the default.
 int serve(const std::vector<std::string>& pipelines, const std::string& listen,
-          std::string token, std::size_t max_body_bytes, const std::string& log_level,
-          const std::string& savepoint_dir) {
-  weir::server::server_options so;
-  so.savepoint_dir = savepoint_dir;
+          const std::string& log_level, weir::server::server_options so,
+          const std::string& header_timeout) {
+  if (!header_timeout.empty()) {
+    auto d = weir::config::parse_duration(header_timeout);
+    if (!d || d->count() <= 0) {
+      std::fprintf(stderr, "weir: --header-timeout must be a positive duration such as "
+                           "\"10s\" or \"500ms\", got '%s'\n", header_timeout.c_str());
+      return 2;
+    }
+    so.header_timeout = *d;
+  }
   auto colon = listen.rfind(':');
   if (colon == std::string::npos) {
     std::fprintf(stderr, "weir: --listen must be ADDR:PORT, got '%s'\n", listen.c_str());
@@ -242,11 +251,9 @@ int serve(const std::vector<std::string>& pipelines, const std::string& listen,
     std::fprintf(stderr, "weir: --listen: bad port in '%s'\n", listen.c_str());
     return 2;
   }
-  if (token.empty())
+  if (so.token.empty())
     if (const char* env = std::getenv("WEIR_SERVER_TOKEN"))
-      token = env;
-  so.token = std::move(token);
-  so.max_body_bytes = max_body_bytes;
+      so.token = env;
   if (!weir::server::is_loopback(so.host) && so.token.empty()) {
     std::fprintf(stderr,
                  "weir: --listen %s is not a loopback address: it needs --token (or "
@@ -395,19 +402,34 @@ int main(int argc, char** argv) {
     "Exit codes: 0 stopped; 1 cannot listen; 2 bad configuration or options.");
   std::vector<std::string> serve_pipelines;
   std::string listen = "127.0.0.1:8081";
-  std::string token;
-  std::size_t max_body_bytes = std::size_t{1} << 20;
+  weir::server::server_options serve_options;
+  std::string header_timeout;
   serve_cmd->add_option("pipeline", serve_pipelines, "Pipeline TOML files to run at start");
   serve_cmd->add_option("--listen", listen, "ADDR:PORT to listen on (default 127.0.0.1:8081)");
-  serve_cmd->add_option("--token", token, "Bearer token required on every endpoint but /healthz");
-  serve_cmd->add_option("--max-body-bytes", max_body_bytes,
-                        "Largest request body accepted (default 1 MiB; larger gets 413)")
+  serve_cmd->add_option("--token", serve_options.token,
+                        "Bearer token required on every endpoint but /healthz");
+  serve_cmd->add_option("--max-body-bytes", serve_options.max_body_bytes,
+                        "Largest body of POST /jobs, savepoints and stop, counted as read and "
+                        "as decompressed (default 1 MiB; larger gets 413)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  serve_cmd->add_option("--max-body-bytes-in-flight", serve_options.max_body_bytes_in_flight,
+                        "Request body bytes held at once over all connections (default 64 MiB; "
+                        "a body past it gets 503 unless it is the only one)")
+    ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
+  serve_cmd->add_option("--header-timeout", header_timeout,
+                        "Longest a request's line and headers may take from its first byte "
+                        "(default 10s; later gets 408 and the connection closes)");
+  serve_cmd->add_option("--max-connections", serve_options.max_connections,
+                        "Connections open at once, a thread each (default 512; more get 503)")
+    ->check(CLI::Range(std::size_t{1}, std::size_t{100'000}));
+  serve_cmd->add_option("--max-connections-per-client", serve_options.max_connections_per_client,
+                        "Connections open at once from one client address (default 32; more "
+                        "get 429)")
+    ->check(CLI::Range(std::size_t{1}, std::size_t{100'000}));
   std::string serve_log_level;
   serve_cmd->add_option("--log-level", serve_log_level,
                         "trace, debug, info, warn, error or off (default: each job's)");
-  std::string serve_savepoint_dir;
-  serve_cmd->add_option("--savepoint-dir", serve_savepoint_dir,
+  serve_cmd->add_option("--savepoint-dir", serve_options.savepoint_dir,
                         "Root of savepoints taken over HTTP; request targets resolve inside it "
                         "(default: ./savepoints)");
 
@@ -418,8 +440,7 @@ int main(int argc, char** argv) {
   }
 
   if (serve_cmd->parsed())
-    return serve(serve_pipelines, listen, token, max_body_bytes, serve_log_level,
-                 serve_savepoint_dir);
+    return serve(serve_pipelines, listen, serve_log_level, serve_options, header_timeout);
 
   if (checkpoints->parsed()) {
     std::string out, err;

@@ -5,7 +5,9 @@
 #include "weir/server/http_server.hpp"
 
 #include "dashboard_files.hpp"
+#include "guarded_server.hpp"
 #include "json_writer.hpp"
+#include "request_body.hpp"
 #include "weir/config/loader.hpp"
 #include "weir/connectors/http_source.hpp"
 #include "weir/core/log.hpp"
@@ -25,7 +27,10 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <regex>
+#include <strings.h>
 #include <thread>
 
 namespace weir::server {
@@ -47,6 +52,19 @@ std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
            std::chrono::system_clock::now().time_since_epoch())
     .count();
+}
+
+internal::connection_limits limits_of(const server_options& o) {
+  internal::connection_limits l;
+  l.header_timeout = o.header_timeout;
+  l.read_timeout = o.read_timeout;
+  l.write_timeout = o.write_timeout;
+  l.idle_timeout = o.idle_timeout;
+  l.max_header_bytes = o.max_header_bytes;
+  l.max_connections = o.max_connections;
+  l.max_connections_per_client = o.max_connections_per_client;
+  l.max_requests_per_connection = o.max_requests_per_connection;
+  return l;
 }
 
 std::string new_job_id() {
@@ -162,8 +180,12 @@ struct served_job {
 };
 
 struct http_server::impl {
+  explicit impl(server_options o)
+    : opts(std::move(o)), http(limits_of(opts)), body_budget(opts.max_body_bytes_in_flight) {}
+
   server_options opts;
-  httplib::Server http;
+  internal::guarded_server http;
+  internal::body_budget body_budget;
   std::thread http_thread;
   std::thread sampler;
   std::atomic<int> bound_port{0};
@@ -563,9 +585,10 @@ struct http_server::impl {
   bool authorized(const httplib::Request& req) const {
     if (opts.token.empty())
       return true;
+    // The scheme is case-insensitive (RFC 7235 §2.1).
     auto h = req.get_header_value("Authorization");
     const std::string bearer = "Bearer ";
-    if (h.size() > bearer.size() && h.compare(0, bearer.size(), bearer) == 0)
+    if (h.size() > bearer.size() && ::strncasecmp(h.c_str(), bearer.c_str(), bearer.size()) == 0)
       return same_secret(h.substr(bearer.size()), opts.token);
     if (req.has_param("access_token"))
       return same_secret(req.get_param_value("access_token"), opts.token);
@@ -588,31 +611,176 @@ struct http_server::impl {
     return false;
   }
 
+  // -- the route table and the checks before a body is read ----------------------
+
+  /// A route as the checks before routing see it (httplib's own table is
+  /// not readable): method, path pattern, whether it takes a body.
+  struct route {
+    std::string method;
+    std::regex pattern;
+    bool takes_body = false;
+  };
+  std::vector<route> route_table;
+
+  void get(const char* pattern, httplib::Server::Handler h) {
+    route_table.push_back({"GET", std::regex{pattern}, false});
+    http.Get(pattern, std::move(h));
+  }
+
+  void del(const char* pattern, httplib::Server::Handler h) {
+    route_table.push_back({"DELETE", std::regex{pattern}, false});
+    http.Delete(pattern, std::move(h));
+  }
+
+  /// A route taking a body: `h` reads it with `read_body` (httplib never
+  /// reads it: its reader trusts Content-Length alone, caps form bodies at
+  /// 8 KiB and inflates gzip whole).
+  void post(const char* pattern, httplib::Server::Handler h) {
+    route_table.push_back({"POST", std::regex{pattern}, true});
+    http.Post(pattern, httplib::Server::HandlerWithContentReader{
+                         [h = std::move(h)](const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader&) { h(req, res); }});
+  }
+
+  enum class route_match { none, other_method, without_body, with_body };
+
+  /// How `method` `path` matches the table; `allow` gets the methods the
+  /// path takes when it is `other_method`.
+  route_match match_route(const std::string& method, const std::string& path,
+                          std::string& allow) const {
+    const std::string& m = method == "HEAD" ? std::string{"GET"} : method;
+    bool known = false;
+    for (const auto& r : route_table) {
+      if (!std::regex_match(path, r.pattern))
+        continue;
+      if (r.method == m)
+        return r.takes_body ? route_match::with_body : route_match::without_body;
+      known = true;
+      if (allow.find(r.method) == std::string::npos)
+        allow += (allow.empty() ? "" : ", ") + r.method;
+    }
+    return known ? route_match::other_method : route_match::none;
+  }
+
+  /// The largest body `req`'s route takes: an ingest route its source's
+  /// max_body (at most max_ingest_body_bytes), the others max_body_bytes.
+  std::size_t body_limit(const httplib::Request& req) const {
+    const std::string prefix = "/ingest/";
+    if (req.path.compare(0, prefix.size(), prefix) != 0)
+      return opts.max_body_bytes;
+    auto limit = opts.max_ingest_body_bytes;
+    if (auto h = find_http_source_of(req.path.substr(prefix.size())).second)
+      limit = std::min(limit, h->spec().max_body);
+    return limit;
+  }
+
+  /// What is refused before routing and before a body byte is read, in
+  /// this order: path traversal 400, a missing or wrong token 401, an
+  /// unknown path 404, another method 405 (with Allow), a body framing
+  /// httplib would misread 400 / 501, a body on a route taking none 413.
+  /// True when `res` holds the refusal. A refused request's body is left
+  /// unread, so its connection closes after the answer.
+  bool refused_before_routing(const httplib::Request& req, httplib::Response& res) const {
+    const auto framing = internal::framing_of(req);
+    if (auto* c = internal::connection::current())
+      c->set_body_unread(framing.has_body() || framing.status != 0);
+    if (is_traversal(req.path) || is_traversal(req.target)) {
+      json_error(res, 400, "path traversal refused: " + req.path);
+      return true;
+    }
+    if (req.path != "/healthz" && !authorized(req)) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      json_error(res, 401, "a bearer token is required (Authorization: Bearer <token>)");
+      return true;
+    }
+    std::string allow;
+    const auto match = match_route(req.method, req.path, allow);
+    if (match == route_match::none) {
+      json_error(res, 404, "not found: " + req.method + " " + req.path.substr(0, 200));
+      return true;
+    }
+    if (match == route_match::other_method) {
+      res.set_header("Allow", allow);
+      json_error(res, 405, "method not allowed: " + req.method + " " + req.path.substr(0, 200)
+                             + " (allowed: " + allow + ")");
+      return true;
+    }
+    if (framing.status != 0) {
+      json_error(res, framing.status, framing.error);
+      return true;
+    }
+    if (match == route_match::without_body && framing.has_body()) {
+      json_error(res, 413, req.method + " " + req.path.substr(0, 200)
+                             + " takes no request body");
+      return true;
+    }
+    return false;
+  }
+
+  /// The body of a request to a route taking one, read from its connection
+  /// (request_body.hpp: at most `limit` bytes on the wire and decoded); it
+  /// holds its share of `body_budget` until destroyed. nullopt once the
+  /// refusal is in `res`.
+  std::optional<internal::request_body> read_body(const httplib::Request& req,
+                                                  httplib::Response& res, std::size_t limit) {
+    auto* c = internal::connection::current();
+    if (c == nullptr) {
+      json_error(res, 500, "internal error: a request body without its connection");
+      return std::nullopt;
+    }
+    auto body = internal::read_request_body(req, *c, limit, body_budget);
+    if (!body.ok()) {
+      if (body.status == 503)
+        res.set_header("Retry-After", "1");
+      json_error(res, body.status, body.error);
+      return std::nullopt;
+    }
+    return body;
+  }
+
   void routes() {
-    // Bodies up to the larger limit are read; each route's own limit is
-    // checked from Content-Length before reading (body_over_limit).
-    http.set_payload_max_length(std::max(opts.max_body_bytes, opts.max_ingest_body_bytes));
-    http.new_task_queue = [n = opts.threads] { return new httplib::ThreadPool(n); };
+    // Only the routes registered with post() take bodies, and they read
+    // them themselves (read_body); httplib's reader is never reached.
+    http.set_payload_max_length(opts.max_body_bytes);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (is_traversal(req.path) || is_traversal(req.target)) {
-        json_error(res, 400, "path traversal refused: " + req.path);
-        return httplib::Server::HandlerResponse::Handled;
+      return refused_before_routing(req, res) ? httplib::Server::HandlerResponse::Handled
+                                              : httplib::Server::HandlerResponse::Unhandled;
+    });
+    // Expect: 100-continue (curl sends it for large bodies): the same
+    // checks and the route's limit against Content-Length before the
+    // client sends the body.
+    http.set_expect_100_continue_handler(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        if (refused_before_routing(req, res))
+          return res.status;
+        const auto framing = internal::framing_of(req);
+        const auto limit = body_limit(req);
+        if (framing.how == internal::body_framing::kind::length && framing.length > limit) {
+          json_error(res, 413, "request body larger than " + std::to_string(limit) + " bytes");
+          return 413;
+        }
+        return 100;
+      });
+    // A connection that cannot carry another request says so.
+    http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+      auto* c = internal::connection::current();
+      if (c != nullptr && c->closes_after_response()) {
+        res.headers.erase("Keep-Alive");
+        if (!res.has_header("Connection"))
+          res.set_header("Connection", "close");
       }
-      if (req.path != "/healthz" && !authorized(req)) {
-        res.set_header("WWW-Authenticate", "Bearer");
-        json_error(res, 401, "a bearer token is required (Authorization: Bearer <token>)");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      if (body_over_limit(req, res))
-        return httplib::Server::HandlerResponse::Handled;
-      return httplib::Server::HandlerResponse::Unhandled;
     });
     http.set_error_handler(httplib::Server::HandlerWithResponse{
       [](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty())
         return httplib::Server::HandlerResponse::Unhandled;
+      // httplib's own refusals (a malformed request line or header, a URI
+      // over 8 KiB): what follows on the connection cannot be trusted.
+      if (auto* c = internal::connection::current())
+        c->close_after_response();
       std::string what = res.status == 404   ? "not found: " + req.method + " " + req.path
                          : res.status == 413 ? "request body too large"
+                         : res.status == 414 ? "request line longer than 8192 bytes"
                          : res.status == 405 ? "method not allowed"
                                              : "bad request";
       json_error(res, res.status, what);
@@ -631,55 +799,55 @@ struct http_server::impl {
         json_error(res, 500, what);
       });
 
-    http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       json_reply(res, 200, R"({"status":"ok"})");
     });
-    http.Get("/overview", [this](const httplib::Request&, httplib::Response& res) {
+    get("/overview", [this](const httplib::Request&, httplib::Response& res) {
       json_reply(res, 200, overview());
     });
-    http.Get("/jobs", [this](const httplib::Request&, httplib::Response& res) {
+    get("/jobs", [this](const httplib::Request&, httplib::Response& res) {
       json_reply(res, 200, job_list());
     });
-    http.Post("/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    post("/jobs", [this](const httplib::Request& req, httplib::Response& res) {
       submit_request(req, res);
     });
-    http.Get(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
       with_job(req, res, [&](served_job& j) { json_reply(res, 200, job_detail(j)); });
     });
-    http.Get(R"(/jobs/([0-9a-f]+)/checkpoints)",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               with_job(req, res, [&](served_job& j) { json_reply(res, 200, checkpoints(j)); });
-             });
-    http.Get(R"(/jobs/([0-9a-f]+)/exceptions)",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               with_job(req, res, [&](served_job& j) { json_reply(res, 200, exceptions(j)); });
-             });
+    get(R"(/jobs/([0-9a-f]+)/checkpoints)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          with_job(req, res, [&](served_job& j) { json_reply(res, 200, checkpoints(j)); });
+        });
+    get(R"(/jobs/([0-9a-f]+)/exceptions)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          with_job(req, res, [&](served_job& j) { json_reply(res, 200, exceptions(j)); });
+        });
     state_and_savepoint_routes();
-    http.Delete(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    del(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
       with_job(req, res, [&](served_job& j) {
         j.run->cancel();
         json_reply(res, 202, R"({"status":"CANCELING"})");
       });
     });
-    http.Get(R"(/jobs/([0-9a-f]+)/sinks/([^/]+)/stream)",
-             [this](const httplib::Request& req, httplib::Response& res) { stream(req, res); });
+    get(R"(/jobs/([0-9a-f]+)/sinks/([^/]+)/stream)",
+        [this](const httplib::Request& req, httplib::Response& res) { stream(req, res); });
     ingest_routes();
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
     });
-    http.Get(R"(/(|index\.html|app\.js|style\.css))",
-             [](const httplib::Request& req, httplib::Response& res) {
-               std::string name = req.matches[1];
-               if (name.empty())
-                 name = "index.html";
-               const auto* file = internal::find_dashboard_file(name);
-               if (!file) {
-                 json_error(res, 404, "not found: " + req.path);
-                 return;
-               }
-               res.set_header("Cache-Control", "no-cache");
-               res.set_content(std::string{file->content}, file->content_type);
-             });
+    get(R"(/(|index\.html|app\.js|style\.css))",
+        [](const httplib::Request& req, httplib::Response& res) {
+          std::string name = req.matches[1];
+          if (name.empty())
+            name = "index.html";
+          const auto* file = internal::find_dashboard_file(name);
+          if (!file) {
+            json_error(res, 404, "not found: " + req.path);
+            return;
+          }
+          res.set_header("Cache-Control", "no-cache");
+          res.set_content(std::string{file->content}, file->content_type);
+        });
   }
 
   // -- queryable state and savepoints (issue 17) -------------------------------------
@@ -851,7 +1019,8 @@ struct http_server::impl {
   }
 
   /// Starts a savepoint (or stop-with-savepoint) of `j` into `target`
-  /// (resolved) and answers 202 {"request-id": trigger}.
+  /// (resolved; empty: a directory generated under the savepoint root) and
+  /// answers 202 {"request-id": trigger, "location": the directory}.
   void start_savepoint(served_job& j, const std::string& target, bool stop,
                        httplib::Response& res) {
     const char* what = stop ? "stop with savepoint" : "savepoint";
@@ -897,14 +1066,17 @@ struct http_server::impl {
     log::runtime().info("server: {} of job {} to {} (trigger {})", what, j.id, path->string(),
                         trigger);
     json_writer w;
-    w.begin_object().field("request-id", trigger).end_object();
+    w.begin_object().field("request-id", trigger).field("location", path->string()).end_object();
     json_reply(res, 202, w.take());
   }
 
   void savepoint_request(const httplib::Request& req, httplib::Response& res) {
     with_job(req, res, [&](served_job& j) {
+      auto text = read_body(req, res, opts.max_body_bytes);
+      if (!text)
+        return;
       simdjson::dom::parser parser;
-      auto body = parse_body(parser, req.body);
+      auto body = parse_body(parser, text->bytes);
       std::string target;
       bool cancel = false;
       if (body) {
@@ -970,8 +1142,11 @@ struct http_server::impl {
   /// "drain"}) a stop with a savepoint, answered as `POST .../savepoints`.
   void stop_request(const httplib::Request& req, httplib::Response& res) {
     with_job(req, res, [&](served_job& j) {
+      auto text = read_body(req, res, opts.max_body_bytes);
+      if (!text)
+        return;
       simdjson::dom::parser parser;
-      auto body = parse_body(parser, req.body);
+      auto body = parse_body(parser, text->bytes);
       if (!body && body.error().code == errc::not_found) {
         j.run->stop();
         json_reply(res, 202, R"({"status":"STOPPING"})");
@@ -997,22 +1172,22 @@ struct http_server::impl {
   }
 
   void state_and_savepoint_routes() {
-    http.Get(R"(/jobs/([0-9a-f]+)/state/([^/]+))",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               query_state_request(req, res);
-             });
-    http.Post(R"(/jobs/([0-9a-f]+)/savepoints)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                savepoint_request(req, res);
-              });
-    http.Get(R"(/jobs/([0-9a-f]+)/savepoints/([^/]+))",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               savepoint_status(req, res);
-             });
-    http.Post(R"(/jobs/([0-9a-f]+)/stop)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                stop_request(req, res);
-              });
+    get(R"(/jobs/([0-9a-f]+)/state/([^/]+))",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          query_state_request(req, res);
+        });
+    post(R"(/jobs/([0-9a-f]+)/savepoints)",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           savepoint_request(req, res);
+         });
+    get(R"(/jobs/([0-9a-f]+)/savepoints/([^/]+))",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          savepoint_status(req, res);
+        });
+    post(R"(/jobs/([0-9a-f]+)/stop)",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           stop_request(req, res);
+         });
   }
 
   template <class F>
@@ -1025,17 +1200,21 @@ struct http_server::impl {
     f(*j);
   }
 
+  /// `POST /jobs`: the body, whatever its Content-Type, a TOML pipeline.
   void submit_request(const httplib::Request& req, httplib::Response& res) {
-    if (req.body.empty()) {
-      json_error(res, 400, "the request body must be a TOML pipeline");
-      return;
-    }
     std::string file = req.has_param("file") ? req.get_param_value("file") : "submitted.toml";
     if (is_traversal(file) || file.find('/') != std::string::npos || file.empty()) {
       json_error(res, 400, "file must be a plain file name, got '" + file + "'");
       return;
     }
-    auto loaded = config::load_pipeline(req.body, file);
+    auto text = read_body(req, res, opts.max_body_bytes);
+    if (!text)
+      return;
+    if (text->bytes.empty()) {
+      json_error(res, 400, "the request body must be a TOML pipeline");
+      return;
+    }
+    auto loaded = config::load_pipeline(text->bytes, file);
     if (!loaded) {
       const auto& ds = loaded.error();
       json_writer w;
@@ -1115,43 +1294,17 @@ struct http_server::impl {
     return found;
   }
 
-  /// A body larger than its route takes, refused from Content-Length before
-  /// it is read: 413. Ingest routes take their source's max_body (at most
-  /// max_ingest_body_bytes), the others max_body_bytes.
-  bool body_over_limit(const httplib::Request& req, httplib::Response& res) const {
-    if (!req.has_header("Content-Length"))
-      return false;
-    std::uint64_t length = 0;
-    try {
-      length = std::stoull(req.get_header_value("Content-Length"));
-    } catch (const std::exception&) {
-      return false; // httplib answers 400
-    }
-    std::size_t limit = opts.max_body_bytes;
-    const std::string prefix = "/ingest/";
-    if (req.path.compare(0, prefix.size(), prefix) == 0) {
-      limit = opts.max_ingest_body_bytes;
-      if (auto h = find_http_source_of(req.path.substr(prefix.size())).second)
-        limit = std::min(limit, h->spec().max_body);
-    }
-    if (length <= limit)
-      return false;
-    json_error(res, 413, "request body too large: " + std::to_string(length)
-                           + " bytes, at most " + std::to_string(limit));
-    return true;
-  }
-
   void ingest_routes() {
     // Without it a small answer waits on Nagle's algorithm and the client's
     // delayed ACK: 40 ms per request on a keep-alive connection.
     http.set_tcp_nodelay(true);
-    http.Post(R"(/ingest/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    post(R"(/ingest/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
       ingest(req, res);
     });
   }
 
-  /// `POST /ingest/{source}`: the body to the job's http source; the answer
-  /// is the source's `ingest_result` as JSON.
+  /// `POST /ingest/{source}`: the body, whatever its Content-Type, to the
+  /// job's http source; the answer is the source's `ingest_result` as JSON.
   void ingest(const httplib::Request& req, httplib::Response& res) {
     const std::string source = req.matches[1];
     auto [j, h] = find_http_source_of(source);
@@ -1170,8 +1323,13 @@ struct http_server::impl {
                              + std::string{to_string(state)});
       return;
     }
+    // The body, read only now: an unknown source or a job not running is
+    // answered without reading it.
+    auto body = read_body(req, res, body_limit(req));
+    if (!body)
+      return;
     auto key = req.get_header_value("Idempotency-Key");
-    auto r = h->ingest(req.body, key);
+    auto r = h->ingest(body->bytes, key);
     using oc = ingest_result::outcome;
     json_writer w;
     w.begin_object();
@@ -1293,8 +1451,8 @@ struct http_server::impl {
   }
 };
 
-http_server::http_server(server_options opts) : impl_(std::make_unique<impl>()) {
-  impl_->opts = std::move(opts);
+http_server::http_server(server_options opts)
+  : impl_(std::make_unique<impl>(std::move(opts))) {
   impl_->init_savepoint_root();
   impl_->routes();
 }
@@ -1321,11 +1479,7 @@ expected<std::monostate> http_server::start() {
     return make_error(errc::invalid_argument,
                       "listening on " + o.host + ", which is not a loopback address, needs a "
                         "bearer token (--token): anyone who can reach it could submit jobs");
-  int port = o.port;
-  if (port == 0)
-    port = impl_->http.bind_to_any_port(o.host);
-  else if (!impl_->http.bind_to_port(o.host, port))
-    port = -1;
+  const int port = impl_->http.bind_listener(o.host, o.port);
   if (port <= 0)
     return make_error(errc::io_error,
                       "cannot listen on " + o.host + ":" + std::to_string(o.port));

@@ -25,17 +25,46 @@ struct server_options {
   /// (`Authorization: Bearer T`, or `?access_token=T` for the dashboard in
   /// a browser); empty = none (loopback only).
   std::string token;
-  /// Largest request body accepted (bytes); larger gets 413.
+  /// Largest body of `POST /jobs`, `POST /jobs/{id}/savepoints` and `POST
+  /// /jobs/{id}/stop` (bytes), counted as it is read and again as it is
+  /// decompressed (Content-Encoding gzip or deflate), whatever its framing
+  /// (Content-Length or chunked): the read stops at the limit with 413.
   std::size_t max_body_bytes = std::size_t{1} << 20;
-  /// Largest body of `POST /ingest/{source}` (bytes), whatever the http
-  /// source's own `max_body`; larger gets 413.
+  /// Largest body of `POST /ingest/{source}` (bytes, counted the same way):
+  /// the http source's `max_body`, at most this.
   std::size_t max_ingest_body_bytes = std::size_t{256} << 20;
+  /// Request body bytes held in memory at once over all connections (bodies
+  /// being read, decompressed or handled). A body that would pass it gets
+  /// 503 with Retry-After, unless it is the only one held: memory stays
+  /// bounded however many clients send at once.
+  std::size_t max_body_bytes_in_flight = std::size_t{64} << 20;
   /// Rows a live-results (SSE) client may have queued; rows arriving while
   /// it is full are skipped and the client told how many (never blocking
   /// the job).
   std::size_t stream_queue_rows = 10'000;
-  /// HTTP worker threads: each open SSE stream holds one.
-  std::size_t threads = 32;
+  /// Longest a request's line and headers may take to arrive, from its
+  /// first byte (Go's ReadHeaderTimeout); later: 408 and the connection is
+  /// closed. Bounds what a slowloris client holds.
+  std::chrono::milliseconds header_timeout{10'000};
+  /// Longest pause between two reads of a request body; longer: 408, closed.
+  std::chrono::milliseconds read_timeout{10'000};
+  /// Longest a client may leave response bytes untaken (a stalled reader,
+  /// an SSE client that stopped reading); longer: the connection is closed.
+  std::chrono::milliseconds write_timeout{10'000};
+  /// Longest an open connection may wait for its next request (keep-alive).
+  std::chrono::milliseconds idle_timeout{5'000};
+  /// Largest request line plus headers (bytes); larger: 431, closed.
+  std::size_t max_header_bytes = std::size_t{64} << 10;
+  /// Connections open at once, each served by a thread of its own (an SSE
+  /// stream holds one while it lasts); one more is answered 503 with
+  /// Retry-After and closed without being read.
+  std::size_t max_connections = 512;
+  /// Connections open at once from one client address; one more: 429 with
+  /// Retry-After, closed without being read.
+  std::size_t max_connections_per_client = 32;
+  /// Requests served on one keep-alive connection (pipelined or not)
+  /// before it is closed.
+  std::size_t max_requests_per_connection = 1000;
   /// Rate samples kept per job for the throughput chart (one a second).
   std::size_t rate_history = 300;
   /// Root of every savepoint written through the API (`POST
