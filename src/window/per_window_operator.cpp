@@ -2,6 +2,9 @@
 #include "per_window_operator.hpp"
 
 #include "weir/core/key_group.hpp"
+#include "weir/core/log.hpp"
+
+#include <spdlog/logger.h>
 
 #include <stdexcept>
 #include <utility>
@@ -64,6 +67,14 @@ void per_window_operator::process_batch(const record_batch_ptr& batch,
     late_ += late_rows_.size();
     out.collect_side(1, std::make_shared<record_batch>(in.take(late_rows_)));
   }
+}
+
+void per_window_operator::finish(output_collector& out) {
+  window_operator_base::finish(out);
+  if (between_windows_ > 0)
+    log::runtime().info("window operator '{}' subtask {}: {} records fell between windows "
+                        "(slide > size) and were dropped",
+                        name(), subtask(), between_windows_);
 }
 
 void per_window_operator::process_watermark(event_time wm, output_collector& out) {
@@ -183,6 +194,10 @@ bool per_window_operator::process_row(const record_batch& in,
   const auto& p = *plan_;
   assigned_.clear();
   p.assigner->assign(at, assigned_);
+  if (assigned_.empty() && p.assigner->is_event_time()) {
+    ++between_windows_; // in a gap between windows: dropped, not late
+    return true;
+  }
   bool skipped = true;
   for (const auto& w : assigned_) {
     if (is_window_late(w))

@@ -20,8 +20,11 @@ namespace weir::window {
 /// and the windows sliced aggregation does not take. Each record is added
 /// to every window the assigner gives it that is not past its cleanup time
 /// (`end - 1 + allowed_lateness` in event time); the trigger then decides.
-/// A record no window takes is late: counted and emitted on side output
-/// port 1.
+/// A record whose windows are all past their cleanup time is late: counted
+/// and emitted on side output port 1. A record the assigner gives no window
+/// at all (sliding windows whose slide exceeds their size leave gaps) is not
+/// late: it is dropped and counted in `between_windows()`, as Flink's
+/// `WindowOperator` drops it.
 ///
 /// State, keyed by the record's key with the window as namespace (see
 /// `internal::encode_window`): "window-contents" (one accumulator per
@@ -44,6 +47,11 @@ public:
   void process_batch(const record_batch_ptr& batch, output_collector& out) override;
   void process_watermark(event_time wm, output_collector& out) override;
   void on_processing_time(event_time now, output_collector& out) override;
+  /// Logs how many records fell between windows, if any.
+  void finish(output_collector& out) override;
+
+  /// Records the assigner gave no window (event time only; see above).
+  std::uint64_t between_windows() const noexcept { return between_windows_; }
 
 protected:
   /// `may_skip_trigger`: a record added to a window that already has
@@ -142,6 +150,9 @@ private:
   std::vector<std::uint32_t> late_rows_;
   std::vector<event_time> stamps_;
   std::vector<internal::accumulator> fold_;
+
+private:
+  std::uint64_t between_windows_ = 0;
 };
 
 } // namespace weir::window

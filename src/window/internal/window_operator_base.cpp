@@ -17,6 +17,8 @@ window_operator_base::window_operator_base(std::shared_ptr<const window_plan::im
 
 void window_operator_base::open(const operator_context& ctx) {
   clock_ = ctx.clock;
+  name_ = ctx.operator_name;
+  subtask_ = ctx.subtask_index;
   init_backend(state::key_group_range_for_subtask(ctx.max_parallelism, ctx.parallelism,
                                                   ctx.subtask_index),
                ctx.max_parallelism);

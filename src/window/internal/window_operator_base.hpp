@@ -63,6 +63,8 @@ public:
   std::optional<std::string> query_state(std::string_view encoded_key) override;
 
 protected:
+  const std::string& name() const noexcept { return name_; }
+  std::size_t subtask() const noexcept { return subtask_; }
   explicit window_operator_base(std::shared_ptr<const window_plan::impl> plan);
 
   /// A fresh backend for `range`, then `register_states`.
@@ -125,6 +127,8 @@ protected:
   std::unique_ptr<state::keyed_state_backend> backend_;
   state::aggregating_state<row_input, accumulators, std::monostate> contents_;
   const processing_clock* clock_ = nullptr;
+  std::string name_;        ///< the operator's name (for logs)
+  std::size_t subtask_ = 0; ///< this subtask's index
   std::uint64_t next_seq_ = 0;
   std::uint64_t late_ = 0;
   std::uint64_t emitted_ = 0;

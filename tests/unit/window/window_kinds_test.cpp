@@ -1412,3 +1412,26 @@ TEST_CASE("two-phase aggregation is offered only where merging cannot change res
 }
 
 } // TEST_SUITE
+
+TEST_CASE("records between sliding windows whose slide exceeds their size are not late") {
+  // Windows of 1 s every 3 s: [0, 1000), [3000, 4000), ...; 1500 and 2500
+  // fall in no window. They are dropped (Flink's WindowOperator), neither
+  // counted late nor emitted on the late side output.
+  auto plan = make_plan(shared(sliding_event_time_windows::make(1s, 3s)));
+  auto op = plan.make_operator();
+  recording_collector out;
+  const auto s = weir::test::case_schema();
+  op->process_batch(make_batch(s, {{"e1", "a", 500, 1}, {"e2", "a", 1500, 1},
+                                   {"e3", "a", 2500, 1}, {"e4", "a", 3500, 1}},
+                               {500, 1500, 2500, 3500}),
+                    out);
+  op->process_watermark(max_watermark, out);
+  op->finish(out);
+  CHECK(out.rows(1).empty());
+  CHECK(out.late_counted == 0);
+  CHECK(dynamic_cast<window_operator&>(*op).late_records() == 0);
+  const auto rows = out.rows();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].at("window_start") == value{std::int64_t{0}});
+  CHECK(rows[1].at("window_start") == value{std::int64_t{3000}});
+}

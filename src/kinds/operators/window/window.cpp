@@ -7,6 +7,9 @@
 #include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
+#include "weir/core/log.hpp"
+
+#include <spdlog/logger.h>
 #include "weir/window/window_operator.hpp"
 
 #include <map>
@@ -119,6 +122,15 @@ void parse_window(window_spec& op, const toml::table& w, const std::string& type
               "window.offset must be smaller than window.size (" + format_duration(*size) +
                 ") in magnitude, got " + quote(w.get("offset")->as_string()->get()));
       ok = false;
+    }
+    if (size && slide && *slide > *size) {
+      // Flink's sliding windows allow it (sampling); say what it means.
+      const auto& at = w.get("slide")->source();
+      log::runtime().warn("{}:{}:{}: warning: window.slide ({}) is larger than window.size "
+                          "({}): records in the gaps between windows fall in no window and "
+                          "are dropped (not counted as late)",
+                          at.path ? *at.path : std::string{}, at.begin.line, at.begin.column,
+                          format_duration(*slide), format_duration(*size));
     }
     if (size)
       wd.size = *size;
