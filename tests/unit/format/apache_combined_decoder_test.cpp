@@ -15,8 +15,8 @@ decoder_options apache() {
   return o;
 }
 
-const std::string log_path = WEIR_SHARED_DIR "/data/apache_access_logs/apache_logs_anon.log";
-const std::string jsonl_path = WEIR_SHARED_DIR "/data/apache_access_logs/apache_logs_anon.jsonl";
+const std::string log_path = WEIR_SOURCE_DIR "/data/apache_access_logs/apache_logs_anon.log";
+const std::string jsonl_path = WEIR_SOURCE_DIR "/data/apache_access_logs/apache_logs_anon.jsonl";
 
 } // namespace
 

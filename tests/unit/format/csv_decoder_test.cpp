@@ -188,7 +188,7 @@ TEST_CASE("csv decodes the first rows of the real USGS file") {
                         {"place", type_id::string},
                         {"type", type_id::string}});
   auto dec = decoder(csv(s));
-  std::ifstream f{WEIR_SHARED_DIR "/data/usgs_earthquakes/all_month_2023-04-04.csv"};
+  std::ifstream f{WEIR_SOURCE_DIR "/data/usgs_earthquakes/all_month_2023-04-04.csv"};
   REQUIRE(f);
   std::string text, line;
   for (int i = 0; i < 4 && std::getline(f, line); ++i)
