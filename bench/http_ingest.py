@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""HTTP ingest benchmark (issue 17; `bench/run http-ingest`, bench/README.md).
+"""HTTP ingest benchmark (`bench/run http-ingest`, bench/README.md).
 
   1. The same JSON-lines records (n, user, amount, ts) read by a file source
      into a blackhole sink (`weir run`, wall time of the run) and POSTed to

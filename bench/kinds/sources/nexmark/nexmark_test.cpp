@@ -339,7 +339,7 @@ TEST_CASE("bid_numbers_of gives bid_fields's numbers, eight at a time or one by 
     avx512 = use_avx512;
     const generator g{configs[k]};
     const field_mask fields = with_extra ? fields_of({bid_field::extra}) : field_mask{0};
-    // The bids of the first events, then of events around 10^12 (whole
+    // The bids of the first events, then of events near 10^12 (whole
     // blocks later, so of the same kinds).
     const auto total = static_cast<std::uint64_t>(configs[k].total_proportion());
     const std::uint64_t later = 1'000'000'000'000ULL / total * total;
