@@ -2,6 +2,7 @@
 #include "weir/config/loader.hpp"
 
 #include "weir/runtime/job_graph.hpp"
+#include "source_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -29,7 +30,7 @@ event_time = { field = "ts" }
 )~";
 
 auto load(std::string_view text, const load_options& opts = {}) {
-  std::filesystem::current_path(WEIR_SOURCE_DIR);
+  std::filesystem::current_path(weir::test::source_dir());
   return load_pipeline(text, "p.toml", opts);
 }
 
@@ -1183,7 +1184,7 @@ TEST_CASE("known_keys lists every key path once") {
 }
 
 TEST_CASE("load_pipeline_file reports an unreadable file as a file-wide diagnostic") {
-  std::filesystem::current_path(WEIR_SOURCE_DIR);
+  std::filesystem::current_path(weir::test::source_dir());
   auto missing = weir::config::load_pipeline_file("no/such/pipeline.toml");
   REQUIRE_FALSE(missing);
   CHECK(weir::config::to_string(missing.error()) ==

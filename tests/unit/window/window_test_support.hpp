@@ -7,6 +7,8 @@
 #include "weir/core/record_batch.hpp"
 #include "weir/operators/stream_operator.hpp"
 
+#include "source_dir.hpp"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -141,7 +143,7 @@ inline std::vector<row_map> read_jsonl(const std::string& path) {
 }
 
 inline std::string case_dir(const std::string& name) {
-  return std::string{WEIR_SOURCE_DIR} + "/tests/golden/cases/" + name;
+  return source_dir() + "/tests/golden/cases/" + name;
 }
 
 /// The schema of the windowing cases' input records.

@@ -2,6 +2,7 @@
 #include "kinds/sources/nexmark/nexmark_generator.hpp"
 
 #include "kinds/sources/generator/generator_source.hpp"
+#include "source_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -108,7 +109,7 @@ TEST_CASE("nexmark events are a pure function of seed and event number") {
 }
 
 TEST_CASE("the generator reproduces the shared test vectors of bench/vectors") {
-  std::ifstream in(std::string{WEIR_SOURCE_DIR} + "/bench/vectors/nexmark-first-1000.txt");
+  std::ifstream in(weir::test::source_dir() + "/bench/vectors/nexmark-first-1000.txt");
   REQUIRE(in);
   const generator g{generator_config{}};
   std::string line;
