@@ -108,7 +108,7 @@ struct job_context {
   job_journal journal;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
-  /// Batches a receiver grants each input channel (DESIGN.md §5).
+  /// Batches a receiver grants each input channel (docs/internals/architecture.md).
   std::uint32_t credits_per_channel = 8;
 
   /// True when some source takes processing time from its input: the whole

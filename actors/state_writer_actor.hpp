@@ -2,7 +2,7 @@
 #pragma once
 
 // The state writer: a detached actor that owns a job's checkpoint storage
-// (DESIGN.md §7). Tasks hand it frozen snapshots at the barrier and keep
+// (docs/concepts/checkpoints.md). Tasks hand it frozen snapshots at the barrier and keep
 // processing; it serializes them key group by key group and writes them to
 // LMDB on its own thread, then replies with the state handles the task
 // forwards to the job manager as its acknowledgement.

@@ -84,7 +84,7 @@ public:
   }
 
   /// A state query for a key of this subtask, answered between two
-  /// messages: consistent for the key (DESIGN.md §11). A query that throws
+  /// messages: consistent for the key (docs/operations/server.md). A query that throws
   /// is answered with the error; it never fails the subtask.
   void answer(subtask_state_query& q) {
     try {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Micro-benchmark of one subtask's checkpoint path (issue 4, "Bench"): fills a
+// Micro-benchmark of one subtask's checkpoint path: fills a
 // weir::state::keyed_state_backend with N keys of value state, then times
 //   - snapshot(): the synchronous pause of a checkpoint,
 //   - the first writes after it (copy-on-write of group tables and pages),

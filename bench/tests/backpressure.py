@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Bounded memory under backpressure (DESIGN.md §5), ctest label e2e.
+"""Bounded memory under backpressure (docs/internals/architecture.md), ctest label e2e.
 
 A generator of 2M rows (as fast as possible, 2 subtasks) feeds a blackhole
 sink throttled to 200k rows/s (1 subtask, so every batch crosses one of 2

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// A service that embeds weir (DESIGN.md §11): two of its threads push
+// A service that embeds weir (docs/embedding.md): two of its threads push
 // purchase events into a running job, a third reads live per-user
 // aggregates by key while the job runs, and a callback sink receives the
 // per-minute results. At the end it checks that what it read adds up.

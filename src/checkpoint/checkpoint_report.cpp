@@ -12,7 +12,7 @@ namespace weir::checkpoint {
 
 namespace {
 
-/// A source position's lines (one per split; DESIGN.md §7).
+/// A source position's lines (one per split; docs/concepts/checkpoints.md).
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::size_t at = 0;

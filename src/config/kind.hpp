@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The kind interface and the registry (DESIGN.md §2 "Kinds and the registry").
+// The kind interface and the registry (docs/internals/architecture.md,
+// "Kinds and the registry").
 //
 // A kind is a source, operator or sink type ("file", "filter", "window", ...).
 // Each lives in its own folder under src/kinds/<category>/<type>/ (or

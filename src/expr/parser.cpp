@@ -9,7 +9,7 @@ namespace weir::expr {
 
 namespace {
 
-// Binding powers, lowest first (DESIGN.md §3 / expression.hpp).
+// Binding powers, lowest first (docs/concepts/records.md / expression.hpp).
 constexpr int prec_or = 1;
 constexpr int prec_and = 2;
 constexpr int prec_not = 3;

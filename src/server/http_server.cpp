@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// weir's HTTP server (DESIGN.md §11): a Flink-shaped JSON API, Prometheus
+// weir's HTTP server (docs/operations/server.md): a Flink-shaped JSON API, Prometheus
 // metrics, live sink output as Server-Sent Events and the dashboard, over
 // jobs run as `running_job`s. cpp-httplib (Debian's libcpp-httplib) serves.
 #include "weir/server/http_server.hpp"
@@ -850,7 +850,7 @@ struct http_server::impl {
         });
   }
 
-  // -- queryable state and savepoints (issue 17) -------------------------------------
+  // -- queryable state and savepoints ----------------------------------------------
   // GET /jobs/{id}/state/{operator}?key=..., POST /jobs/{id}/savepoints,
   // GET /jobs/{id}/savepoints/{trigger}, POST /jobs/{id}/stop (with a body:
   // stop with a savepoint). Kept apart from the other routes.

@@ -3,7 +3,7 @@
 """The click dashboard to Redis (examples/click-dashboard-redis/), end to end:
 the real `weir` binary runs the example pipelines unchanged but for the Redis
 port (a redis-server started here on a free port) and the checkpoint
-directory, on the real access log in ../shared/data; then Redis is read and
+directory, on the real access log in data/; then Redis is read and
 compared with counts computed here from the same file.
 
 - event time: every hash clicks:<minute start, epoch ms> holds, for each page
@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import RedisServer  # noqa: E402
 
-LOG = "../shared/data/apache_access_logs/apache_logs_anon.jsonl"
+LOG = "data/apache_access_logs/apache_logs_anon.jsonl"
 
 
 class Failure(Exception):
@@ -50,7 +50,7 @@ def run_example(args, redis, work, name, *flags):
     toml = os.path.join(work, f"{name}.toml")
     with open(toml, "w") as f:
         f.write(text)
-    # From the repository root: the pipelines read ../shared/data relative to it.
+    # From the repository root: the pipelines read data/ relative to it.
     p = subprocess.run([args.weir, "run", toml, "--fresh", *flags], cwd=args.repo,
                        capture_output=True, text=True, timeout=120)
     check(p.returncode == 0, f"{name}: weir exited {p.returncode}:\n{p.stderr[-3000:]}")

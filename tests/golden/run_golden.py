@@ -3,7 +3,7 @@
 """Runs one golden end-to-end case through the real `weir` binary.
 
 A success case is a folder with pipeline.toml whose sinks write out/<name>.jsonl;
-every file ../shared/cases/<case>/expected*.jsonl must be produced under the
+every file expected*.jsonl in the case folder must be produced under the
 same name and match under the cases' README conventions (time-window rows
 sorted by window_end then key, repeated firings of a window kept in emission
 order; count/global rows sorted by key then fire; late side output in emission
@@ -13,13 +13,10 @@ An error case is a folder with pipeline.toml and expected_error.txt: weir must
 exit with code 2 and print exactly that text (the path as given, relative to
 the case folder) on stderr.
 
-The pipeline runs with its working directory in a fresh temporary folder next
-to a link to ../shared, so the TOML's relative paths ("../shared/...",
-"out/...") resolve exactly as they do from the repository root.
-
-A case that is not one of ../shared/cases keeps its own input and
-expected*.jsonl in its folder, which is linked as ../case (the TOML reads
-"../case/input.jsonl").
+Every case keeps its input and expected*.jsonl in its folder. The pipeline
+runs with its working directory in a fresh temporary folder next to a link
+to the case folder named case, so the TOML reads "../case/input.jsonl" and
+writes "out/...".
 
 With --parallelism N the job runs with `--parallelism N` (the join cases
 run at 1 and 2). An output the pipeline writes without an expected file
@@ -107,13 +104,9 @@ def compare(name, got, want, unordered=False):
 
 def run(args):
     case_dir = pathlib.Path(args.case).resolve()
-    shared = pathlib.Path(args.shared).resolve()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="weir-golden-"))
     try:
-        os.symlink(shared, tmp / "shared")
-        local = any(case_dir.glob("expected*.jsonl"))
-        if local:
-            os.symlink(case_dir, tmp / "case")
+        os.symlink(case_dir, tmp / "case")
         work = tmp / "work"
         work.mkdir()
         error_file = case_dir / "expected_error.txt"
@@ -151,10 +144,9 @@ def run(args):
                 problems.append("the summary has no 'bad records' line:\n" + proc.stderr)
             elif int(m.group(1).replace(",", "")) != want_bad:
                 problems.append(f"the summary counts {m.group(1)} bad records, expected {want_bad}")
-        shared_case = case_dir if local else shared / "cases" / case_dir.name
-        expected = sorted(shared_case.glob("expected*.jsonl"))
+        expected = sorted(case_dir.glob("expected*.jsonl"))
         if not expected:
-            print(f"no expected*.jsonl in {shared_case}")
+            print(f"no expected*.jsonl in {case_dir}")
             return 1
         for exp in expected:
             out = work / "out" / exp.name
@@ -167,7 +159,7 @@ def run(args):
             # An output without an expected file must stay empty (a late
             # stream of a case that has no late records).
             if load_jsonl(work / "out" / extra):
-                problems.append(f"out/{extra} has no expected file in {shared_case} "
+                problems.append(f"out/{extra} has no expected file in {case_dir} "
                                 "and is not empty")
         if problems:
             print("\n".join(problems))
@@ -182,7 +174,6 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--weir", required=True)
     p.add_argument("--case", required=True)
-    p.add_argument("--shared", required=True)
     p.add_argument("--batch-size", type=int, default=0)
     p.add_argument("--parallelism", type=int, default=0)
     p.add_argument("--unordered", action="store_true")

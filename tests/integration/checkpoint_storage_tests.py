@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Checkpoint storage that fails mid-run (issue 19): a full disk and a full
+"""Checkpoint storage that fails mid-run: a full disk and a full
 LMDB map. The real `weir` binary, real LMDB files.
 
 A generated stream of keyed records feeds a one-day tumbling window per

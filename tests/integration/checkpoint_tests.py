@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Exactly-once end to end: the real `weir` binary, real LMDB files, real
-SIGKILLs (DESIGN.md §7, issue 4).
+SIGKILLs (docs/concepts/checkpoints.md).
 
 A keyed job over 1,000,000 generated records — tumbling windows per key,
 sliding windows per int64 value, and a running count per key (keyed value
@@ -266,7 +266,7 @@ def test_directory_crash(args, seed):
 
 
 def test_split_crash(args, seed):
-    """The input file read as line-boundary splits (issue 20): two splits at
+    """The input file read as line-boundary splits: two splits at
     source parallelism 2, then 1 MiB splits spread over the two subtasks, each
     across SIGKILLs: the same windows as one uninterrupted reader (no record
     is late either way; running counts follow read order)."""

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""A file source over many files (issue 19): a directory or a glob read in name
+"""A file source over many files: a directory or a glob read in name
 order, each file as a partition at parallelism 2, a directory watched for new
 files (`monitor_interval`), the load-time error for a path matching nothing,
 idleness on the replay clock, and one file read as line-boundary splits
-(issue 20: the same output at parallelism 1 and 2 on ../shared/data, exact
+(the same output at parallelism 1 and 2 on the repository's data/, exact
 dead-letter lines, the csv rules), all through the real `weir` binary.
 
 usage: file_source_tests.py --weir BIN TEST
@@ -355,15 +355,14 @@ path = "{box.path(name)}"
         box.close()
 
 
-SHARED_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
-                           "shared", "data")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data")
 
 APACHE_JSONL_SCHEMA = ('{ line = "int64", ts = "timestamp", client = "string", '
                        'method = "string", path = "string", status = "int64", bytes = "int64" }')
 USGS_SCHEMA = ('{ time = "timestamp", mag = "float64", net = "string", id = "string", '
                'place = "string", type = "string" }')
 
-# (name, path below ../shared/data, format lines, event-time field, key, value)
+# (name, path below data/, format lines, event-time field, key, value)
 SPLIT_DATASETS = [
     ("apache-jsonl", "apache_access_logs/apache_logs_anon.jsonl",
      f'format = "jsonl"\nschema = {APACHE_JSONL_SCHEMA}', "ts", "status", "bytes"),
@@ -416,14 +415,14 @@ path = "{out}"
 
 
 def test_split_parallel(weir):
-    """One file of ../shared/data read whole at parallelism 1 and as line
+    """One file of data/ read whole at parallelism 1 and as line
     splits at parallelism 2 (and as 64 KiB splits): the same rows, the same
     windows and the same dead letters, lines included (compared sorted: splits
     interleave)."""
     box = Box(weir)
     try:
         for name, rel, fmt, ts, key, value in SPLIT_DATASETS:
-            data = os.path.join(SHARED_DATA, rel)
+            data = os.path.join(DATA, rel)
             check(os.path.isfile(data), f"missing {data}")
             csv = "csv" in name
             runs = {
@@ -538,7 +537,7 @@ def test_split_rules(weir):
 
 
 def test_projection(weir):
-    """Projection push-down into the decoders (issue 20): a field no operator
+    """Projection push-down into the decoders: a field no operator
     reads is not decoded, so a value of the wrong type there does not make
     its record bad (jsonl and csv, read whole and as splits); read by the
     sink, the same values are bad records, dead-lettered with their lines.

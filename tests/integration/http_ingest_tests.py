@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """HTTP ingest: `weir serve` with `type = "http"` sources, the real binary on a
-free loopback port, driven over HTTP (issue 17).
+free loopback port, driven over HTTP.
 
   basics        POST /ingest/{source}: 202 with the counts; a body with bad
                 records: 202, their lines in bad_examples and in the dead

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Exactly-once of a two-input job: the real `weir` binary, real LMDB files,
-real SIGKILLs (issue 18), with checkpoint_tests.py's crash loop.
+real SIGKILLs, with checkpoint_tests.py's crash loop.
 
 Two files of generated rows, orders and payments, 60,000 each, over 500
 keys, each out of order within its source's 1 s bound, are joined by key

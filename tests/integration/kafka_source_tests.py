@@ -19,7 +19,7 @@ One broker serves every scenario of a run (its JVM start costs seconds):
   errors          a missing topic and unreachable brokers fail the job with
                   exit code 1 and one message naming them, within seconds
 
-usage: kafka_source_tests.py --weir BIN --repo DIR --shared DIR [--kills N] [--seed S] TEST...
+usage: kafka_source_tests.py --weir BIN --repo DIR [--kills N] [--seed S] TEST...
 """
 import argparse
 import glob
@@ -141,7 +141,7 @@ def run_weir(args, toml_path, *flags, timeout=300 * SCALE, expect=0):
 
 
 def test_dashboard(args, broker, work):
-    jsonl = str(pathlib.Path(args.shared) / JSONL)
+    jsonl = str(pathlib.Path(args.repo) / JSONL)
     broker.create_topic("access-log", partitions=4)
     round_robin(broker, "access-log", lines_of(jsonl), 4)
     outputs = {}
@@ -544,7 +544,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weir", required=True)
     ap.add_argument("--repo", required=True)
-    ap.add_argument("--shared", required=True)
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--seed", type=int,
                     default=int(os.environ.get("WEIR_SEED", random.randrange(1 << 30))))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Nothing lost silently, nothing refused late: end-to-end tests of the real
-`weir` binary (issue 19).
+`weir` binary.
 
 - load-time-paths: output paths that cannot be written (a sink's file or
   directory of parts, the dead-letter file, checkpoint.dir) are errors at

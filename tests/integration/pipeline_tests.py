@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of the real `weir` binary on the real access log.
 
-Each test runs weir in a fresh temporary folder beside a link to ../shared
-(so the pipeline's relative paths resolve as from the repository root) and
-checks its outputs against an independent recount of
-../shared/data/apache_access_logs/apache_logs_anon.jsonl.
+Each test runs weir in a fresh temporary folder holding a link to the
+repository's data/ (so the pipeline's relative paths resolve as from the
+repository root) and checks its outputs against an independent recount of
+data/apache_access_logs/apache_logs_anon.jsonl.
 
-usage: pipeline_tests.py --weir BIN --repo DIR --shared DIR TEST
+usage: pipeline_tests.py --weir BIN --repo DIR TEST
 """
 import argparse
 import collections
@@ -47,9 +47,9 @@ class Sandbox:
     def __init__(self, args):
         self.args = args
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="weir-it-"))
-        os.symlink(pathlib.Path(args.shared).resolve(), self.tmp / "shared")
         self.work = self.tmp / "work"
         self.work.mkdir()
+        os.symlink(pathlib.Path(args.repo).resolve() / "data", self.work / "data")
 
     def run(self, *weir_args, expect=0, toml_text=None):
         argv = [self.args.weir, *weir_args]
@@ -65,12 +65,12 @@ class Sandbox:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def recount(shared):
+def recount(repo):
     """Per (path, minute) views and bytes, per (status, minute) requests."""
     views = collections.Counter()
     volume = collections.Counter()
     status = collections.Counter()
-    for r in load_jsonl(pathlib.Path(shared) / JSONL):
+    for r in load_jsonl(pathlib.Path(repo) / JSONL):
         start = r["ts"] // 60000 * 60000
         views[(r["path"], start)] += 1
         volume[(r["path"], start)] += r["bytes"] or 0
@@ -108,7 +108,7 @@ def test_dashboard(args):
     check("late records     0" in proc.stderr, "summary does not report 0 late records")
     check("bad records      1" in proc.stderr, "summary does not report 1 bad record")
 
-    want_views, want_bytes, want_status = recount(args.shared)
+    want_views, want_bytes, want_status = recount(args.repo)
     got_views = {(r["path"], r["window_start"]): r["views"] for r in views}
     check(len(got_views) == len(views), "a (path, window) appears twice in views")
     check(got_views == dict(want_views),
@@ -160,7 +160,7 @@ on_bad_record = "{policy}"
 [[source]]
 name = "logs"
 type = "file"
-path = "../shared/{log}"
+path = "{log}"
 format = "apache_combined"
 event_time = {{ field = "ts" }}
 watermark = {{ max_out_of_orderness = "60s" }}
@@ -234,7 +234,7 @@ def test_embedded_example(args):
     box = Sandbox(args)
     try:
         out = box.work / "bots.jsonl"
-        proc = subprocess.run([args.example, str(box.tmp / "shared" / LOG), str(out)],
+        proc = subprocess.run([args.example, str(box.work / LOG), str(out)],
                               capture_output=True, text=True, timeout=300 * SCALE)
         check(proc.returncode == 0, f"example exited {proc.returncode}: {proc.stderr}")
         rows = load_jsonl(out)
@@ -242,7 +242,7 @@ def test_embedded_example(args):
         for r in rows:
             final[r["agent"]] = max(final.get(r["agent"], 0), r["requests"])
         want = collections.Counter(
-            r["agent"] for r in load_jsonl(pathlib.Path(args.shared) / JSONL)
+            r["agent"] for r in load_jsonl(pathlib.Path(args.repo) / JSONL)
             if r["agent"] and "bot" in r["agent"].lower())
         check(final == dict(want), f"bot counts differ: {len(final)} agents vs {len(want)}")
         check(len(rows) == sum(want.values()), "one running count per bot request expected")
@@ -255,11 +255,11 @@ def test_click_counter(args):
     box = Sandbox(args)
     try:
         out = box.work / "clicks.jsonl"
-        proc = subprocess.run([args.example, str(box.tmp / "shared" / LOG), str(out), "2"],
+        proc = subprocess.run([args.example, str(box.work / LOG), str(out), "2"],
                               capture_output=True, text=True, timeout=300 * SCALE)
         check(proc.returncode == 0, f"example exited {proc.returncode}: {proc.stderr}")
         rows = load_jsonl(out)
-        want = collections.Counter(r["client"] for r in load_jsonl(pathlib.Path(args.shared) / JSONL))
+        want = collections.Counter(r["client"] for r in load_jsonl(pathlib.Path(args.repo) / JSONL))
         final = {}
         seen = collections.Counter()
         for r in rows:
@@ -376,7 +376,7 @@ on_bad_record = "skip"
 [[source]]
 name = "logs"
 type = "file"
-path = "../shared/{log}"
+path = "{log}"
 format = "apache_combined"
 event_time = {{ field = "ts" }}
 watermark = {{ max_out_of_orderness = "60s" }}
@@ -418,7 +418,7 @@ def test_local_aggregation(args):
               f"{len(rows)} rows differ from one-phase parallelism 1 ({len(reference)} rows)")
     # Every parsed record lies in two 10-minute windows sliding by 5 minutes.
     total = sum(json.loads(r)["n"] for r in reference)
-    good = sum(1 for _ in load_jsonl(pathlib.Path(args.shared) / JSONL))
+    good = sum(1 for _ in load_jsonl(pathlib.Path(args.repo) / JSONL))
     check(total == 2 * good, f"window counts sum to {total}, expected 2 x {good}")
 
 
@@ -579,7 +579,6 @@ def main():
     p.add_argument("--weir", required=True)
     p.add_argument("--example")
     p.add_argument("--repo", required=True)
-    p.add_argument("--shared", required=True)
     p.add_argument("test", choices=sorted(TESTS))
     args = p.parse_args()
     try:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Savepoints through the real `weir` binary (issue 17).
+"""Savepoints through the real `weir` binary.
 
 A rate-limited generator job with keyed tumbling windows and file sinks is
 stopped with SIGTERM under `--savepoint-on-stop DIR`: the stop's final

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""`weir serve`: the real binary answering HTTP on a free loopback port (issue 17).
+"""`weir serve`: the real binary answering HTTP on a free loopback port.
 
   api        every endpoint against a running server: status codes and JSON
              shape (overview, jobs, job detail with per operator and subtask

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Stopping a job: the real `weir` binary, real signals (issue 19).
+"""Stopping a job: the real `weir` binary, real signals.
 
 An unbounded or rate-limited generator job with keyed tumbling windows and
 file sinks is stopped with SIGINT or SIGTERM while it runs:

@@ -335,7 +335,7 @@ def check_start_errors(t):
 def check_retention_warning(t):
     """The input's event times (from 1970) are the messages' timestamps: on a topic with the
     default retention (7 days, by CreateTime) the broker's retention check deletes them once
-    committed, so the sink says so (bench/README.md, session 11: a short exactly-once run)."""
+    committed, so the sink says so (bench/README.md: a short exactly-once run)."""
     t.broker.create_topic("b-retention", partitions=1)
     sink = KAFKA_SINK.format(topic="b-retention", bootstrap=t.broker.bootstrap,
                              delivery="exactly_once")

@@ -38,11 +38,11 @@ class keyed_process_function; // include/weir/state/keyed_process_function.hpp
 class keyed_co_process_function; // include/weir/state/keyed_co_process_function.hpp
 } // namespace state
 
-/// What happens to a record that cannot be decoded (DESIGN.md §8).
+/// What happens to a record that cannot be decoded (docs/concepts/bad-input.md).
 enum class bad_record_policy { fail, skip, dead_letter };
 
 /// Job-wide settings (`[job]` in TOML).
-/// How barriers are handled at multi-input subtasks (DESIGN.md §7).
+/// How barriers are handled at multi-input subtasks (docs/concepts/checkpoints.md).
 enum class checkpointing_mode {
   exactly_once,  ///< aligned barriers (Flink's aligned checkpoints)
   at_least_once, ///< barriers tracked, never blocking
@@ -194,7 +194,7 @@ public:
   const schema_ptr& output_schema() const;
   const std::string& name() const;
 
-  /// Keeps the rows where `condition` (expression, DESIGN.md §3) is true.
+  /// Keeps the rows where `condition` (expression, docs/concepts/records.md) is true.
   [[nodiscard]] expected<data_stream> filter(std::string_view condition,
                                              operator_options opts = {}) const;
 
@@ -227,7 +227,8 @@ public:
   [[nodiscard]] expected<data_stream> explode(std::string field,
                                               operator_options opts = {}) const;
 
-  /// Partitions by the hash of the key fields into key groups (DESIGN.md §2).
+  /// Partitions by the hash of the key fields into key groups
+  /// (docs/internals/architecture.md).
   [[nodiscard]] expected<keyed_stream> key_by(std::vector<std::string> fields) const;
 
   /// Merges this stream with `others`, which must have the same schema; the
@@ -375,7 +376,7 @@ struct window_options {
 /// and `window_end` (ms, the window `[start, end)`).
 ///
 /// With `select` (name = expression, in output order): exactly those fields,
-/// each an expression (DESIGN.md §3) over `left.<field>` and
+/// each an expression (docs/concepts/records.md) over `left.<field>` and
 /// `right.<field>` (every field of either input, qualified), `timestamp`
 /// (the pair's event time, below) and, in a window join, `window_start` and
 /// `window_end`.
@@ -437,8 +438,8 @@ public:
         std::optional<std::chrono::milliseconds> state_ttl = std::nullopt) const;
 
   /// Flink CEP on this keyed stream, in event time (`weir::cep::pattern_spec`,
-  /// DESIGN.md §12): records are buffered per key until the watermark passes
-  /// them, then matched in event-time order. Main output, one row per match:
+  /// docs/concepts/multi-stream.md): records are buffered per key until the watermark
+  /// passes them, then matched in event-time order. Main output, one row per match:
   /// the key fields, `match_start` and `match_end` (timestamps of its first
   /// and last event; the row's event time is `match_end`), then the
   /// `select` fields (default: `<step>.count` and `<step>.<field>` of each

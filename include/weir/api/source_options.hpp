@@ -7,7 +7,7 @@
 
 namespace weir {
 
-/// Event-time settings of a source (DESIGN.md §6).
+/// Event-time settings of a source (docs/concepts/event-time.md).
 struct watermark_options {
   /// Flink's `BoundedOutOfOrdernessWatermarks`: after each batch the
   /// watermark becomes `max_ts_seen - bound - 1` ms, never decreasing.

@@ -25,7 +25,7 @@ enum class step_kind : std::uint8_t { normal, not_next, not_followed_by };
 
 /// One named step of a pattern sequence (Flink's individual `Pattern`).
 ///
-/// `condition` is an expression (DESIGN.md §3) over the event's fields and,
+/// `condition` is an expression (docs/concepts/records.md) over the event's fields and,
 /// qualified with a step's name, over the fields of that step's last event
 /// taken so far in the same partial match (`amount > small.amount * 10`;
 /// null when the step has taken none) and its count (`small.count`, unless

@@ -69,7 +69,7 @@ struct checkpoint_listing {
   std::string problem;     ///< why not restorable
 };
 
-/// Checkpoint storage in one LMDB environment per job (DESIGN.md §7).
+/// Checkpoint storage in one LMDB environment per job (docs/concepts/checkpoints.md).
 ///
 /// Two named databases: `manifests` (checkpoint id, u64 big-endian →
 /// `encode_manifest` bytes) and `state`, keyed

@@ -55,7 +55,7 @@ struct operator_state_handle {
 /// reader must cope with one (a tool or an older version may have).
 enum class checkpoint_status : std::uint8_t { in_progress = 0, completed = 1 };
 
-/// Everything known about one checkpoint (DESIGN.md §7): the `manifests`
+/// Everything known about one checkpoint (docs/concepts/checkpoints.md): the `manifests`
 /// value in LMDB. A checkpoint is complete only once its manifest is
 /// committed with status `completed`.
 struct snapshot_manifest {

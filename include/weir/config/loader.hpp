@@ -38,7 +38,7 @@ struct load_options {
   bool check_paths = true;
 };
 
-/// Loads a TOML pipeline (DESIGN.md §9, every key in config/reference.toml)
+/// Loads a TOML pipeline (docs/reference/pipeline.md, every key in config/reference.toml)
 /// and builds the job through the public API in weir/api/job.hpp.
 ///
 /// Operators may appear in any order: inputs are resolved by name and the

@@ -107,7 +107,7 @@ private:
 ///
 /// Checkpoints: rows, digest and latency histogram are the sink's operator
 /// state, so a job restored from a checkpoint reports the totals of an
-/// uninterrupted run (DESIGN.md §7); a subtask handed several states (a
+/// uninterrupted run (docs/concepts/checkpoints.md); a subtask handed several states (a
 /// change of parallelism) adds them up. first_ns/last_ns and the rate
 /// pacing are of the current run only. Restoring a malformed state throws
 /// `std::runtime_error`.

@@ -33,7 +33,7 @@ struct elasticsearch_sink_spec {
   std::vector<std::string> hosts;
   /// The index every document goes to; or, when empty, `index_expression`.
   std::string index;
-  /// An expression (DESIGN.md §3) giving each row's index (a string, or any
+  /// An expression (docs/concepts/records.md) giving each row's index (a string, or any
   /// value as its text). A null index makes the row a bad record.
   std::string index_expression;
   /// An expression giving each row's `_id` (a string, or any value as its

@@ -29,7 +29,7 @@ struct kafka_sink_spec {
   /// librdkafka properties passed through as given (Flink's Kafka properties),
   /// e.g. {"linger.ms", "5"}, {"transaction.timeout.ms", "120000"}.
   std::vector<std::pair<std::string, std::string>> properties;
-  /// An expression (DESIGN.md §3) giving each message's key; empty = no key.
+  /// An expression (docs/concepts/records.md) giving each message's key; empty = no key.
   /// A string is sent as its bytes, any other type as its text; null = no key.
   std::string key;
   /// The message value: jsonl (one JSON object, no newline) or csv (one line,

@@ -40,7 +40,7 @@ struct redis_sink_spec {
   /// Connect and reply timeout per attempt.
   std::chrono::milliseconds timeout{5000};
   redis_command command = redis_command::set;
-  /// Expressions (DESIGN.md §3) over the input row. `key` and `value` always;
+  /// Expressions (docs/concepts/records.md) over the input row. `key` and `value` always;
   /// `field` for hset; `score` (a number or timestamp) for zadd. A string is
   /// written as its bytes, a number as its decimal text, a timestamp as its
   /// epoch milliseconds, a bool as true/false. A row where any of them is

@@ -15,7 +15,8 @@
 
 namespace weir {
 
-/// A record that could not be decoded, with where it came from (DESIGN.md §8).
+/// A record that could not be decoded, with where it came from
+/// (docs/concepts/bad-input.md).
 struct bad_record {
   std::string origin; ///< file path, or topic/partition
   std::uint64_t line = 0;   ///< 1-based line number of the record's first line (0 = n/a)
@@ -188,10 +189,10 @@ public:
   };
   virtual split_changes take_split_changes() { return {}; }
 
-  /// A reader of several partitions with a watermark each (Kafka; DESIGN.md
-  /// §6): the partitions it reads now, by name. The source subtask declares
-  /// each new one to its watermark generator (an unseen partition holds the
-  /// watermark back until it produces or goes idle) and forgets each that
+  /// A reader of several partitions with a watermark each (Kafka;
+  /// docs/concepts/event-time.md): the partitions it reads now, by name. The source
+  /// subtask declares each new one to its watermark generator (an unseen partition holds
+  /// the watermark back until it produces or goes idle) and forgets each that
   /// left (a bounded partition that reached its end). An empty list marks the
   /// source idle (a subtask that owns no partition). Null (the default): the
   /// reader declares none (one partition, or a `partition_by` field).

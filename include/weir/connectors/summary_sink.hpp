@@ -70,8 +70,8 @@ struct summary_sink_spec {
 /// Checkpoints: the groups and their accumulators (and the highlight's
 /// totals) are the sink's operator state, serialized at the barrier, so a
 /// job restored from a checkpoint prints the table of an uninterrupted run
-/// (DESIGN.md §7). A subtask handed several states (a change of parallelism)
-/// merges them group by group, as `AggregateFunction.merge` would. Restoring
+/// (docs/concepts/checkpoints.md). A subtask handed several states (a change of
+/// parallelism) merges them group by group, as `AggregateFunction.merge` would. Restoring
 /// a state written by a summary with other columns, column types or
 /// aggregate functions throws `std::runtime_error` (as does a malformed one).
 [[nodiscard]] expected<std::function<stream_operator_ptr()>>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// Every message type that crosses a mailbox (DESIGN.md §4). Local only: a
-// batch travels by shared pointer, so nothing here is ever serialized.
+// Every message type that crosses a mailbox (docs/internals/architecture.md). Local only:
+// a batch travels by shared pointer, so nothing here is ever serialized.
 // Only actors/ includes this header: CAF headers are slow to compile.
 
 #include "weir/core/record_batch.hpp"
@@ -18,7 +18,7 @@ namespace weir {
 
 /// A batch on input channel `channel` of the receiver. `credit_channel` is
 /// the sender's output channel id, returned in a `credit` once the batch has
-/// been processed (credit-based flow control, DESIGN.md §5).
+/// been processed (credit-based flow control, docs/internals/architecture.md).
 struct batch_message {
   std::uint32_t channel = 0;
   std::uint32_t credit_channel = 0;

@@ -119,7 +119,7 @@ public:
   void truncate(std::size_t rows);
 };
 
-/// An immutable batch of rows in columnar form (DESIGN.md §3).
+/// An immutable batch of rows in columnar form (docs/concepts/records.md).
 ///
 /// `timestamps` holds each row's event time in ms, or is empty when no event
 /// time was assigned (processing-time only streams). A batch is shared between

@@ -10,7 +10,7 @@
 
 namespace weir {
 
-/// The logical type of a column (DESIGN.md §3). `timestamp` is int64
+/// The logical type of a column (docs/concepts/records.md). `timestamp` is int64
 /// milliseconds since the Unix epoch, UTC; `null_type` is the type of the
 /// literal `null` and never of a stored column.
 enum class type_id : std::uint8_t {

@@ -17,7 +17,7 @@ namespace weir::expr {
 struct node; // the typed syntax tree; defined in src/expr
 
 /// An expression parsed and type-checked against one input schema, evaluated
-/// a column at a time (DESIGN.md §3).
+/// a column at a time (docs/concepts/records.md).
 ///
 /// Language: field names (bare, or in double quotes), literals (int, float,
 /// 'string' with '' for a quote, true, false, null), `+ - * / %`, comparisons
@@ -29,8 +29,8 @@ struct node; // the typed syntax tree; defined in src/expr
 /// in [0, 1)) and rand_string(seq, salt, length) (lowercase letters, null
 /// for a length above 65,536), each a
 /// stateless hash of (compile_options::random_seed, seq, salt) as
-/// weir/expr/random.hpp defines it. SQL null semantics: arithmetic and comparisons with null
-/// give null, `and`/`or` use three-valued logic, a filter keeps a row only
+/// weir/expr/random.hpp defines it. SQL null semantics: arithmetic and comparisons with
+/// null give null, `and`/`or` use three-valued logic, a filter keeps a row only
 /// when its condition is true. Integer division by zero gives null.
 ///
 /// Details (the full reference is src/expr/README.md):

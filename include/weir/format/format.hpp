@@ -17,7 +17,7 @@
 
 namespace weir::format {
 
-/// Record formats of files (DESIGN.md §9: `format = "jsonl" | "csv" |
+/// Record formats of files (docs/reference/pipeline.md: `format = "jsonl" | "csv" |
 /// "apache_combined"`).
 enum class format_kind { jsonl, csv, apache_combined };
 
@@ -92,7 +92,7 @@ inline constexpr std::size_t decode_many_padding = 64;
 /// integer (ms since epoch) or an ISO-8601 string ("2023-03-05T15:13:37.320Z",
 /// "2015-05-17 10:05:03", an offset like +02:00 is honoured, none means UTC).
 ///
-/// The record contract (DESIGN.md §8), in every format: a record holding a
+/// The record contract (docs/concepts/bad-input.md), in every format: a record holding a
 /// NUL byte is bad ("NUL byte at byte N"); one that is not valid UTF-8 is bad
 /// ("invalid UTF-8 at byte N") or, with `invalid_utf8_policy::replace`, read
 /// with U+FFFD for each maximal invalid subsequence. An integer beyond int64
@@ -154,8 +154,9 @@ public:
   /// terminating newline ("\n" or "\r\n"); 0 when `buffer` holds no complete
   /// record yet. After a 0 the next call must pass the same record start
   /// (with more bytes after it): the scan resumes where it stopped, so a
-  /// record growing over many chunks costs O(its length). At end of file (`at_eof`) a final record without newline is
-  /// complete. Sets `lines` to the number of newlines the record spans.
+  /// record growing over many chunks costs O(its length). At end of file (`at_eof`) a
+  /// final record without newline is complete. Sets `lines` to the number of newlines the
+  /// record spans.
   virtual std::size_t next_record(std::string_view buffer, bool at_eof,
                                   std::size_t& lines) = 0;
 

@@ -74,7 +74,7 @@ struct operator_context {
   std::function<void(const bad_record&)> on_bad_record = {};
 };
 
-/// What an operator subtask hands to checkpoint n (DESIGN.md §7).
+/// What an operator subtask hands to checkpoint n (docs/concepts/checkpoints.md).
 struct operator_snapshot {
   /// Frozen keyed state: taken in O(1) or O(buckets) at the barrier, then
   /// serialized key group by key group off the processing path (by the state
@@ -111,8 +111,9 @@ struct operator_restore {
 ///
 /// Calls arrive in order: `open`, any mix of `process_batch` and
 /// `process_watermark`, then `finish` once every input has ended (after the
-/// final `max_watermark`), or `stop` instead when the job was stopped. An operator may throw to fail its subtask; the task
-/// turns the exception into a job failure naming the operator and subtask.
+/// final `max_watermark`), or `stop` instead when the job was stopped. An operator may
+/// throw to fail its subtask; the task turns the exception into a job failure naming the
+/// operator and subtask.
 class stream_operator {
 public:
   virtual ~stream_operator() = default;

@@ -13,7 +13,7 @@
 namespace weir::runtime {
 
 /// The output channels of one subtask with credit-based flow control
-/// (DESIGN.md §5; Flink's `ResultPartition` with credit-based network
+/// (docs/internals/architecture.md; Flink's `ResultPartition` with credit-based network
 /// buffers). Each channel starts with `credits` batch credits from its
 /// receiver; a batch spends one and the receiver returns it once processed.
 /// With no credit a batch waits in the channel's ordered backlog, and so does

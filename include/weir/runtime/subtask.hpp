@@ -33,7 +33,7 @@ struct subtask_config {
   std::size_t subtask = 0;
   /// The job manager's number for this subtask (checkpoint acks).
   std::uint32_t task_index = 0;
-  /// Batches a receiver grants each input channel (DESIGN.md §5).
+  /// Batches a receiver grants each input channel (docs/internals/architecture.md).
   std::uint32_t credits_per_channel = 8;
   bool replay_clock = false;
   std::size_t attempt = 0; ///< 0 for the first run, then one per restart

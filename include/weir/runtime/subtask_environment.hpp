@@ -11,7 +11,7 @@
 namespace weir::runtime {
 
 /// What travels on a channel: a batch, or a control element that keeps its
-/// order relative to the batches (DESIGN.md §4).
+/// order relative to the batches (docs/internals/architecture.md).
 enum class element_kind {
   batch,
   watermark,

@@ -15,7 +15,7 @@
 
 namespace weir::server {
 
-/// Options of the HTTP server (`weir serve`, DESIGN.md §11).
+/// Options of the HTTP server (`weir serve`, docs/operations/server.md).
 struct server_options {
   /// Address to listen on. Loopback ("127.0.0.1", "::1", "localhost", any
   /// 127.x.y.z) by default; any other address needs a `token`.

@@ -35,7 +35,7 @@ using timer_callback = std::function<void(event_time ts)>;
 inline constexpr std::uint8_t snapshot_format_version = 1;
 
 /// A frozen, immutable copy of a `keyed_state_backend`'s state and timers
-/// at one point (DESIGN.md §7). Taking it cost O(states × key groups);
+/// at one point (docs/concepts/checkpoints.md). Taking it cost O(states × key groups);
 /// serializing it happens later, key group by key group, on any thread
 /// (the state writer), while the backend keeps changing.
 ///

@@ -13,7 +13,7 @@
 namespace weir::time {
 
 /// Watermark generation of one source subtask, one generator per source
-/// partition (DESIGN.md §6; Flink's `BoundedOutOfOrdernessWatermarks` per
+/// partition (docs/concepts/event-time.md; Flink's `BoundedOutOfOrdernessWatermarks` per
 /// split, combined like its `WatermarkOutputMultiplexer`).
 ///
 /// Each partition's watermark is `max_ts_seen - bound - 1` (ms). The source's

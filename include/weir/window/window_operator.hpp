@@ -37,7 +37,7 @@ struct aggregate_spec {
 /// Grammar: `fn(expr)`, `count(*)` or `reduce(expr, init)`; `fn` one of
 /// count, sum, min, max, avg, first, last, count_distinct (case-insensitive,
 /// whitespace allowed around every token); `expr` is an expression
-/// (DESIGN.md §3) compiled with `weir::expr::compile`. Every aggregate but
+/// (docs/concepts/records.md) compiled with `weir::expr::compile`. Every aggregate but
 /// count(*) ignores nulls.
 ///
 /// - count int64; sum int64 over int64 and float64 over float64; min and

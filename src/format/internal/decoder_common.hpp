@@ -123,7 +123,7 @@ void replace_invalid_utf8(std::string_view s, std::string& out);
 /// sequence; `s.size()` if `s` is valid UTF-8.
 std::size_t first_invalid_utf8(std::string_view s) noexcept;
 
-/// The record contract's text check (DESIGN.md §8), run on every record
+/// The record contract's text check (docs/concepts/bad-input.md), run on every record
 /// before it is decoded: a NUL byte makes the record bad; invalid UTF-8 makes
 /// it bad under `invalid_utf8_policy::error` and is replaced by U+FFFD (per
 /// maximal subpart) under `replace`, the replaced text living in `scratch`.

@@ -148,7 +148,7 @@ TEST_CASE("generator keys on a file source and nexmark keys on a generator are r
   auto text = errors(R"~([[source]]
 name = "gen"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "jsonl"
 schema = { ts = "timestamp" }
 count = 5

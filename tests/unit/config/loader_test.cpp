@@ -2,6 +2,7 @@
 #include "weir/config/loader.hpp"
 
 #include "weir/runtime/job_graph.hpp"
+#include "source_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -22,14 +23,14 @@ namespace {
 const std::string source_block = R"~([[source]]
 name = "readings"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "jsonl"
 schema = { key = "string", ts = "timestamp", value = "int64" }
 event_time = { field = "ts" }
 )~";
 
 auto load(std::string_view text, const load_options& opts = {}) {
-  std::filesystem::current_path(WEIR_SOURCE_DIR);
+  std::filesystem::current_path(weir::test::source_dir());
   return load_pipeline(text, "p.toml", opts);
 }
 
@@ -76,7 +77,7 @@ TEST_CASE("schema fields keep the order written in the file") {
     auto r = load(R"~([[source]]
 name = "readings"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "jsonl"
 schema = { value = "int64", key = "string", id = "string", ts = "timestamp" }
 
@@ -93,7 +94,7 @@ type = "stdout"
     auto r = load(R"~([[source]]
 name = "readings"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "jsonl"
 
 [source.schema]
@@ -264,7 +265,7 @@ TEST_CASE("a window without key_by and a union load") {
 [[source]]
 name = "replay"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "jsonl"
 schema = { key = "string", ts = "timestamp", value = "int64" }
 
@@ -813,7 +814,7 @@ csv = { header = false }
 [[source]]
 name = "logs"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "apache_combined"
 schema = { ts = "timestamp" }
 parallelism = 2
@@ -821,7 +822,7 @@ parallelism = 2
 [[source]]
 name = "nothing_declared"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "csv"
 event_time = { field = "ts" }
 csv = { delimiter = ";;" }
@@ -829,7 +830,7 @@ csv = { delimiter = ";;" }
 [[source]]
 name = "bad_time"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "jsonl"
 schema = { key = "string", ts = "timestamp" }
 event_time = { field = "key" }
@@ -837,7 +838,7 @@ event_time = { field = "key" }
 [[source]]
 name = "typo_time"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "jsonl"
 schema = { key = "string", ts = "timestamp" }
 event_time = { field = "tss" }
@@ -878,7 +879,8 @@ p.toml:43:24: error: event_time.field "tss" is not a field of the schema
 }
 
 TEST_CASE("file source splits: csv only on request, not with split = none, one file only") {
-  const std::string file = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl";
+  const std::string file =
+      "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl";
   auto source = [&](const std::string& path, const std::string& keys) {
     return R"~([[source]]
 name = "in"
@@ -1074,7 +1076,7 @@ TEST_CASE("errors from the API about a whole operator point at its input or head
 [[source]]
 name = "other"
 type = "file"
-path = "../shared/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
+path = "tests/golden/cases/22-out-of-order-within-bound-all-aggregates/input.jsonl"
 format = "jsonl"
 schema = { key = "string", ts = "timestamp" }
 
@@ -1182,7 +1184,7 @@ TEST_CASE("known_keys lists every key path once") {
 }
 
 TEST_CASE("load_pipeline_file reports an unreadable file as a file-wide diagnostic") {
-  std::filesystem::current_path(WEIR_SOURCE_DIR);
+  std::filesystem::current_path(weir::test::source_dir());
   auto missing = weir::config::load_pipeline_file("no/such/pipeline.toml");
   REQUIRE_FALSE(missing);
   CHECK(weir::config::to_string(missing.error()) ==

@@ -2,6 +2,7 @@
 #include "weir/config/loader.hpp"
 
 #include "weir/runtime/job_graph.hpp"
+#include "source_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <toml++/toml.h>
@@ -20,7 +21,7 @@ namespace {
 constexpr const char* reference_path = "config/reference.toml";
 
 std::string read_reference() {
-  std::filesystem::current_path(WEIR_SOURCE_DIR);
+  std::filesystem::current_path(weir::test::source_dir());
   std::ifstream in(reference_path);
   REQUIRE(in);
   std::ostringstream text;
@@ -134,7 +135,7 @@ std::set<std::string> documented_keys(const std::string& text) {
 TEST_SUITE("config") {
 
 TEST_CASE("config/reference.toml loads without a diagnostic") {
-  std::filesystem::current_path(WEIR_SOURCE_DIR);
+  std::filesystem::current_path(weir::test::source_dir());
   auto r = weir::config::load_pipeline_file(reference_path);
   REQUIRE_MESSAGE(r, (r ? "" : weir::config::to_string(r.error())));
   const auto& j = **r;

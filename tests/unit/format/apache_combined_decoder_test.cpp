@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "format_test_util.hpp"
+#include "source_dir.hpp"
 
 #include <simdjson.h>
 
@@ -15,8 +16,10 @@ decoder_options apache() {
   return o;
 }
 
-const std::string log_path = WEIR_SHARED_DIR "/data/apache_access_logs/apache_logs_anon.log";
-const std::string jsonl_path = WEIR_SHARED_DIR "/data/apache_access_logs/apache_logs_anon.jsonl";
+const std::string log_path =
+    weir::test::source_dir() + "/data/apache_access_logs/apache_logs_anon.log";
+const std::string jsonl_path =
+    weir::test::source_dir() + "/data/apache_access_logs/apache_logs_anon.jsonl";
 
 } // namespace
 

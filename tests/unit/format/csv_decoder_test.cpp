@@ -2,6 +2,7 @@
 #include "format_test_util.hpp"
 
 #include "../../../src/format/internal/decoder_common.hpp"
+#include "source_dir.hpp"
 
 #include <charconv>
 #include <optional>
@@ -188,7 +189,8 @@ TEST_CASE("csv decodes the first rows of the real USGS file") {
                         {"place", type_id::string},
                         {"type", type_id::string}});
   auto dec = decoder(csv(s));
-  std::ifstream f{WEIR_SHARED_DIR "/data/usgs_earthquakes/all_month_2023-04-04.csv"};
+  std::ifstream f{weir::test::source_dir() +
+                  "/data/usgs_earthquakes/all_month_2023-04-04.csv"};
   REQUIRE(f);
   std::string text, line;
   for (int i = 0; i < 4 && std::getline(f, line); ++i)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The record contract (DESIGN.md §8) for jsonl, csv and apache_combined: one
-// test per malformed-record kind per format. Each case is a bad record with a
+// The record contract (docs/concepts/bad-input.md) for jsonl, csv and apache_combined:
+// one test per malformed-record kind per format. Each case is a bad record with a
 // reason (the reader adds file and line) or parsed as documented in
 // weir/format/format.hpp; never a crash, a hang or a silently altered value.
 #include "format_test_util.hpp"

@@ -110,7 +110,7 @@ public:
 
 TEST_SUITE("window") {
 
-// -- the shared cases, operator level ------------------------------------------------
+// -- the golden cases, operator level ------------------------------------------------
 
 TEST_CASE("case 02: a sliding window reduce sees each record in size/slide windows") {
   const std::string c = "02-sliding-reduce-multi-assign";

@@ -62,7 +62,7 @@ struct case_run {
   std::uint64_t late = 0;
 };
 
-// Replays shared case `name` with watermark bound `bound_ms`.
+// Replays golden case `name` with watermark bound `bound_ms`.
 case_run run_case(const std::string& name, std::int64_t bound_ms,
                   const std::vector<aggregate_spec>& aggs,
                   std::chrono::milliseconds lateness = 0ms) {
@@ -88,7 +88,7 @@ schema_ptr kv_schema() {
 
 TEST_SUITE("window") {
 
-// -- shared semantics cases, one record per batch -----------------------------
+// -- golden semantics cases, one record per batch -----------------------------
 
 TEST_CASE("case 01: tumbling windows are start-inclusive and end-exclusive") {
   const std::string c = "01-tumbling-end-exclusive";

@@ -2,10 +2,12 @@
 #pragma once
 
 // Helpers for the window tests: a recording output_collector, batch makers,
-// and loading/replaying the shared semantics cases (../shared/cases).
+// and loading/replaying the semantics cases of tests/golden/cases.
 
 #include "weir/core/record_batch.hpp"
 #include "weir/operators/stream_operator.hpp"
+
+#include "source_dir.hpp"
 
 #include <simdjson.h>
 
@@ -141,7 +143,7 @@ inline std::vector<row_map> read_jsonl(const std::string& path) {
 }
 
 inline std::string case_dir(const std::string& name) {
-  return std::string{WEIR_SHARED_DIR} + "/cases/" + name;
+  return source_dir() + "/tests/golden/cases/" + name;
 }
 
 /// The schema of the windowing cases' input records.

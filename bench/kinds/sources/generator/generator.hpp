@@ -14,7 +14,7 @@
 namespace weir {
 
 /// A generator source (`type = "generator"`): row `seq` = 0, 1, 2, ... gets
-/// one value per field, each an expression (DESIGN.md §3) over the int64
+/// one value per field, each an expression (docs/concepts/records.md) over the int64
 /// field `seq` with the seeded rand_int / rand_float / rand_string functions
 /// (weir/expr/expression.hpp), so a row is a pure function of (seed, seq).
 /// With parallelism p, subtask i generates the seqs congruent to i mod p.

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-/// The Nexmark event generator (../shared/NEXMARK.md): persons, auctions and
+/// The Nexmark event generator (docs/benchmarks/nexmark.md): persons, auctions and
 /// bids of an online auction site, every event a pure function of
 /// (seed, event number) — as Beam's generator seeds a fresh random generator
 /// with each event id — so weir's source, the hand-written baselines
@@ -36,7 +36,7 @@ inline constexpr std::int64_t num_in_flight_auctions = 100;
 inline constexpr std::int64_t hot_block = 100; ///< hot auction / bidder / seller block
 inline constexpr std::int64_t num_channels = 10000;
 
-/// Generator settings; the defaults are Nexmark's (NEXMARK.md §2) with a
+/// Generator settings; the defaults are Nexmark's (docs/benchmarks/nexmark.md) with a
 /// fixed base time instead of the wall clock.
 struct generator_config {
   std::uint64_t seed = 0;

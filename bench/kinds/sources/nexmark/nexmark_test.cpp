@@ -2,6 +2,7 @@
 #include "kinds/sources/nexmark/nexmark_generator.hpp"
 
 #include "kinds/sources/generator/generator_source.hpp"
+#include "source_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -108,7 +109,7 @@ TEST_CASE("nexmark events are a pure function of seed and event number") {
 }
 
 TEST_CASE("the generator reproduces the shared test vectors of bench/vectors") {
-  std::ifstream in(std::string{WEIR_SOURCE_DIR} + "/bench/vectors/nexmark-first-1000.txt");
+  std::ifstream in(weir::test::source_dir() + "/bench/vectors/nexmark-first-1000.txt");
   REQUIRE(in);
   const generator g{generator_config{}};
   std::string line;
@@ -339,7 +340,7 @@ TEST_CASE("bid_numbers_of gives bid_fields's numbers, eight at a time or one by 
     avx512 = use_avx512;
     const generator g{configs[k]};
     const field_mask fields = with_extra ? fields_of({bid_field::extra}) : field_mask{0};
-    // The bids of the first events, then of events around 10^12 (whole
+    // The bids of the first events, then of events near 10^12 (whole
     // blocks later, so of the same kinds).
     const auto total = static_cast<std::uint64_t>(configs[k].total_proportion());
     const std::uint64_t later = 1'000'000'000'000ULL / total * total;

@@ -25,7 +25,7 @@ using namespace weir::config;
 
 const key_list kafka_formats = {"jsonl", "csv", "raw"};
 const key_list start_modes = {"earliest", "latest", "committed", "timestamp"};
-// librdkafka properties weir sets itself (STYLE.md §3: offsets live in the
+// librdkafka properties weir sets itself (docs/internals/style.md: offsets live in the
 // checkpoints; the group only receives them for monitoring).
 const key_list managed_properties = {"bootstrap.servers", "group.id", "enable.auto.commit",
                                      "enable.auto.offset.store", "enable.partition.eof"};

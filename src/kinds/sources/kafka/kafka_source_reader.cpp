@@ -389,7 +389,7 @@ public:
                            pending_commits_.begin() + static_cast<std::ptrdiff_t>(*found) + 1);
     if (l.v.empty())
       return;
-    // For monitoring only (DESIGN.md §7): a failure is logged, not fatal.
+    // For monitoring only (docs/concepts/checkpoints.md): a failure is logged, not fatal.
     if (auto err = consumer_->commitAsync(l.v); err != RdKafka::ERR_NO_ERROR)
       log::connectors().warn("{}: committing offsets of checkpoint {} failed: {}", who(),
                              checkpoint_id, RdKafka::err2str(err));
@@ -451,7 +451,7 @@ private:
     // broker thread next wakes, up to 1 s later (rd_kafka_max_block_ms;
     // librdkafka 2.2 added fetch.queue.backoff.ms for this). weir drains
     // 100,000 messages in about 0.1 s, so a run stalled for most of every
-    // second (session 15: q0 over 1.84M messages at parallelism 1 took
+    // second (Nexmark q0 over 1.84M messages at parallelism 1 took
     // 3.2-7.2 s, and 1.3-1.4 s with this). With a message count this high,
     // queued.max.messages.kbytes (64 MiB by default) bounds the queue instead.
     set(*conf, "queued.min.messages", "1000000");
@@ -736,7 +736,7 @@ private:
   }
 
   // A consumer error: false = stop polling for now (transient), true =
-  // go on; throws for what will not heal (DESIGN.md §8).
+  // go on; throws for what will not heal (docs/concepts/bad-input.md).
   bool on_error(const rd_kafka_message_t& m) {
     const std::string topic = m.rkt != nullptr ? rd_kafka_topic_name(m.rkt) : "";
     const auto where = topic.empty() ? std::string{}
