@@ -380,6 +380,11 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Check a pipeline and exit");
   validate->add_option("pipeline", path, "Pipeline TOML file")->required();
 
+  // `weir docs`: the key reference (docs/reference/keys.md) from the kinds'
+  // key tables.
+  auto* docs = app.add_subcommand(
+    "docs", "Print the key reference (Markdown) generated from the kinds' key tables");
+
   // `weir checkpoints list DIR` / `show DIR [ID]`: read-only, no pipeline.
   auto* checkpoints = app.add_subcommand("checkpoints", "Inspect a checkpoint directory");
   checkpoints->require_subcommand(1);
@@ -441,6 +446,11 @@ int main(int argc, char** argv) {
 
   if (serve_cmd->parsed())
     return serve(serve_pipelines, listen, serve_log_level, serve_options, header_timeout);
+
+  if (docs->parsed()) {
+    std::fputs(weir::config::key_reference_markdown().c_str(), stdout);
+    return 0;
+  }
 
   if (checkpoints->parsed()) {
     std::string out, err;

@@ -71,4 +71,11 @@ load_pipeline(std::string_view toml_text, const std::string& path,
 /// The reference test checks that config/reference.toml lists them all.
 const std::vector<std::string>& known_keys();
 
+/// The key reference as Markdown, generated from the kinds' key tables (each
+/// key's type, whether it is required, its default and its one-line doc)
+/// and the common keys: what `weir docs` prints and
+/// docs/reference/keys.md holds (a test keeps the file equal to it). The
+/// kinds are those registered in this process, in registry order.
+std::string key_reference_markdown();
+
 } // namespace weir::config
