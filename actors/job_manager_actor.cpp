@@ -196,7 +196,7 @@ bool read_restore_points(jm_actor* self,
   }
   auto latest = fresh_start ? expected<checkpoint::latest_checkpoint>{
                                 checkpoint::latest_checkpoint{}}
-                            : source->read_latest(from_savepoint || cp.allow_rollback);
+                            : source->read_latest(cp.allow_rollback);
   if (!latest) {
     if (from_savepoint)
       ctx.fail("the savepoint " + where + " cannot be restored: "
@@ -227,9 +227,16 @@ bool read_restore_points(jm_actor* self,
     auto recorded = ctx.store->begin_new_start(
       fresh_start ? checkpoint::new_start_kind::fresh : checkpoint::new_start_kind::savepoint,
       cp.from_savepoint);
-    if (!recorded)
+    if (!recorded) {
       ctx.fail("cannot record the start over in " + cp.dir + ": " + recorded.error().message);
-    return static_cast<bool>(recorded);
+      return false;
+    }
+    if (*recorded)
+      log::checkpoint().info("job '{}': starting over ({}); the checkpoints in {} are kept "
+                             "until the first checkpoint of this run completes",
+                             g.options.name, fresh_start ? "--fresh" : "--from-savepoint",
+                             cp.dir);
+    return true;
   };
   if (!latest->manifest) {
     ctx.result.restored_checkpoint_id = 0;

@@ -658,9 +658,15 @@ expected<latest_checkpoint> lmdb_checkpoint_store::read_latest(bool allow_rollba
                             "would take back all output the sinks committed and all input "
                             "the sources acknowledged. Run with "
                         + after_fresh);
+  std::string positions;
+  for (const auto& h : out.manifest->handles)
+    if (!h.source_position.empty())
+      positions += (positions.empty() ? "" : ", ") + h.operator_uid + ": " + h.source_position;
+  if (!positions.empty())
+    positions = " (its sources at " + positions + ")";
   if (!allow_rollback)
     return make_error(errc::invalid_argument,
-                      why + ". The newest restorable one is " + cp(found)
+                      why + ". The newest restorable one is " + cp(found) + positions
                         + "; restoring it would take back what the job did after it (output "
                           "the sinks committed and input the sources acknowledged with "
                         + (unusable.size() == 1 ? cp(newest_id)

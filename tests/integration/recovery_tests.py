@@ -29,8 +29,10 @@ usage: recovery_tests.py --weir BIN TEST [--sweep] [--seed S]
                      over with exact output
   savepoint-refused  a partial savepoint (no data.mdb, or a truncated one) is
                      refused and the job's own checkpoints are all still
-                     there; a good savepoint supersedes them only once the
-                     first checkpoint after the restore completed
+                     there; a good savepoint's run killed before its first
+                     checkpoint leaves them too, and a plain rerun refuses
+                     (rerun with the flag); the flag again gives exact
+                     output and supersedes them
   faults-truncate    the fault-injection sweep: data.mdb cut at every page
                      boundary (0 pages .. its size)
   faults-flip        bytes flipped: in every manifest, in state values, and
@@ -450,11 +452,29 @@ def test_savepoint_refused(args, root):
         check(store.ids() == ids, f"{case}: the refused savepoint left checkpoints "
                                   f"{store.ids()} of {ids}")
         check(digest([store.state, store.out]) == before, f"{case}: the store or output changed")
-    # A good savepoint (a copy of the store: its newest checkpoint) restores,
-    # and the run's own first checkpoint supersedes the old ones.
+    # A good savepoint (a copy of the store: its newest checkpoint), its run
+    # killed before its first checkpoint (none for an hour): a plain rerun
+    # must neither resume the old checkpoints nor start from nothing.
     store.reset()
     good = root / "good"
     shutil.copytree(store.state, good)
+    hourly = store.work / "hourly.toml"
+    hourly.write_text(store.pipeline(rate=500).read_text().replace('interval = "100ms"',
+                                                                   'interval = "1h"'))
+    proc = subprocess.Popen([args.weir, "run", str(hourly), "--from-savepoint", str(good)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    deadline = time.monotonic() + 30 * SCALE
+    while "the checkpoints in" not in seen and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        check(line, f"the savepoint run ended: {seen[-2000:]}")
+        seen += line
+    proc.kill()
+    proc.communicate()
+    check(store.ids() == ids, f"the killed savepoint run changed the checkpoints: {store.ids()}")
+    before = digest([store.state, store.out])
+    expect_refusal(store.run(), store, before, f"--from-savepoint {good} again",
+                   f"--allow-rollback to restore checkpoint {ids[-1]}")
     p = store.run("--from-savepoint", str(good))
     expect_exact(p, store, "--from-savepoint")
     after = store.ids()
