@@ -880,6 +880,10 @@ expected<std::vector<checkpoint_listing>> lmdb_checkpoint_store::list(bool verif
   txn_guard txn;
   if (int rc = mdb_txn_begin(d.env, nullptr, MDB_RDONLY, txn.out()); rc != 0)
     return d.fail("beginning a read", rc);
+  auto pending = d.read_new_start(txn.get());
+  if (!pending)
+    return pending.error();
+  const std::uint64_t superseded = *pending ? (*pending)->superseded_through : 0;
   cursor_guard cur;
   if (int rc = mdb_cursor_open(txn.get(), d.manifests, cur.out()); rc != 0)
     return d.fail("opening a cursor on manifests", rc);
@@ -890,6 +894,7 @@ expected<std::vector<checkpoint_listing>> lmdb_checkpoint_store::list(bool verif
       continue;
     checkpoint_listing l;
     l.checkpoint_id = read_be64(mk.mv_data);
+    l.superseded = l.checkpoint_id <= superseded;
     auto m = decode_manifest(as_view(mv));
     if (!m) {
       l.problem = m.error().message;
@@ -900,7 +905,7 @@ expected<std::vector<checkpoint_listing>> lmdb_checkpoint_store::list(bool verif
       if (verify)
         if (auto p = d.verify(txn.get(), *m))
           l.problem = *p;
-      l.restorable = l.problem.empty();
+      l.restorable = l.problem.empty() && !l.superseded;
       l.manifest = std::move(*m);
     }
     out.push_back(std::move(l));

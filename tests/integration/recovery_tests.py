@@ -197,10 +197,16 @@ class Store:
         return p
 
     def ids(self, directory=None):
+        """Every checkpoint listed, those a pending start over superseded
+        (named below the table) included."""
         p = self.listing(directory)
         check(p.returncode == 0, f"weir checkpoints list: exit {p.returncode}: {p.stderr}")
-        return [int(l.split()[0]) for l in p.stdout.splitlines()
-                if l.split() and l.split()[0].isdigit()]
+        ids = [int(l.split()[0]) for l in p.stdout.splitlines()
+               if l.split() and l.split()[0].isdigit()]
+        for l in p.stdout.splitlines():
+            if l.startswith("superseded: "):
+                ids += [int(x) for x in l[len("superseded: "):].split(" (")[0].split(", ")]
+        return sorted(ids)
 
     def run(self, *flags, fsize=None):
         def limit():
@@ -367,7 +373,13 @@ def test_rollback(args, root):
             deadline = time.monotonic() + 20 * SCALE
             while time.monotonic() < deadline and not settled():
                 time.sleep(0.05)
-            return settled() or srv.stderr()
+            text = settled() or srv.stderr()
+            if "failed" in text:
+                # The API says why too.
+                exc = srv.get(f"/jobs/{srv.ids[0]}/exceptions")
+                check("--fresh" in (exc.get("root-exception") or ""),
+                      f"GET /jobs/{{id}}/exceptions does not give the refusal: {exc}")
+            return text
         finally:
             srv.stop()
 
@@ -472,6 +484,8 @@ def test_savepoint_refused(args, root):
     proc.kill()
     proc.communicate()
     check(store.ids() == ids, f"the killed savepoint run changed the checkpoints: {store.ids()}")
+    check("superseded: " in store.listing().stdout,
+          f"the listing does not say a start over is pending:\n{store.listing().stdout}")
     before = digest([store.state, store.out])
     expect_refusal(store.run(), store, before, f"--from-savepoint {good} again",
                    f"--allow-rollback to restore checkpoint {ids[-1]}")

@@ -59,9 +59,10 @@ struct checkpoint_options {
   std::chrono::milliseconds timeout{60000}; ///< a checkpoint not complete by then is aborted
   std::chrono::milliseconds min_pause{0};   ///< between one completion and the next trigger
   /// Start over from no state instead of resuming (`--fresh`). What `dir`
-  /// holds is deleted once the new run's first checkpoint completes (at
-  /// once when it cannot even be opened); until then a run without the flag
-  /// refuses to resume from it.
+  /// holds is deleted once the new run's first checkpoint completes, or it
+  /// finishes its input (at once when `dir` cannot even be opened); until
+  /// then a run without the flag starts from no state too, and one with
+  /// `allow_rollback` restores the old checkpoints.
   bool fresh = false;
   /// Restore from this savepoint (`--from-savepoint`, a directory written by
   /// `job::trigger_savepoint`) instead of `dir`'s checkpoints, which are

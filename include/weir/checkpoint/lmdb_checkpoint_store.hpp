@@ -83,6 +83,11 @@ struct checkpoint_listing {
   std::optional<snapshot_manifest> manifest; ///< nullopt when it cannot be decoded
   bool restorable = false; ///< completed, and (when verified) every value checks
   std::string problem;     ///< why not restorable
+  /// Of the run before a start over that has not completed a checkpoint yet
+  /// (`begin_new_start`): not restorable without `--allow-rollback`, deleted
+  /// when the start over completes one. `restorable` is then false, and
+  /// `problem` empty unless it is damaged too.
+  bool superseded = false;
 };
 
 /// Checkpoint storage in one LMDB environment per job (DESIGN.md §7).
