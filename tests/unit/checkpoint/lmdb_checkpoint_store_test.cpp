@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/checkpoint/lmdb_checkpoint_store.hpp"
 
+#include "weir/checkpoint/checkpoint_report.hpp"
+
 #include "checkpoint_test_util.hpp"
 
 #include <doctest/doctest.h>
@@ -388,7 +390,14 @@ TEST_CASE("a start over keeps the old checkpoints until its first checkpoint com
         != std::string::npos);
   CHECK(refused.error().message.find("--allow-rollback to restore checkpoint 2")
         != std::string::npos);
-  CHECK(s->list(true).value().size() == 2);
+  auto listed = s->list(true).value();
+  REQUIRE(listed.size() == 2);
+  for (const auto& l : listed) {
+    CHECK(l.superseded);
+    CHECK_FALSE(l.restorable);
+    CHECK(l.problem.empty());
+  }
+  CHECK(format_checkpoint_list(listed).find("superseded: 1, 2 (") != std::string::npos);
   CHECK(s->read_latest(true).value().manifest->checkpoint_id == 2);
   // The first checkpoint after it supersedes both, in one transaction.
   take_checkpoint(*s, 3, {{op_state("sink", 0, "c")}});
