@@ -35,13 +35,15 @@ usage: recovery_tests.py --weir BIN TEST [--sweep] [--seed S]
                      output and supersedes them
   faults-truncate    the fault-injection sweep: data.mdb cut at every page
                      boundary (0 pages .. its size)
-  faults-flip        bytes flipped: in every manifest, in state values, and
-                     at seeded random offsets of data.mdb (--sweep: more)
+  faults-flip        bytes flipped: in every manifest, in state values, in
+                     every field of both meta pages, and at seeded random
+                     non-zero bytes of data.mdb (40; --sweep: 400)
   faults-missing     data.mdb, lock.mdb, the savepoint's data.mdb or
                      lock.mdb missing
-  faults-disk-full   the file size limit (RLIMIT_FSIZE, as a full disk)
-                     reached at a range of sizes during a run; every run ends
-                     cleanly and a rerun without the limit is exact
+  faults-disk-full   the file size limit (RLIMIT_FSIZE: write() fails with
+                     EFBIG as on a full disk) reached at a range of sizes
+                     during a run (6; --sweep: 24); every run ends cleanly
+                     and a rerun without the limit is exact
 Every faults-* case ends in a refusal (exit 1, a message naming --fresh or
 --allow-rollback, store and output byte for byte unchanged) or in a run whose
 output is exact; a signal fails the test. --sweep widens the flip and disk
