@@ -40,18 +40,25 @@ job_result job::execute_with(runtime::background_run* control) {
     const auto& cp = graph_->options.checkpoint;
     bool resumable = false; // a completed checkpoint exists to resume from
     if (cp.enabled) {
-      if (cp.fresh || !cp.from_savepoint.empty()) {
-        // Start over: the old checkpoints must not be restored by a crash
-        // that happens before the first new one completes.
-        std::error_code ec;
-        std::filesystem::remove(std::filesystem::path{cp.dir} / "data.mdb", ec);
-        std::filesystem::remove(std::filesystem::path{cp.dir} / "lock.mdb", ec);
-      }
+      // Nothing is deleted here: a start over (--fresh, --from-savepoint)
+      // is recorded in the store once its restore has been read, and the
+      // old checkpoints go when its first checkpoint completes
+      // (lmdb_checkpoint_store::begin_new_start).
       checkpoint::store_options so;
       so.dir = cp.dir;
       so.retain = cp.retain;
       so.map_size = cp.max_size;
       auto store = checkpoint::lmdb_checkpoint_store::open(so);
+      if (!store && cp.fresh) {
+        // Damaged beyond opening: nothing in it can be restored, and
+        // --fresh asked to discard it.
+        std::error_code ec;
+        std::filesystem::remove(std::filesystem::path{cp.dir} / "data.mdb", ec);
+        std::filesystem::remove(std::filesystem::path{cp.dir} / "lock.mdb", ec);
+        log::checkpoint().warn("job '{}': --fresh: discarded the damaged checkpoint storage "
+                               "({})", opts.name, store.error().message);
+        store = checkpoint::lmdb_checkpoint_store::open(so);
+      }
       if (!store) {
         result.error = "cannot open checkpoint storage " + cp.dir + ": "
                        + store.error().message;
@@ -153,6 +160,16 @@ job_result job::execute_with(runtime::background_run* control) {
         result.error += (result.error.empty() ? "" : "; ") + f.message(opts);
   } else {
     result.ok = true;
+    if (ctx->store && !result.stopped) {
+      // Finished its input: a start over with no checkpoint of its own is
+      // complete all the same (its sinks committed everything).
+      if (auto done = ctx->store->finish_new_start(); !done) {
+        result.ok = false;
+        result.error = "cannot end the start over in " + opts.checkpoint.dir + ": "
+                       + done.error().message;
+        return result;
+      }
+    }
     if (const auto& inj = graph_->options.inject_failure;
         inj && result.restarts == 0 && !result.stopped) {
       // Finished without the failure the job asked for: say so, or a test

@@ -173,15 +173,38 @@ bool read_restore_points(jm_actor* self,
   // A savepoint (--from-savepoint) is restored until the job's own first
   // checkpoint completes; from then on its checkpoints are.
   const bool from_savepoint = ctx.savepoint && ctx.result.last_checkpoint_id == 0;
+  const auto& cp = g.options.checkpoint;
   auto* source = from_savepoint ? ctx.savepoint.get() : ctx.store.get();
   if (!source)
     return true;
-  const auto& where = from_savepoint ? g.options.checkpoint.from_savepoint
-                                     : g.options.checkpoint.dir;
-  auto latest = source->read_latest();
+  const auto& where = from_savepoint ? cp.from_savepoint : cp.dir;
+  // --fresh restores nothing until its first checkpoint completes: in the
+  // first attempt, and in a restart while the store still records the
+  // start over (begin_new_start below).
+  bool fresh_start = false;
+  if (!from_savepoint && cp.fresh) {
+    if (st.attempt == 0) {
+      fresh_start = true;
+    } else {
+      auto pending = ctx.store->new_start();
+      if (!pending) {
+        ctx.fail("cannot read checkpoints in " + where + ": " + pending.error().message);
+        return false;
+      }
+      fresh_start = *pending && (*pending)->kind == checkpoint::new_start_kind::fresh;
+    }
+  }
+  auto latest = fresh_start ? expected<checkpoint::latest_checkpoint>{
+                                checkpoint::latest_checkpoint{}}
+                            : source->read_latest(cp.allow_rollback);
   if (!latest) {
-    ctx.fail("cannot read " + std::string{from_savepoint ? "the savepoint in " : "checkpoints in "}
-             + where + ": " + latest.error().message);
+    if (from_savepoint)
+      ctx.fail("the savepoint " + where + " cannot be restored: "
+               + latest.error().message.substr(0, latest.error().message.find(". "))
+               + " (nothing in " + cp.dir + " was changed)");
+    else
+      ctx.fail("cannot restore from the checkpoints in " + where + ": "
+               + latest.error().message);
     return false;
   }
   if (from_savepoint && !latest->manifest) {
@@ -195,9 +218,29 @@ bool read_restore_points(jm_actor* self,
   if (auto highest = ctx.store ? ctx.store->highest_id() : expected<std::uint64_t>{0};
       highest && st.coordinator)
     st.coordinator->resume_after(*highest);
+  // The run before a start over stays restorable (with --allow-rollback)
+  // until the first checkpoint after it completes; recorded once the
+  // restore has been read.
+  auto record_start_over = [&] {
+    if (st.attempt != 0 || !ctx.store || !(fresh_start || from_savepoint))
+      return true;
+    auto recorded = ctx.store->begin_new_start(
+      fresh_start ? checkpoint::new_start_kind::fresh : checkpoint::new_start_kind::savepoint,
+      cp.from_savepoint);
+    if (!recorded) {
+      ctx.fail("cannot record the start over in " + cp.dir + ": " + recorded.error().message);
+      return false;
+    }
+    if (*recorded)
+      log::checkpoint().info("job '{}': starting over ({}); the checkpoints in {} are kept "
+                             "until the first checkpoint of this run completes",
+                             g.options.name, fresh_start ? "--fresh" : "--from-savepoint",
+                             cp.dir);
+    return true;
+  };
   if (!latest->manifest) {
     ctx.result.restored_checkpoint_id = 0;
-    return true;
+    return record_start_over();
   }
   const auto& m = *latest->manifest;
   if (from_savepoint) {
@@ -264,7 +307,7 @@ bool read_restore_points(jm_actor* self,
       }
     }
   }
-  return true;
+  return record_start_over();
 }
 
 /// Spawns every subtask, downstream first (a subtask needs the handles of
@@ -298,6 +341,12 @@ void deploy(jm_actor* self) {
   }
   std::vector<std::vector<std::vector<std::shared_ptr<const operator_restore>>>> restores;
   if (!read_restore_points(self, restores)) {
+    // A refusal to restore: said where `weir serve` shows a job's failure
+    // too (its log and GET /jobs/{id}/exceptions).
+    if (auto why = st.ctx->failure()) {
+      log::checkpoint().error("job '{}' failed: {}", g.options.name, *why);
+      st.ctx->journal.exception(wall_now().count(), *why, false);
+    }
     st.failed = true;
     return;
   }

@@ -224,7 +224,7 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
 /// `header_timeout` is a duration ("10s", "500ms"), empty for the default.
 int serve(const std::vector<std::string>& pipelines, const std::string& listen,
           const std::string& log_level, weir::server::server_options so,
-          const std::string& header_timeout) {
+          const std::string& header_timeout, bool allow_rollback, bool fresh) {
   if (!header_timeout.empty()) {
     auto d = weir::config::parse_duration(header_timeout);
     if (!d || d->count() <= 0) {
@@ -272,6 +272,8 @@ int serve(const std::vector<std::string>& pipelines, const std::string& listen,
     }
     if (auto level = weir::parse_log_level(log_level))
       (*loaded)->options().log_level = *level;
+    (*loaded)->options().checkpoint.allow_rollback = allow_rollback;
+    (*loaded)->options().checkpoint.fresh = fresh;
     jobs.push_back(std::move(*loaded));
   }
   if (errors > 0) {
@@ -339,8 +341,11 @@ int main(int argc, char** argv) {
     "flush and close (unfinished windows do not fire); with [checkpoint] the sources\n"
     "first take a final checkpoint that the sinks commit, so a rerun resumes exactly.\n"
     "A second signal ends weir at once, killed by that signal.\n"
-    "Exit codes: 0 finished; 1 failed; 2 bad configuration; 130 / 143 stopped by\n"
-    "SIGINT / SIGTERM (128 + the signal).");
+    "Restoring: a run resumes from the newest checkpoint in [checkpoint] dir. If that\n"
+    "one is damaged (or the store is), weir refuses to start (exit 1) and says which\n"
+    "flag proceeds: --allow-rollback (an older checkpoint) or --fresh (no state).\n"
+    "Exit codes: 0 finished; 1 failed or refused to restore; 2 bad configuration;\n"
+    "130 / 143 stopped by SIGINT / SIGTERM (128 + the signal).");
   run->add_option("pipeline", path, "Pipeline TOML file")->required();
   run->add_option("--batch-size", batch_size,
                   "Override [job] batch_size (1 = a watermark after every record)")
@@ -364,11 +369,17 @@ int main(int argc, char** argv) {
                 "job.max_late_ratio 0)");
   bool fresh = false;
   run->add_flag("--fresh", fresh,
-                "Start over: discard the checkpoints in [checkpoint] dir instead of resuming");
+                "Start over from no state instead of resuming; the checkpoints in "
+                "[checkpoint] dir are deleted once the new run's first checkpoint completes");
+  bool allow_rollback = false;
+  run->add_flag("--allow-rollback", allow_rollback,
+                "When the newest checkpoint cannot be restored, restore the newest older one "
+                "that can (output committed and input acknowledged after it are taken back)");
   std::string from_savepoint;
   run->add_option("--from-savepoint", from_savepoint,
                   "Restore from this savepoint directory (at any parallelism); the "
-                  "checkpoints in [checkpoint] dir are discarded");
+                  "checkpoints in [checkpoint] dir are deleted once the restored job's first "
+                  "checkpoint completes");
   bool allow_non_restored = false;
   run->add_flag("--allow-non-restored-state", allow_non_restored,
                 "With --from-savepoint: skip the state of operators the pipeline no longer has");
@@ -434,6 +445,12 @@ int main(int argc, char** argv) {
   std::string serve_log_level;
   serve_cmd->add_option("--log-level", serve_log_level,
                         "trace, debug, info, warn, error or off (default: each job's)");
+  bool serve_allow_rollback = false;
+  serve_cmd->add_flag("--allow-rollback", serve_allow_rollback,
+                      "For the pipelines given here: as weir run --allow-rollback");
+  bool serve_fresh = false;
+  serve_cmd->add_flag("--fresh", serve_fresh,
+                      "For the pipelines given here: as weir run --fresh");
   serve_cmd->add_option("--savepoint-dir", serve_options.savepoint_dir,
                         "Root of savepoints taken over HTTP; request targets resolve inside it "
                         "(default: ./savepoints)");
@@ -445,7 +462,8 @@ int main(int argc, char** argv) {
   }
 
   if (serve_cmd->parsed())
-    return serve(serve_pipelines, listen, serve_log_level, serve_options, header_timeout);
+    return serve(serve_pipelines, listen, serve_log_level, serve_options, header_timeout,
+                 serve_allow_rollback, serve_fresh);
 
   if (docs->parsed()) {
     std::fputs(weir::config::key_reference_markdown().c_str(), stdout);
@@ -489,6 +507,7 @@ int main(int argc, char** argv) {
   if (fresh)
     job.options().checkpoint.fresh = true;
   job.options().checkpoint.from_savepoint = from_savepoint;
+  job.options().checkpoint.allow_rollback = allow_rollback;
   job.options().checkpoint.allow_non_restored_state = allow_non_restored;
   if (strict) {
     job.options().max_bad_ratio = 0.0;

@@ -35,6 +35,8 @@ std::string one_line(const std::string& text) {
 std::string status_of(const checkpoint_listing& l) {
   if (l.restorable)
     return "complete";
+  if (l.superseded && l.problem.empty())
+    return "superseded";
   if (l.manifest && l.manifest->status != checkpoint_status::completed)
     return "incomplete";
   return "damaged";
@@ -146,9 +148,24 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
-std::string format_checkpoint_list(const std::vector<checkpoint_listing>& all) {
+std::string format_checkpoint_list(const std::vector<checkpoint_listing>& listed) {
+  // Checkpoints a start over superseded: named below the table, not in it
+  // (a plain run never restores them).
+  std::vector<checkpoint_listing> all;
+  std::string superseded;
+  for (const auto& l : listed) {
+    if (l.superseded)
+      superseded += (superseded.empty() ? "" : ", ") + std::to_string(l.checkpoint_id);
+    else
+      all.push_back(l);
+  }
+  if (!superseded.empty())
+    superseded = "superseded: " + superseded
+                 + " (a start over, --fresh or --from-savepoint, has not completed a "
+                   "checkpoint yet; --allow-rollback restores them, its first checkpoint "
+                   "deletes them)\n";
   if (all.empty())
-    return "no checkpoints\n";
+    return "no checkpoints\n" + superseded;
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"ID", "STATUS", "TRIGGERED (UTC)", "DURATION", "ALIGNMENT", "SIZE",
                   "STATE BY OPERATOR", "SOURCE POSITIONS"});
@@ -178,7 +195,8 @@ std::string format_checkpoint_list(const std::vector<checkpoint_listing>& all) {
     if (!l.problem.empty())
       problems += "checkpoint " + std::to_string(l.checkpoint_id) + ": " + l.problem + "\n";
   }
-  return render_table(rows, {true, false, false, true, true, true, false, false}) + problems;
+  return render_table(rows, {true, false, false, true, true, true, false, false}) + problems
+         + superseded;
 }
 
 std::string format_checkpoint_details(const checkpoint_listing& l) {

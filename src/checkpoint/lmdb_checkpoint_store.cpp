@@ -3,6 +3,8 @@
 
 #include "weir/core/key_group.hpp"
 
+#include "internal/lmdb_file_check.hpp"
+
 #include <lmdb.h>
 
 #include <algorithm>
@@ -88,6 +90,51 @@ std::string describe(const operator_state_handle& h) {
   return "operator '" + h.operator_uid + "' subtask " + std::to_string(h.subtask);
 }
 
+/// The refusal of a damaged data.mdb; "is truncated ... --fresh" is what
+/// scripts and docs/concepts/recovery.md quote.
+std::string describe_damage(const std::string& dir, const internal::lmdb_file_check& c) {
+  using v = internal::lmdb_file_check::verdict;
+  std::string what = dir + "/data.mdb ";
+  if (c.result == v::truncated)
+    what += "is truncated: " + std::to_string(c.file_bytes) + " bytes"
+            + (c.needed_bytes ? ", its last page ends at byte " + std::to_string(c.needed_bytes)
+                              : std::string{})
+            + "; " + c.problem;
+  else
+    what += "is damaged: " + c.problem;
+  return what + " (the checkpoint storage is damaged; start over with --fresh)";
+}
+
+/// The `manifests` key of the start-over record (`begin_new_start`): one
+/// NUL byte, which sorts before every 8-byte checkpoint id, so scans from
+/// the last manifest never meet it and scans by id skip it by its length.
+const std::string new_start_key(1, '\0');
+
+std::string encode_new_start(const pending_new_start& n) {
+  std::string out = "WRST";
+  out.push_back(static_cast<char>(n.kind));
+  append_be(out, n.superseded_through, 8);
+  out += n.savepoint;
+  return out;
+}
+
+std::optional<pending_new_start> decode_new_start(std::string_view v) {
+  if (v.size() < 13 || v.substr(0, 4) != "WRST")
+    return std::nullopt;
+  pending_new_start n;
+  n.kind = static_cast<new_start_kind>(v[4]);
+  if (n.kind != new_start_kind::fresh && n.kind != new_start_kind::savepoint)
+    return std::nullopt;
+  n.superseded_through = read_be64(v.data() + 5);
+  n.savepoint = std::string{v.substr(13)};
+  return n;
+}
+
+std::string flag_of(const pending_new_start& n) {
+  return n.kind == new_start_kind::fresh ? std::string{"--fresh"}
+                                         : "--from-savepoint " + n.savepoint;
+}
+
 } // namespace
 
 struct lmdb_checkpoint_store::impl {
@@ -154,6 +201,20 @@ struct lmdb_checkpoint_store::impl {
       }
     }
     return std::nullopt;
+  }
+
+  /// The start-over record, if any.
+  expected<std::optional<pending_new_start>> read_new_start(MDB_txn* txn) const {
+    MDB_val k = as_val(new_start_key), v{};
+    int rc = mdb_get(txn, manifests, &k, &v);
+    if (rc == MDB_NOTFOUND)
+      return std::optional<pending_new_start>{};
+    if (rc != 0)
+      return fail("reading the start-over record", rc);
+    auto n = decode_new_start(as_view(v));
+    if (!n)
+      return fail_plain("the start-over record is damaged (start over with --fresh)");
+    return n;
   }
 
   /// Deletes every `state` value of checkpoint `id` inside `txn`.
@@ -236,6 +297,25 @@ lmdb_checkpoint_store::open(store_options opts) {
     if (ec)
       return p->fail_plain("cannot create the directory: " + ec.message());
   }
+  const auto data_file = std::filesystem::path{opts.dir} / "data.mdb";
+  internal::lmdb_file_check checked;
+  if (std::filesystem::exists(data_file, ec)) {
+    checked = internal::check_lmdb_file(data_file.string());
+    // An empty data.mdb would be taken by LMDB for a new environment.
+    if (checked.file_bytes == 0) {
+      checked.result = internal::lmdb_file_check::verdict::truncated;
+      checked.problem = "nothing is left of it";
+    }
+    // Too short for its meta pages: LMDB would not open it either.
+    if (checked.file_bytes < 2 * 4096 && !checked.ok())
+      return p->fail_plain(describe_damage(opts.dir, checked));
+  } else if (std::filesystem::exists(std::filesystem::path{opts.dir} / "lock.mdb", ec)) {
+    // LMDB creates both files; a lock.mdb alone means data.mdb was lost,
+    // and LMDB would quietly start a new, empty one.
+    return p->fail_plain(opts.dir + "/data.mdb is missing (lock.mdb is there: checkpoints "
+                         "were stored here; the checkpoint storage is damaged; start over "
+                         "with --fresh)");
+  }
   if (int rc = mdb_env_create(&p->env); rc != 0) {
     p->env = nullptr;
     return p->fail("mdb_env_create", rc);
@@ -249,30 +329,26 @@ lmdb_checkpoint_store::open(store_options opts) {
   // sync after a manifest commit; a crash of the machine can then lose the
   // last state writes but never damages a committed checkpoint.
   unsigned flags = MDB_NOTLS | MDB_NOMETASYNC | (opts.read_only ? MDB_RDONLY : 0u);
-  if (int rc = mdb_env_open(p->env, opts.dir.c_str(), flags, 0644); rc != 0)
+  if (int rc = mdb_env_open(p->env, opts.dir.c_str(), flags, 0644); rc != 0) {
+    if (!checked.ok())
+      return p->fail_plain(describe_damage(opts.dir, checked));
     return p->fail("mdb_env_open", rc);
-  // LMDB maps the file: reading a page past a truncated file's end is a
-  // SIGBUS, not an error code. The meta page says how far the file must go,
-  // give or take a short tail: LMDB counts the pages a transaction
-  // allocated and freed again (its loose pages, which go to the free list)
-  // in the last page number but never writes them, so a sound file may end
-  // a few pages before it. Nothing reads those pages. A file shorter than
-  // that is damaged.
-  constexpr std::uint64_t max_unwritten_tail_pages = 16;
-  {
+  }
+  // LMDB maps the file and trusts it: a page past a truncated file's end
+  // is a SIGBUS, a damaged page number or size a wild read. Its structure
+  // was checked before the map was read (above); a writer in another
+  // process (`weir checkpoints list` of a running job) may have committed
+  // meanwhile, which the check then sees again.
+  for (int attempt = 0;; ++attempt) {
     MDB_envinfo info{};
-    MDB_stat st{};
-    std::error_code size_ec;
-    const auto size =
-      std::filesystem::file_size(std::filesystem::path{opts.dir} / "data.mdb", size_ec);
-    if (!size_ec && mdb_env_info(p->env, &info) == 0 && mdb_env_stat(p->env, &st) == 0) {
-      const auto needed = (static_cast<std::uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
-      const std::uint64_t tolerated = max_unwritten_tail_pages * st.ms_psize;
-      if (size + tolerated < needed)
-        return p->fail_plain(opts.dir + "/data.mdb is truncated: " + std::to_string(size)
-                             + " bytes, its last page ends at byte " + std::to_string(needed)
-                             + " (the checkpoint storage is damaged; start over with --fresh)");
+    if (int rc = mdb_env_info(p->env, &info); rc != 0)
+      return p->fail("mdb_env_info", rc);
+    if (checked.txnid == info.me_last_txnid || attempt == 3) {
+      if (!checked.ok())
+        return p->fail_plain(describe_damage(opts.dir, checked));
+      break;
     }
+    checked = internal::check_lmdb_file(data_file.string());
   }
   int dead = 0;
   if (int rc = mdb_reader_check(p->env, &dead); rc != 0)
@@ -404,6 +480,19 @@ lmdb_checkpoint_store::commit_manifest(const snapshot_manifest& m) {
   MDB_val k = as_val(key), v = as_val(bytes);
   if (int rc = mdb_put(txn.get(), d.manifests, &k, &v, 0); rc != 0)
     return d.fail(cp + ": writing the manifest", rc);
+  // The first checkpoint of a start over supersedes the run before it.
+  std::uint64_t superseded = 0;
+  {
+    auto pending = d.read_new_start(txn.get());
+    if (!pending)
+      return pending.error();
+    if (*pending && m.checkpoint_id > (*pending)->superseded_through) {
+      superseded = (*pending)->superseded_through;
+      MDB_val nk = as_val(new_start_key);
+      if (int rc = mdb_del(txn.get(), d.manifests, &nk, nullptr); rc != 0)
+        return d.fail(cp + ": deleting the start-over record", rc);
+    }
+  }
 
   // Retention: keep the newest `retain` complete checkpoints up to this one.
   std::set<std::uint64_t> kept;
@@ -421,7 +510,7 @@ lmdb_checkpoint_store::commit_manifest(const snapshot_manifest& m) {
       if (id > m.checkpoint_id)
         continue;
       auto decoded = decode_manifest(as_view(mv));
-      if (kept.size() < opts_.retain && decoded
+      if (id > superseded && kept.size() < opts_.retain && decoded
           && decoded->status == checkpoint_status::completed)
         kept.insert(id);
       else
@@ -485,7 +574,7 @@ expected<std::size_t> lmdb_checkpoint_store::discard(std::uint64_t checkpoint_id
   return *n;
 }
 
-expected<latest_checkpoint> lmdb_checkpoint_store::read_latest() const {
+expected<latest_checkpoint> lmdb_checkpoint_store::read_latest(bool allow_rollback) const {
   auto& d = *impl_;
   latest_checkpoint out;
   if (!d.has_dbs)
@@ -493,42 +582,187 @@ expected<latest_checkpoint> lmdb_checkpoint_store::read_latest() const {
   txn_guard txn;
   if (int rc = mdb_txn_begin(d.env, nullptr, MDB_RDONLY, txn.out()); rc != 0)
     return d.fail("beginning a read", rc);
+  auto pending = d.read_new_start(txn.get());
+  if (!pending)
+    return pending.error();
   cursor_guard cur;
   if (int rc = mdb_cursor_open(txn.get(), d.manifests, cur.out()); rc != 0)
     return d.fail("opening a cursor on manifests", rc);
+  std::optional<std::uint64_t> newest;
+  std::vector<std::pair<std::uint64_t, std::string>> unusable; // newest first
   MDB_val mk{}, mv{};
   int rc = mdb_cursor_get(cur.get(), &mk, &mv, MDB_LAST);
   for (; rc == 0; rc = mdb_cursor_get(cur.get(), &mk, &mv, MDB_PREV)) {
     if (mk.mv_size != 8)
       continue;
     auto id = read_be64(mk.mv_data);
-    auto skip = [&](const std::string& why) {
-      out.warnings.push_back("checkpoint " + std::to_string(id) + ": " + why
-                             + "; falling back to an older checkpoint");
-    };
+    if (!newest)
+      newest = id;
     auto m = decode_manifest(as_view(mv));
-    if (!m) {
-      skip(m.error().message);
-      continue;
-    }
-    if (m->checkpoint_id != id) {
-      skip("manifest names checkpoint " + std::to_string(m->checkpoint_id));
-      continue;
-    }
-    if (m->status != checkpoint_status::completed) {
-      skip("manifest is incomplete");
-      continue;
-    }
-    if (auto problem = d.verify(txn.get(), *m)) {
-      skip(*problem);
+    std::optional<std::string> problem;
+    if (!m)
+      problem = "its manifest is damaged (" + m.error().message + ")";
+    else if (m->checkpoint_id != id)
+      problem = "its manifest names checkpoint " + std::to_string(m->checkpoint_id);
+    else if (m->status != checkpoint_status::completed)
+      problem = "its manifest is incomplete";
+    else
+      problem = d.verify(txn.get(), *m);
+    if (problem) {
+      unusable.emplace_back(id, std::move(*problem));
       continue;
     }
     out.manifest = std::move(*m);
+    break;
+  }
+  if (rc != 0 && rc != MDB_NOTFOUND)
+    return d.fail("scanning manifests", rc);
+  if (!newest)
+    return out; // nothing was ever completed here
+  const bool has_found = out.manifest.has_value();
+  const std::uint64_t found = has_found ? out.manifest->checkpoint_id : 0;
+  const std::uint64_t newest_id = *newest;
+  auto cp = [](std::uint64_t id) { return "checkpoint " + std::to_string(id); };
+  const std::string after_fresh =
+    "--fresh to start over from no state (the checkpoints here are deleted once its first "
+    "checkpoint completes)";
+  if (*pending && !allow_rollback && (*pending)->kind == new_start_kind::fresh) {
+    // The --fresh start asked for continues: still from no state.
+    out.manifest.reset();
+    out.warnings.push_back("the start over with --fresh after " + cp((*pending)->superseded_through)
+                           + " has not completed a checkpoint yet: starting from no state "
+                             "again (--allow-rollback restores the checkpoints before it)");
     return out;
   }
-  if (rc != MDB_NOTFOUND)
-    return d.fail("scanning manifests", rc);
+  if (*pending && !allow_rollback) {
+    const auto& n = **pending;
+    std::string msg = "the job was started over with " + flag_of(n) + " after "
+                      + cp(n.superseded_through)
+                      + " and that start has not completed a checkpoint yet; resuming from "
+                        "the checkpoints before it would undo the start over. Rerun with "
+                      + flag_of(n) + " again";
+    if (has_found)
+      msg += ", or with --allow-rollback to restore " + cp(found) + " from before it";
+    return make_error(errc::invalid_argument, std::move(msg));
+  }
+  if (has_found && found == newest_id)
+    return out;
+  std::string why = cp(newest_id) + ", the newest, cannot be restored: " + unusable.front().second;
+  for (std::size_t i = 1; i < unusable.size() && i < 4; ++i)
+    why += "; " + cp(unusable[i].first) + " neither: " + unusable[i].second;
+  if (unusable.size() > 4)
+    why += "; and " + std::to_string(unusable.size() - 4) + " more";
+  if (!has_found)
+    return make_error(errc::invalid_argument,
+                      why + ". No checkpoint here can be restored: starting from no state "
+                            "would take back all output the sinks committed and all input "
+                            "the sources acknowledged. Run with "
+                        + after_fresh);
+  std::string positions;
+  for (const auto& h : out.manifest->handles)
+    if (!h.source_position.empty())
+      positions += (positions.empty() ? "" : ", ") + h.operator_uid + ": " + h.source_position;
+  if (!positions.empty())
+    positions = " (its sources at " + positions + ")";
+  if (!allow_rollback)
+    return make_error(errc::invalid_argument,
+                      why + ". The newest restorable one is " + cp(found) + positions
+                        + "; restoring it would take back what the job did after it (output "
+                          "the sinks committed and input the sources acknowledged with "
+                        + (unusable.size() == 1 ? cp(newest_id)
+                                                : "checkpoints " + std::to_string(found + 1)
+                                                    + " to " + std::to_string(newest_id))
+                        + " would be lost or written again). Run with --allow-rollback to "
+                          "restore "
+                        + cp(found) + ", or with " + after_fresh);
+  for (const auto& [id, problem] : unusable)
+    out.warnings.push_back(cp(id) + ": " + problem + "; rolling back to " + cp(found)
+                           + " (--allow-rollback)");
   return out;
+}
+
+expected<bool> lmdb_checkpoint_store::begin_new_start(new_start_kind kind,
+                                                      const std::string& savepoint) {
+  auto& d = *impl_;
+  if (opts_.read_only)
+    return make_error(errc::invalid_argument, "checkpoint storage " + d.dir
+                                                + " is open read-only");
+  auto highest = highest_id();
+  if (!highest)
+    return highest.error();
+  if (*highest == 0)
+    return false;
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, 0, txn.out()); rc != 0)
+    return d.fail("beginning the start-over record", rc);
+  auto bytes = encode_new_start(pending_new_start{kind, *highest, savepoint});
+  MDB_val k = as_val(new_start_key), v = as_val(bytes);
+  if (int rc = mdb_put(txn.get(), d.manifests, &k, &v, 0); rc != 0)
+    return d.fail("writing the start-over record", rc);
+  if (int rc = txn.commit(); rc != 0)
+    return d.fail("committing the start-over record", rc);
+  if (int rc = mdb_env_sync(d.env, 1); rc != 0)
+    return d.fail("syncing the start-over record to disk", rc);
+  return true;
+}
+
+expected<bool> lmdb_checkpoint_store::finish_new_start() {
+  auto& d = *impl_;
+  if (opts_.read_only || !d.has_dbs)
+    return false;
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, 0, txn.out()); rc != 0)
+    return d.fail("beginning the end of a start over", rc);
+  auto pending = d.read_new_start(txn.get());
+  if (!pending)
+    return pending.error();
+  if (!*pending)
+    return false;
+  const auto through = (*pending)->superseded_through;
+  std::set<std::uint64_t> ids;
+  for (auto dbi : {d.manifests, d.state}) {
+    cursor_guard cur;
+    if (int rc = mdb_cursor_open(txn.get(), dbi, cur.out()); rc != 0)
+      return d.fail("opening a cursor", rc);
+    MDB_val k{}, v{};
+    int rc = mdb_cursor_get(cur.get(), &k, &v, MDB_FIRST);
+    for (; rc == 0; rc = mdb_cursor_get(cur.get(), &k, &v, MDB_NEXT)) {
+      if (k.mv_size < 8)
+        continue;
+      auto id = read_be64(k.mv_data);
+      if (id > through)
+        break;
+      ids.insert(id);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND)
+      return d.fail("scanning for superseded checkpoints", rc);
+  }
+  for (auto id : ids) {
+    auto key = manifest_key(id);
+    MDB_val k = as_val(key);
+    if (int rc = mdb_del(txn.get(), d.manifests, &k, nullptr); rc != 0 && rc != MDB_NOTFOUND)
+      return d.fail("deleting the manifest of checkpoint " + std::to_string(id), rc);
+    if (auto n = d.delete_state(txn.get(), id); !n)
+      return n.error();
+  }
+  MDB_val nk = as_val(new_start_key);
+  if (int rc = mdb_del(txn.get(), d.manifests, &nk, nullptr); rc != 0)
+    return d.fail("deleting the start-over record", rc);
+  if (int rc = txn.commit(); rc != 0)
+    return d.fail("committing the end of a start over", rc);
+  if (int rc = mdb_env_sync(d.env, 1); rc != 0)
+    return d.fail("syncing the end of a start over to disk", rc);
+  return true;
+}
+
+expected<std::optional<pending_new_start>> lmdb_checkpoint_store::new_start() const {
+  auto& d = *impl_;
+  if (!d.has_dbs)
+    return std::optional<pending_new_start>{};
+  txn_guard txn;
+  if (int rc = mdb_txn_begin(d.env, nullptr, MDB_RDONLY, txn.out()); rc != 0)
+    return d.fail("beginning a read", rc);
+  return d.read_new_start(txn.get());
 }
 
 expected<std::uint64_t> lmdb_checkpoint_store::highest_id() const {
@@ -646,6 +880,10 @@ expected<std::vector<checkpoint_listing>> lmdb_checkpoint_store::list(bool verif
   txn_guard txn;
   if (int rc = mdb_txn_begin(d.env, nullptr, MDB_RDONLY, txn.out()); rc != 0)
     return d.fail("beginning a read", rc);
+  auto pending = d.read_new_start(txn.get());
+  if (!pending)
+    return pending.error();
+  const std::uint64_t superseded = *pending ? (*pending)->superseded_through : 0;
   cursor_guard cur;
   if (int rc = mdb_cursor_open(txn.get(), d.manifests, cur.out()); rc != 0)
     return d.fail("opening a cursor on manifests", rc);
@@ -656,6 +894,7 @@ expected<std::vector<checkpoint_listing>> lmdb_checkpoint_store::list(bool verif
       continue;
     checkpoint_listing l;
     l.checkpoint_id = read_be64(mk.mv_data);
+    l.superseded = l.checkpoint_id <= superseded;
     auto m = decode_manifest(as_view(mv));
     if (!m) {
       l.problem = m.error().message;
@@ -666,7 +905,7 @@ expected<std::vector<checkpoint_listing>> lmdb_checkpoint_store::list(bool verif
       if (verify)
         if (auto p = d.verify(txn.get(), *m))
           l.problem = *p;
-      l.restorable = l.problem.empty();
+      l.restorable = l.problem.empty() && !l.superseded;
       l.manifest = std::move(*m);
     }
     out.push_back(std::move(l));

@@ -58,12 +58,23 @@ struct checkpoint_options {
   std::size_t retain = 3;                   ///< completed checkpoints kept
   std::chrono::milliseconds timeout{60000}; ///< a checkpoint not complete by then is aborted
   std::chrono::milliseconds min_pause{0};   ///< between one completion and the next trigger
-  bool fresh = false; ///< start over: discard what `dir` holds instead of resuming
+  /// Start over from no state instead of resuming (`--fresh`). What `dir`
+  /// holds is deleted once the new run's first checkpoint completes, or it
+  /// finishes its input (at once when `dir` cannot even be opened); until
+  /// then a run without the flag starts from no state too, and one with
+  /// `allow_rollback` restores the old checkpoints.
+  bool fresh = false;
   /// Restore from this savepoint (`--from-savepoint`, a directory written by
   /// `job::trigger_savepoint`) instead of `dir`'s checkpoints, which are
-  /// discarded as with `fresh`; empty: none. Operator state is matched by
-  /// operator name, key groups spread over any parallelism.
+  /// superseded as with `fresh` once the restored job's first checkpoint
+  /// completes; empty: none. Operator state is matched by operator name, key
+  /// groups spread over any parallelism.
   std::string from_savepoint;
+  /// Permit restoring an older checkpoint than the newest one `dir` records
+  /// when the newest cannot be restored (`--allow-rollback`): output the
+  /// sinks committed and input the sources acknowledged after it are taken
+  /// back. Without it such a start refuses (docs/concepts/recovery.md).
+  bool allow_rollback = false;
   /// With `from_savepoint`: state of operators the job no longer has is
   /// skipped (`--allow-non-restored-state`) instead of failing the job.
   bool allow_non_restored_state = false;

@@ -57,8 +57,24 @@ struct operator_state_write {
 struct latest_checkpoint {
   std::optional<snapshot_manifest> manifest; ///< nullopt: nothing to restore
   /// One line per newer checkpoint skipped ("checkpoint 7: state of operator
-  /// 'views' subtask 0 key group 12 fails its checksum; using an older one").
+  /// 'views' subtask 0 key group 12 fails its checksum; rolling back to an
+  /// older checkpoint (--allow-rollback)"); only with `allow_rollback`.
   std::vector<std::string> warnings;
+};
+
+/// How a job starts over instead of resuming: recorded by `begin_new_start`
+/// until the first checkpoint of the new start completes.
+enum class new_start_kind : std::uint8_t {
+  fresh = 1,     ///< `--fresh`: from no state
+  savepoint = 2, ///< `--from-savepoint DIR`
+};
+
+/// A start over that has not completed a checkpoint yet: the checkpoints up
+/// to `superseded_through` are of the run before it.
+struct pending_new_start {
+  new_start_kind kind = new_start_kind::fresh;
+  std::uint64_t superseded_through = 0;
+  std::string savepoint; ///< the savepoint directory (kind savepoint)
 };
 
 /// One manifest as `list` finds it.
@@ -67,6 +83,11 @@ struct checkpoint_listing {
   std::optional<snapshot_manifest> manifest; ///< nullopt when it cannot be decoded
   bool restorable = false; ///< completed, and (when verified) every value checks
   std::string problem;     ///< why not restorable
+  /// Of the run before a start over that has not completed a checkpoint yet
+  /// (`begin_new_start`): not restorable without `--allow-rollback`, deleted
+  /// when the start over completes one. `restorable` is then false, and
+  /// `problem` empty unless it is damaged too.
+  bool superseded = false;
 };
 
 /// Checkpoint storage in one LMDB environment per job (docs/concepts/checkpoints.md).
@@ -95,9 +116,16 @@ public:
   /// Opens (or creates) the environment in `opts.dir`, clears reader slots
   /// left by killed processes and opens both databases.
   ///
+  /// Before LMDB maps `data.mdb` its structure is checked with plain reads
+  /// (`internal::check_lmdb_file`): LMDB trusts its file, and a page past
+  /// the end of a truncated one is a SIGBUS, a damaged page a wild read.
+  ///
   /// Errors: `errc::invalid_argument` for an empty dir or `retain == 0`;
   /// `errc::io_error` when the directory cannot be created or LMDB fails
-  /// (read_only and no environment there: "no checkpoints in <dir>").
+  /// (read_only and no environment there: "no checkpoints here (no
+  /// data.mdb)"); `errc::io_error` naming `data.mdb` when it "is
+  /// truncated", "is damaged", or is missing beside a `lock.mdb` (each
+  /// ending "start over with --fresh").
   [[nodiscard]] static expected<std::shared_ptr<lmdb_checkpoint_store>>
   open(store_options opts);
 
@@ -133,10 +161,49 @@ public:
   /// manifest will point to it). Returns the number of values deleted.
   [[nodiscard]] expected<std::size_t> discard(std::uint64_t checkpoint_id);
 
-  /// The newest complete checkpoint whose manifest decodes and whose every
-  /// value exists with the recorded size and checksum; newer ones that fail
-  /// are skipped with a warning each. Reads every value once (xxhash64).
-  [[nodiscard]] expected<latest_checkpoint> read_latest() const;
+  /// The checkpoint a resuming job restores: the newest manifest in the
+  /// store, which must decode, be complete and whose every value must exist
+  /// with the recorded size and checksum. Reads every value once (xxhash64).
+  ///
+  /// Restoring anything older than the newest checkpoint would take back
+  /// output the sinks committed and input the sources acknowledged after it,
+  /// so when the newest cannot be restored (or a start over from a savepoint
+  /// is pending, see `begin_new_start`) this refuses, naming the newest
+  /// checkpoint, what is
+  /// wrong with it, the newest restorable older one and the flags that
+  /// proceed. With `allow_rollback` it returns the newest restorable one
+  /// instead, with a warning per newer checkpoint skipped. An empty store
+  /// (no manifest) has nothing to restore: no manifest; so has a store whose
+  /// pending start over is a `--fresh` one (with a warning saying so).
+  ///
+  /// Errors: `errc::io_error` (LMDB); `errc::invalid_argument` for a
+  /// refusal, its message ending in the flags to use.
+  [[nodiscard]] expected<latest_checkpoint> read_latest(bool allow_rollback = false) const;
+
+  /// Records that the job starts over (`--fresh` or `--from-savepoint`)
+  /// instead of resuming from the checkpoints here, without deleting any:
+  /// they are deleted by the `commit_manifest` of the new start's first
+  /// checkpoint, in the same transaction. Until then `read_latest` does not
+  /// resume the run before the start over (a crash before that first
+  /// checkpoint must not): it restores nothing after `--fresh` and refuses
+  /// after `--from-savepoint`. A store without checkpoints records nothing.
+  /// Returns whether something was recorded.
+  ///
+  /// Errors: `errc::io_error` (LMDB).
+  [[nodiscard]] expected<bool> begin_new_start(new_start_kind kind,
+                                               const std::string& savepoint = {});
+
+  /// Ends a start over that finished its input without a checkpoint (a
+  /// bounded job whose sinks committed at the end): deletes the checkpoints
+  /// it superseded and its record, as its first checkpoint would have.
+  /// Returns whether there was one.
+  ///
+  /// Errors: `errc::io_error` (LMDB).
+  [[nodiscard]] expected<bool> finish_new_start();
+
+  /// The start over recorded by `begin_new_start`, if its first checkpoint
+  /// has not completed.
+  [[nodiscard]] expected<std::optional<pending_new_start>> new_start() const;
 
   /// The highest checkpoint id present in either database (0 if none): a
   /// restarted coordinator continues after it (`resume_after`), so no id is

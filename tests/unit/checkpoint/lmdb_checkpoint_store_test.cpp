@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/checkpoint/lmdb_checkpoint_store.hpp"
 
+#include "weir/checkpoint/checkpoint_report.hpp"
+
 #include "checkpoint_test_util.hpp"
 
 #include <doctest/doctest.h>
@@ -263,7 +265,7 @@ TEST_CASE("discard deletes the state of an aborted checkpoint") {
   CHECK(s->read_latest().value().manifest->checkpoint_id == 1);
 }
 
-TEST_CASE("a corrupted state value makes the reader fall back to the previous checkpoint") {
+TEST_CASE("a damaged newest checkpoint is refused, and restored past only with allow_rollback") {
   temp_dir dir{"corrupt"};
   {
     auto s = open_store(dir.str());
@@ -302,13 +304,22 @@ TEST_CASE("a corrupted state value makes the reader fall back to the previous ch
     });
   }
   auto s = open_store(dir.str());
-  auto latest = s->read_latest();
+  // Restoring checkpoint 1 would take back what the job committed with 2.
+  auto refused = s->read_latest();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == errc::invalid_argument);
+  const auto& msg = refused.error().message;
+  CHECK(msg.rfind("checkpoint 2, the newest, cannot be restored: ", 0) == 0);
+  CHECK(msg.find("The newest restorable one is checkpoint 1") != std::string::npos);
+  CHECK(msg.find("Run with --allow-rollback to restore checkpoint 1, or with --fresh")
+        != std::string::npos);
+  auto latest = s->read_latest(true);
   REQUIRE(latest);
   REQUIRE(latest->manifest);
   CHECK(latest->manifest->checkpoint_id == 1);
   REQUIRE(latest->warnings.size() == 1);
   CHECK(latest->warnings[0].rfind("checkpoint 2: ", 0) == 0);
-  CHECK(contains(latest->warnings, "falling back to an older checkpoint"));
+  CHECK(contains(latest->warnings, "rolling back to checkpoint 1 (--allow-rollback)"));
   auto r = s->read_restore(*latest->manifest, "views", 0, 1, 128);
   REQUIRE(r);
   CHECK(r->key_groups.at(0).second == "nine-one");
@@ -332,11 +343,135 @@ TEST_CASE("a corrupted value is named in the warning") {
   with_raw_lmdb(dir.str(), [](MDB_txn* txn, MDB_dbi, MDB_dbi state) {
     put(txn, state, lmdb_checkpoint_store::operator_state_key(2, "sink", 0), "c");
   });
-  auto latest = open_store(dir.str())->read_latest().value();
+  auto latest = open_store(dir.str())->read_latest(true).value();
   REQUIRE(latest.warnings.size() == 1);
   CHECK(latest.warnings[0]
         == "checkpoint 2: operator state of operator 'sink' subtask 0 fails its checksum; "
-           "falling back to an older checkpoint");
+           "rolling back to checkpoint 1 (--allow-rollback)");
+}
+
+TEST_CASE("every manifest damaged is refused even with allow_rollback, never a fresh start") {
+  temp_dir dir{"all-damaged"};
+  {
+    auto s = open_store(dir.str());
+    take_checkpoint(*s, 1, {{op_state("sink", 0, "a")}});
+    take_checkpoint(*s, 2, {{op_state("sink", 0, "b")}});
+  }
+  with_raw_lmdb(dir.str(), [](MDB_txn* txn, MDB_dbi manifests, MDB_dbi) {
+    for (std::uint64_t id : {1, 2})
+      put(txn, manifests, lmdb_checkpoint_store::manifest_key(id), "not a manifest");
+  });
+  auto s = open_store(dir.str());
+  for (bool rollback : {false, true}) {
+    auto latest = s->read_latest(rollback);
+    REQUIRE_FALSE(latest);
+    CHECK(latest.error().message.find("No checkpoint here can be restored")
+          != std::string::npos);
+    CHECK(latest.error().message.find("Run with --fresh") != std::string::npos);
+  }
+}
+
+TEST_CASE("a start over keeps the old checkpoints until its first checkpoint completes") {
+  temp_dir dir{"start-over"};
+  auto s = open_store(dir.str());
+  CHECK_FALSE(s->begin_new_start(new_start_kind::fresh).value()); // nothing to supersede
+  take_checkpoint(*s, 1, {{op_state("sink", 0, "a")}});
+  take_checkpoint(*s, 2, {{op_state("sink", 0, "b")}});
+  REQUIRE(s->begin_new_start(new_start_kind::savepoint, "sp/1").value());
+  auto pending = s->new_start().value();
+  REQUIRE(pending);
+  CHECK(pending->superseded_through == 2);
+  CHECK(pending->savepoint == "sp/1");
+  // A crash now: a plain restart must not resume the run before the start over.
+  auto refused = s->read_latest();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("started over with --from-savepoint sp/1 after "
+                                     "checkpoint 2")
+        != std::string::npos);
+  CHECK(refused.error().message.find("--allow-rollback to restore checkpoint 2")
+        != std::string::npos);
+  auto listed = s->list(true).value();
+  REQUIRE(listed.size() == 2);
+  for (const auto& l : listed) {
+    CHECK(l.superseded);
+    CHECK_FALSE(l.restorable);
+    CHECK(l.problem.empty());
+  }
+  CHECK(format_checkpoint_list(listed).find("superseded: 1, 2 (") != std::string::npos);
+  CHECK(s->read_latest(true).value().manifest->checkpoint_id == 2);
+  // The first checkpoint after it supersedes both, in one transaction.
+  take_checkpoint(*s, 3, {{op_state("sink", 0, "c")}});
+  CHECK_FALSE(s->new_start().value());
+  auto all = s->list(true).value();
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].checkpoint_id == 3);
+  CHECK(s->read_latest().value().manifest->checkpoint_id == 3);
+  // A --fresh start over pending: a plain restart goes on from no state.
+  REQUIRE(s->begin_new_start(new_start_kind::fresh).value());
+  auto again = s->read_latest().value();
+  CHECK_FALSE(again.manifest);
+  REQUIRE(again.warnings.size() == 1);
+  CHECK(again.warnings[0].find("--fresh after checkpoint 3") != std::string::npos);
+  CHECK(s->read_latest(true).value().manifest->checkpoint_id == 3);
+  // A bounded job that finished without a checkpoint ends it all the same.
+  CHECK(s->finish_new_start().value());
+  CHECK(s->list(false).value().empty());
+  CHECK_FALSE(s->new_start().value());
+  CHECK_FALSE(s->finish_new_start().value());
+}
+
+TEST_CASE("a data.mdb short by 1 to 16 pages is refused as truncated or is whole") {
+  temp_dir dir{"short"};
+  {
+    auto s = open_store(dir.str());
+    for (std::uint64_t id = 1; id <= 4; ++id)
+      take_checkpoint(*s, id, {{keyed("views", 0, 1, 0, 127,
+                                      {{5, std::string(9000, 'v')}, {7, "seven"}})}});
+  }
+  const auto file = dir.path() / "data.mdb";
+  const auto full = std::filesystem::file_size(file);
+  const auto copy = dir.path() / "data.mdb.full";
+  std::filesystem::copy_file(file, copy);
+  int refused = 0;
+  for (std::uintmax_t pages = 1; pages <= 16 && pages * 4096 < full; ++pages) {
+    CAPTURE(pages);
+    std::filesystem::copy_file(copy, file, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::resize_file(file, full - pages * 4096);
+    for (bool read_only : {false, true}) {
+      store_options o;
+      o.dir = dir.str();
+      o.read_only = read_only;
+      auto s = lmdb_checkpoint_store::open(o);
+      if (!s) {
+        CHECK(s.error().message.find("data.mdb is truncated") != std::string::npos);
+        CHECK(s.error().message.find("start over with --fresh") != std::string::npos);
+        ++refused;
+        continue;
+      }
+      // Only pages LMDB never reads were cut: everything is there.
+      auto latest = (*s)->read_latest();
+      REQUIRE(latest);
+      REQUIRE(latest->manifest);
+      CHECK(latest->manifest->checkpoint_id == 4);
+      CHECK((*s)->read_restore(*latest->manifest, "views", 0, 1, 128)->key_groups.size() == 2);
+    }
+  }
+  CHECK(refused > 0);
+}
+
+TEST_CASE("a data.mdb with a lock.mdb but no data is refused, not taken for a new store") {
+  temp_dir dir{"lost"};
+  {
+    auto s = open_store(dir.str());
+    take_checkpoint(*s, 1, {{op_state("sink", 0, "a")}});
+  }
+  SUBCASE("missing") { std::filesystem::remove(dir.path() / "data.mdb"); }
+  SUBCASE("empty") { std::filesystem::resize_file(dir.path() / "data.mdb", 0); }
+  store_options o;
+  o.dir = dir.str();
+  auto s = lmdb_checkpoint_store::open(o);
+  REQUIRE_FALSE(s);
+  CHECK(s.error().message.find("start over with --fresh") != std::string::npos);
 }
 
 TEST_CASE("a full lmdb map fails that checkpoint and leaves the previous one readable") {
@@ -360,6 +495,18 @@ TEST_CASE("a full lmdb map fails that checkpoint and leaves the previous one rea
   CHECK(s->highest_id().value() == 1);
   take_checkpoint(*s, 3, {{keyed("views", 0, 1, 0, 127, {{1, "again"}})}});
   CHECK(s->read_latest().value().manifest->checkpoint_id == 3);
+  // A --fresh start over pending: a plain restart goes on from no state.
+  REQUIRE(s->begin_new_start(new_start_kind::fresh).value());
+  auto again = s->read_latest().value();
+  CHECK_FALSE(again.manifest);
+  REQUIRE(again.warnings.size() == 1);
+  CHECK(again.warnings[0].find("--fresh after checkpoint 3") != std::string::npos);
+  CHECK(s->read_latest(true).value().manifest->checkpoint_id == 3);
+  // A bounded job that finished without a checkpoint ends it all the same.
+  CHECK(s->finish_new_start().value());
+  CHECK(s->list(false).value().empty());
+  CHECK_FALSE(s->new_start().value());
+  CHECK_FALSE(s->finish_new_start().value());
 }
 
 TEST_CASE("committing a manifest whose state was not written fails and stores nothing") {
