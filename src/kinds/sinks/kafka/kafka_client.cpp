@@ -624,6 +624,12 @@ void producer::commit_transaction() {
   check();
 }
 
+void producer::abort_transaction() {
+  run_txn(rk_, topic_, "abort_transaction",
+          [&] { return rd_kafka_abort_transaction(rk_, 10000); });
+  rd_kafka_poll(rk_, 0);
+}
+
 progress read_progress(const std::string& bootstrap_servers, const properties& props,
                        const std::string& topic, std::int32_t partition, std::int64_t from,
                        const std::string& transactional_id) {

@@ -61,6 +61,8 @@ public:
   void init_transactions();
   void begin_transaction();
   void commit_transaction();
+  /// Aborts the open transaction (waits at most 10 s for the broker).
+  void abort_transaction();
 
   /// Queues one message (partition -1: librdkafka's partitioner, by key);
   /// waits while the local queue is full. `key` null: no key.
