@@ -113,7 +113,7 @@ struct job_manager_state {
   /// completes (the job's final checkpoint).
   std::set<std::uint32_t> awaiting_final;
   /// The latest checkpoint id when every task of this attempt had ended
-  /// its input (0 until then): a checkpoint with a higher id holds every
+  /// its input (none until then): a checkpoint with a higher id holds every
   /// task's final state.
   std::optional<std::uint64_t> all_ended_at;
   /// The newest checkpoint whose manifest commit went to the state writer
