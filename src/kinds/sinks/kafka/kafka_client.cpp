@@ -625,8 +625,15 @@ void producer::commit_transaction() {
 }
 
 void producer::abort_transaction() {
-  run_txn(rk_, topic_, "abort_transaction",
-          [&] { return rd_kafka_abort_transaction(rk_, 10000); });
+  // One attempt: the job is failing already, and a transaction left open
+  // is aborted by the next init_transactions of this id (or the broker's
+  // transaction timeout).
+  if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_, 10000)) {
+    std::string text = rd_kafka_error_string(e);
+    rd_kafka_error_destroy(e);
+    throw std::runtime_error("Kafka sink on topic '" + topic_
+                             + "': abort_transaction failed: " + text);
+  }
   rd_kafka_poll(rk_, 0);
 }
 
