@@ -390,7 +390,7 @@ write_snapshot_request subtask::final_snapshot() {
       id = std::max(id, r->checkpoint_id);
   ++id;
   for (std::size_t k = 0; k < chain_.size(); ++k) {
-    if (!chain_.two_phase_commit(k))
+    if (!chain_.is_two_phase_commit(k))
       continue;
     auto e = entry(k);
     chain_.snapshot_member(k, id, e.snapshot);

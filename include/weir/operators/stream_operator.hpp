@@ -131,7 +131,7 @@ public:
   }
 
   /// Called once after the end of every input. A two-phase-commit sink
-  /// (`two_phase_commit`) commits nothing here: its subtask calls
+  /// (`is_two_phase_commit`) commits nothing here: its subtask calls
   /// `snapshot_state` once more after `finish` (the final snapshot, which
   /// pre-commits the last rows) and `notify_checkpoint_complete` once a
   /// checkpoint holding that snapshot has completed: the job's final
@@ -212,7 +212,7 @@ public:
   /// `snapshot_state` after `finish`, with an id above every earlier one)
   /// and ends only once a checkpoint holding it has completed and
   /// `notify_checkpoint_complete` committed it.
-  virtual bool two_phase_commit() const { return false; }
+  virtual bool is_two_phase_commit() const { return false; }
 
   /// The job failed, was canceled or restarts: no checkpoint newer than
   /// `keep_up_to` completes in this run. Roll back the open transaction and

@@ -159,14 +159,14 @@ public:
   void snapshot_member(std::size_t k, std::uint64_t checkpoint_id, operator_snapshot& out);
   void notify_checkpoint_complete(std::uint64_t checkpoint_id);
   /// Whether member k is a two-phase-commit sink
-  /// (`stream_operator::two_phase_commit`; false for a source head).
-  bool two_phase_commit(std::size_t k) const {
-    return k < ops_.size() && ops_[k] && ops_[k]->two_phase_commit();
+  /// (`stream_operator::is_two_phase_commit`; false for a source head).
+  bool is_two_phase_commit(std::size_t k) const {
+    return k < ops_.size() && ops_[k] && ops_[k]->is_two_phase_commit();
   }
   /// Whether any member is one.
   bool has_two_phase_commit() const {
     for (std::size_t k = 0; k < ops_.size(); ++k)
-      if (two_phase_commit(k))
+      if (is_two_phase_commit(k))
         return true;
     return false;
   }

@@ -156,7 +156,7 @@ TEST_CASE("the end of the input commits nothing until the final checkpoint compl
   temp_dir tmp{"sinkfinal"};
   auto dir = tmp.path() / "out";
   sink_run s{dir};
-  CHECK(s.op->two_phase_commit());
+  CHECK(s.op->is_two_phase_commit());
   s.write({1, 2});
   s.op->finish(s.out);
   CHECK(committed(dir).empty());

@@ -708,7 +708,7 @@ struct two_phase_recorder final : stream_operator {
     log() += "commit " + std::to_string(id) + ", ";
   }
   void finish(output_collector&) override { log() += "finish, "; }
-  bool two_phase_commit() const override { return true; }
+  bool is_two_phase_commit() const override { return true; }
   void abort_transactions(std::uint64_t keep) override {
     log() += "abort after " + std::to_string(keep) + ", ";
   }

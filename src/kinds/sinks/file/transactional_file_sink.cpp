@@ -209,7 +209,7 @@ public:
     start();
   }
 
-  bool two_phase_commit() const override { return true; }
+  bool is_two_phase_commit() const override { return true; }
 
   void abort_transactions(std::uint64_t keep_up_to) override {
     // The open part and the pending parts of checkpoints that will not

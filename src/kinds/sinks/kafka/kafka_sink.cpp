@@ -381,7 +381,7 @@ public:
     }
   }
 
-  bool two_phase_commit() const override {
+  bool is_two_phase_commit() const override {
     return spec_.delivery == kafka_delivery::exactly_once;
   }
 

@@ -231,7 +231,7 @@ TEST_CASE("an exactly-once Kafka sink keeps pre-committed rows in its state and 
   CHECK(snap2.operator_state.find("ann") == std::string::npos); // 1 committed
   CHECK(snap2.operator_state.find("cy") != std::string::npos);
   op->notify_checkpoint_complete(2);
-  CHECK(op->two_phase_commit());
+  CHECK(op->is_two_phase_commit());
   op->process_batch(rows({{"dee", 4}}), out);
   op->finish(out); // commits nothing: the final checkpoint does
   CHECK(mc.read("eo.weir-progress", 0).size() == 2);

@@ -329,7 +329,7 @@ public:
       send_unsent();
   }
 
-  bool two_phase_commit() const override { return exactly_once(); }
+  bool is_two_phase_commit() const override { return exactly_once(); }
 
   void abort_transactions(std::uint64_t keep_up_to) override {
     if (!exactly_once() || !conn_)
