@@ -116,9 +116,10 @@ struct job_manager_state {
   /// its input (none until then): a checkpoint with a higher id holds every
   /// task's final state.
   std::optional<std::uint64_t> all_ended_at;
-  /// The newest checkpoint whose manifest commit went to the state writer
-  /// (any attempt): it may complete even after the job failed.
-  std::uint64_t commit_sent = 0;
+  /// Checkpoints whose manifest commit went to the state writer and has
+  /// not been answered (any attempt): each may complete even after the job
+  /// failed.
+  std::set<std::uint64_t> commits_in_doubt;
 };
 
 using jm_actor = caf::stateful_actor<job_manager_state>;
@@ -390,7 +391,7 @@ std::uint64_t last_completed_id(const job_manager_state& st) {
 
 /// Stops every subtask for a failure, a cancel or a restart. Each is told
 /// first that no checkpoint newer than the newest one completed or whose
-/// manifest commit went to the state writer completes in this run
+/// manifest commit is with the state writer completes in this run
 /// (`abort_transactions`): its two-phase-commit sinks roll back the rest, so
 /// a failed run leaves no transaction open. The notifications sent before
 /// reach a subtask first (messages between two actors keep their order).
@@ -398,7 +399,9 @@ std::uint64_t last_completed_id(const job_manager_state& st) {
 /// is sent.
 void stop_subtasks(jm_actor* self) {
   auto& st = self->state;
-  auto keep = std::max(last_completed_id(st), st.commit_sent);
+  auto keep = last_completed_id(st);
+  if (!st.commits_in_doubt.empty())
+    keep = std::max(keep, *st.commits_in_doubt.rbegin());
   for (auto& a : st.subtasks) {
     self->send(a, abort_transactions{keep});
     self->send_exit(a, caf::exit_reason::user_shutdown);
@@ -860,11 +863,12 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
   std::optional<checkpoint::snapshot_manifest> for_savepoint;
   if (st.savepoints.count(id))
     for_savepoint = *res.manifest;
-  st.commit_sent = std::max(st.commit_sent, id);
+  st.commits_in_doubt.insert(id);
   self->request(st.writer, caf::infinite, commit_ckpt_atom::value, std::move(*res.manifest))
     .then(
       [self, id, attempt](commit_manifest_result& c) {
         auto& s = self->state;
+        s.commits_in_doubt.erase(id);
         if (!s.coordinator || s.attempt != attempt)
           return;
         if (!c.ok) {
@@ -887,6 +891,8 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
         }
       },
       [self, id, attempt](caf::error& err) {
+        // No answer: the writer may have committed it before it stopped,
+        // so it stays in doubt.
         auto& s = self->state;
         if (!s.coordinator || s.attempt != attempt)
           return;

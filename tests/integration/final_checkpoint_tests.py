@@ -16,7 +16,7 @@ a real broker (tests/kafka/kafka_broker.py) and a real PostgreSQL 15
 (tests/dbsinks/servers.py).
 
 usage: final_checkpoint_tests.py --weir BIN SINK [SCENARIO ...]
-  SINK: file, kafka or postgres. Scenarios (default: all three):
+  SINK: file, kafka or postgres. Scenarios (default: all four):
   end-of-input  the second sink fails at the end of the input: exit 1, and the
                 first sink committed nothing (no part; read_committed, no
                 message; no row and no prepared transaction). A rerun on the
@@ -24,6 +24,12 @@ usage: final_checkpoint_tests.py --weir BIN SINK [SCENARIO ...]
                 blackhole, writes every row exactly once.
   restart       the same with [job] restart attempts = 1: both attempts fail;
                 nothing committed, not once per attempt.
+  final-fails   the job's final checkpoint fails (test-only fault
+                WEIR_FAULT=fail_manifest_commit:1, [checkpoint]
+                tolerable_failures = 0), the second sink a blackhole: without
+                restart attempts exit 1 and nothing committed or left
+                prepared; rerun with [job] restart attempts = 1 and the same
+                fault, the restarted attempt writes every row exactly once.
   stop          a paced input (the file source's rate) stopped by SIGTERM,
                 whose final checkpoint the second sink cannot pre-commit:
                 exit 1; nothing committed and nothing left prepared. A rerun
@@ -65,6 +71,7 @@ status_interval = "{status}"
 [checkpoint]
 interval = "20s"
 dir = "{work}/state"
+tolerable_failures = 0
 
 [[source]]
 name = "input"
@@ -249,10 +256,10 @@ class Test:
             f.write(text)
         return path
 
-    def run(self, toml, expect):
+    def run(self, toml, expect, env=None):
         self.runs += 1
         p = subprocess.run([self.args.weir, "run", toml], capture_output=True, text=True,
-                           timeout=120 * SCALE)
+                           timeout=120 * SCALE, env=env)
         check(p.returncode == expect, f"weir exited {p.returncode}, expected {expect}:\n"
                                       f"{p.stderr[-3000:]}")
         return p.stderr
@@ -261,7 +268,7 @@ class Test:
         shutil.rmtree(os.path.join(self.work, "state"), ignore_errors=True)
         self.sink.reset(scenario)
 
-    def check_nothing_committed(self, what, err):
+    def check_nothing_committed(self, what, err, cause="Elasticsearch sink 'second'"):
         got = self.sink.committed()
         check(not got, f"{what}: the first sink committed {len(got)} rows of a failed run "
                        f"({len(set(got))} distinct)")
@@ -269,8 +276,7 @@ class Test:
         check(not left, f"{what}: pre-committed transactions left behind: {left[:5]}")
         check(getattr(self.sink, "aborted", lambda err: True)(err),
               f"{what}: the open transaction was not aborted:\n{err[-2000:]}")
-        check("Elasticsearch sink 'second'" in err,
-              f"{what}: the run did not fail at the second sink:\n{err[-2000:]}")
+        check(cause in err, f"{what}: the run did not fail by '{cause}':\n{err[-2000:]}")
 
     def rerun_exactly_once(self, what):
         """The same job with the second sink fixed, on the same checkpoint
@@ -300,6 +306,25 @@ class Test:
         self.rerun_exactly_once("restart")
         print(f"ok: {self.args.sink}: two attempts failed at the end of the input; nothing "
               f"committed; the rerun wrote {ROWS} rows once each")
+
+    def final_fails(self):
+        self.reset("final-fails")
+        env = dict(os.environ, WEIR_FAULT="fail_manifest_commit:1")
+        err = self.run(self.write(SECOND_OK), 1, env=env)
+        self.check_nothing_committed("final checkpoint fails", err,
+                                     cause="WEIR_FAULT: manifest commit 1 refused")
+        err = self.run(self.write(SECOND_OK, restart='restart = { attempts = 1, delay = "100ms" }'),
+                       0, env=env)
+        check("restarting" in err and "manifest commit 1 refused" in err,
+              f"final checkpoint fails: the rerun did not restart after the fault:\n{err[-2000:]}")
+        got = sorted(self.sink.committed())
+        check(got == list(range(ROWS)),
+              f"final checkpoint fails: after the restarted run the first sink holds {len(got)} "
+              f"rows, {len(set(got))} distinct, expected {ROWS} once each")
+        left = self.sink.left_over()
+        check(not left, f"final checkpoint fails: transactions left prepared: {left[:5]}")
+        print(f"ok: {self.args.sink}: the final checkpoint failed; nothing committed; with a "
+              f"restart attempt the job wrote {ROWS} rows once each")
 
     def stop(self):
         self.reset("stop")
@@ -342,7 +367,7 @@ class Test:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-SCENARIOS = ["end-of-input", "restart", "stop"]
+SCENARIOS = ["end-of-input", "restart", "final-fails", "stop"]
 
 
 def main():
