@@ -108,6 +108,18 @@ struct job_manager_state {
   /// Tasks of this attempt that ended their input, and what each leaves in
   /// every later checkpoint (FLIP-147; `task_final_state`).
   std::map<std::uint32_t, write_snapshot_request> final_states;
+  /// Tasks of this attempt whose final state holds a two-phase-commit
+  /// sink's final snapshot: each ends once a checkpoint holding it
+  /// completes (the job's final checkpoint).
+  std::set<std::uint32_t> awaiting_final;
+  /// The latest checkpoint id when every task of this attempt had ended
+  /// its input (none until then): a checkpoint with a higher id holds every
+  /// task's final state.
+  std::optional<std::uint64_t> all_ended_at;
+  /// Checkpoints whose manifest commit went to the state writer and has
+  /// not been answered (any attempt): each may complete even after the job
+  /// failed.
+  std::set<std::uint64_t> commits_in_doubt;
 };
 
 using jm_actor = caf::stateful_actor<job_manager_state>;
@@ -160,6 +172,8 @@ void abort_checkpoints(jm_actor* self,
     }
   }
 }
+
+void stop_subtasks(jm_actor* self);
 
 /// Reads what each subtask restores from the latest completed checkpoint;
 /// returns false (with the job failed) if it cannot be read.
@@ -352,6 +366,8 @@ void deploy(jm_actor* self) {
   }
   st.subtasks.clear();
   st.final_states.clear();
+  st.awaiting_final.clear();
+  st.all_ended_at.reset();
   st.is_source.clear();
   st.task_subtask.clear();
   st.task_of.clear();
@@ -409,8 +425,7 @@ void fail_job(jm_actor* self, std::string why) {
     st.failed = true;
     st.ctx->fail(std::move(why));
   }
-  for (auto& a : st.subtasks)
-    self->send_exit(a, caf::exit_reason::user_shutdown);
+  stop_subtasks(self);
 }
 
 /// The newest checkpoint known complete, in this attempt or an earlier one
@@ -421,6 +436,25 @@ std::uint64_t last_completed_id(const job_manager_state& st) {
   if (st.coordinator && st.coordinator->last_completed())
     id = std::max(id, st.coordinator->last_completed()->checkpoint_id);
   return id;
+}
+
+/// Stops every subtask for a failure, a cancel or a restart. Each is told
+/// first that no checkpoint newer than the newest one completed or whose
+/// manifest commit is with the state writer completes in this run
+/// (`abort_transactions`): its two-phase-commit sinks roll back the rest, so
+/// a failed run leaves no transaction open. The notifications sent before
+/// reach a subtask first (messages between two actors keep their order).
+/// Acknowledgements are ignored from now on (`on_ack`), so no later commit
+/// is sent.
+void stop_subtasks(jm_actor* self) {
+  auto& st = self->state;
+  auto keep = last_completed_id(st);
+  if (!st.commits_in_doubt.empty())
+    keep = std::max(keep, *st.commits_in_doubt.rbegin());
+  for (auto& a : st.subtasks) {
+    self->send(a, abort_transactions{keep});
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  }
 }
 
 /// Checkpoint `id` failed (its state or manifest could not be stored, or it
@@ -454,6 +488,7 @@ void checkpoint_failed(jm_actor* self, std::uint64_t id, const std::string& reas
 }
 
 void on_ack(jm_actor* self, write_snapshot_result& r);
+void trigger_final_checkpoint(jm_actor* self);
 
 /// Acknowledges checkpoint `id` for a task that has ended, with the final
 /// state it left (`task_final_state`): stored under `id` by the state writer
@@ -511,9 +546,40 @@ void on_final_state(jm_actor* self, task_final_state& f) {
   auto task = f.request.task;
   if (task >= st.subtasks.size() || self->current_sender() != st.subtasks[task].address())
     return; // a subtask of an earlier attempt
+  // Beyond a source's positions, a final state holds only what
+  // two-phase-commit sinks pre-committed after their input ended.
+  if (f.request.operators.size() > (st.is_source[task] ? 1u : 0u))
+    st.awaiting_final.insert(task);
   st.final_states[task] = std::move(f.request);
   for (auto id : st.coordinator->task_finished_with_state(task))
     acknowledge_with_final_state(self, id, task);
+  trigger_final_checkpoint(self);
+}
+
+/// Every task has ended its input and some wait for the job's final
+/// checkpoint (their two-phase-commit sinks commit their last transaction
+/// when it completes; Flink's final checkpoint, FLIP-147): triggers it now
+/// rather than at the next interval, unless one is in flight or a
+/// checkpoint triggered after every task had ended completed already. One
+/// that is aborted is followed by the periodic trigger.
+void trigger_final_checkpoint(jm_actor* self) {
+  auto& st = self->state;
+  if (!st.coordinator || st.restarting || st.failed
+      || st.final_states.size() < st.subtasks.size())
+    return;
+  if (!st.all_ended_at)
+    st.all_ended_at = st.coordinator->latest_id();
+  if (st.awaiting_final.empty() || st.coordinator->in_flight() > 0
+      || last_completed_id(st) > *st.all_ended_at)
+    return;
+  auto now = wall_now();
+  auto r = st.coordinator->trigger(now, true);
+  if (!r.triggered())
+    return;
+  log::checkpoint().debug("job '{}': final checkpoint {} triggered: every input has ended",
+                          st.ctx->graph->options.name, r.checkpoint_id);
+  st.ctx->journal.checkpoint_triggered(r.checkpoint_id, now.count());
+  acknowledge_finished_tasks(self, r.checkpoint_id);
 }
 
 void trigger_checkpoint_now(jm_actor* self) {
@@ -527,8 +593,9 @@ void trigger_checkpoint_now(jm_actor* self) {
     checkpoint_failed(self, a.checkpoint_id, a.reason);
   if (st.restarting || st.failed)
     return;
-  if (st.stopping)
-    return; // the stop triggers the last one
+  if (st.stopping && st.final_states.size() < st.subtasks.size())
+    return; // the stop triggers the last one (once every task has ended,
+            // checkpoints go on for those waiting for a completed one)
   auto r = st.coordinator->trigger(now);
   if (!r.triggered())
     return;
@@ -807,7 +874,9 @@ void route_state_query(jm_actor* self, state_query& q) {
 
 void on_ack(jm_actor* self, write_snapshot_result& r) {
   auto& st = self->state;
-  if (!st.coordinator || st.restarting)
+  // A failed job's subtasks were told which checkpoints may still complete
+  // (stop_subtasks): none after them may.
+  if (!st.coordinator || st.restarting || st.failed)
     return;
   if (!r.ok) {
     // The subtask's state could not be stored: the checkpoint is declined.
@@ -843,10 +912,12 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
   std::optional<checkpoint::snapshot_manifest> for_savepoint;
   if (st.savepoints.count(id))
     for_savepoint = *res.manifest;
+  st.commits_in_doubt.insert(id);
   self->request(st.writer, caf::infinite, commit_ckpt_atom::value, std::move(*res.manifest))
     .then(
       [self, id, attempt](commit_manifest_result& c) {
         auto& s = self->state;
+        s.commits_in_doubt.erase(id);
         if (!s.coordinator || s.attempt != attempt)
           return;
         if (!c.ok) {
@@ -865,9 +936,12 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
           abort_checkpoints(self, done->subsumed);
           for (auto& t : s.subtasks)
             self->send(t, notify_checkpoint_complete{id});
+          trigger_final_checkpoint(self);
         }
       },
       [self, id, attempt](caf::error& err) {
+        // No answer: the writer may have committed it before it stopped,
+        // so it stays in doubt.
         auto& s = self->state;
         if (!s.coordinator || s.attempt != attempt)
           return;
@@ -895,8 +969,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
       if (st.running > 0 || !dm.reason) {
         st.ctx->fail("the state writer stopped: " + self->system().render(dm.reason));
         st.failed = true;
-        for (auto& a : st.subtasks)
-          self->send_exit(a, caf::exit_reason::user_shutdown);
+        stop_subtasks(self);
       }
       if (st.running == 0)
         self->quit();
@@ -907,6 +980,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
       return; // a subtask of an earlier attempt
     auto task = it->second;
     st.task_of.erase(it);
+    st.awaiting_final.erase(task);
     --st.running;
     if (!dm.reason) {
       if (st.coordinator && !st.restarting)
@@ -928,8 +1002,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
           st.ctx->fail("a subtask stopped: " + self->system().render(dm.reason));
         st.ctx->journal.exception(wall_now().count(), *st.ctx->failure(), false);
       }
-      for (auto& a : st.subtasks)
-        self->send_exit(a, caf::exit_reason::user_shutdown);
+      stop_subtasks(self);
     }
     if (st.running > 0)
       return;
@@ -992,8 +1065,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
         st.ctx->fail(findings.front().message(o));
         st.ctx->journal.exception(wall_now().count(), findings.front().message(o), false);
         st.failed = true;
-        for (auto& a : st.subtasks)
-          self->send_exit(a, caf::exit_reason::user_shutdown);
+        stop_subtasks(self);
         return;
       }
       self->delayed_send(self, tick_interval(o), tick_atom::value);
@@ -1049,8 +1121,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
         return;
       }
       st.restarting = false;
-      for (auto& a : st.subtasks)
-        self->send_exit(a, caf::exit_reason::user_shutdown);
+      stop_subtasks(self);
     },
     [self](state_query& q) { route_state_query(self, q); },
     [self](savepoint_request& r) { trigger_savepoint(self, r); },

@@ -10,7 +10,10 @@
 #include <caf/stateful_actor.hpp>
 #include <spdlog/logger.h>
 
+#include <cstdlib>
 #include <exception>
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace weir::runtime {
@@ -64,7 +67,28 @@ struct state_writer_state {
   std::shared_ptr<checkpoint::lmdb_checkpoint_store> store;
   std::string job_name; ///< for log messages
   std::uint64_t last_committed = 0; ///< the last checkpoint committed here
+  std::uint64_t commits = 0;        ///< manifest commits asked for
+  std::uint64_t fail_commit = 0;    ///< WEIR_FAULT: the one to refuse (0: none)
 };
+
+/// `WEIR_FAULT=fail_manifest_commit[:N]` (test-only): the Nth (default 1st)
+/// manifest commit of the process fails, as a full disk would make it: its
+/// checkpoint is aborted and counts as failed. 0 when unset.
+std::uint64_t fault_fail_manifest_commit() {
+  const char* f = std::getenv("WEIR_FAULT");
+  if (!f)
+    return 0;
+  std::string_view s{f};
+  constexpr std::string_view name = "fail_manifest_commit";
+  if (s.substr(0, name.size()) != name)
+    return 0;
+  s.remove_prefix(name.size());
+  if (s.empty())
+    return 1;
+  if (s.front() != ':')
+    return 0;
+  return std::strtoull(std::string{s.substr(1)}.c_str(), nullptr, 10);
+}
 
 /// Runs `f`, turning an escaping exception (allocation failure) into the
 /// reply's error: no exception leaves a handler.
@@ -84,6 +108,7 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
                            std::string job_name) {
   self->state.store = std::move(store);
   self->state.job_name = std::move(job_name);
+  self->state.fail_commit = fault_fail_manifest_commit();
   self->set_default_handler([self](caf::scheduled_actor* me, caf::message_view& x)
                               -> caf::result<caf::message> {
     auto what = "state writer: unexpected message " + to_string(x.copy_content_to_message());
@@ -100,6 +125,12 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
       return guarded<commit_manifest_result>([&] {
         commit_manifest_result r;
         r.checkpoint_id = m.checkpoint_id;
+        if (++self->state.commits == self->state.fail_commit) {
+          r.error = "WEIR_FAULT: manifest commit " + std::to_string(self->state.commits)
+                    + " refused (test-only fault)";
+          log::checkpoint().warn("job '{}': {}", self->state.job_name, r.error);
+          return r;
+        }
         auto deleted = self->state.store->commit_manifest(m);
         if (!deleted) {
           r.error = deleted.error().message;

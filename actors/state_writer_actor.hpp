@@ -125,13 +125,16 @@ struct restore_result {
 write_subtask_snapshot(checkpoint::lmdb_checkpoint_store& store,
                        const write_snapshot_request& req);
 
-/// Subtask -> job manager, right before a subtask that ended its input exits
-/// (checkpointing on): what to store for it in every checkpoint from now on
-/// (FLIP-147). A source leaves its final positions (every split finished),
-/// so a restore does not read its input again; the other members of its
-/// chain, and every other subtask, leave no state: their input has ended and
-/// all they emitted is in their consumers' state, so a restored one receives
-/// only its end of input.
+/// Subtask -> job manager, once a subtask has ended its input (checkpointing
+/// on): what to store for it in every checkpoint from now on (FLIP-147). A
+/// source leaves its final positions (every split finished), so a restore
+/// does not read its input again. After a drained input a two-phase-commit
+/// sink leaves its final snapshot (the pre-committed last transaction), and
+/// its subtask stays until a checkpoint holding it completes and the sink
+/// commits; the job manager triggers that final checkpoint as soon as every
+/// task has ended. The other members leave no state: their input has ended
+/// and all they emitted is in their consumers' state, so a restored one
+/// receives only its end of input.
 struct task_final_state {
   write_snapshot_request request; ///< checkpoint_id unset
 };

@@ -4,12 +4,14 @@
 #include "control_messages.hpp"
 #include "state_writer_actor.hpp"
 
+#include "weir/core/log.hpp"
 #include "weir/core/messages.hpp"
 #include "weir/core/unrecoverable_error.hpp"
 #include "weir/runtime/subtask.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <spdlog/logger.h>
 
 #include <exception>
 #include <memory>
@@ -64,6 +66,19 @@ public:
       fail(e.what());
     } catch (...) {
       fail("unknown exception");
+    }
+  }
+
+  /// The job manager stops this subtask for a failure, a cancel or a
+  /// restart: its two-phase-commit sinks roll back what no completed
+  /// checkpoint holds. A failure here is logged, not raised: the job fails
+  /// already, and the next run's restore rolls back what is left.
+  void abort_transactions(std::uint64_t keep_up_to) {
+    try {
+      subtask_.on_abort_transactions(keep_up_to);
+    } catch (const std::exception& e) {
+      log::runtime().warn("{}", subtask_.failure_message(
+                                  std::string{"rolling back its transactions: "} + e.what()));
     }
   }
 
@@ -231,6 +246,7 @@ caf::behavior subtask_actor(caf::event_based_actor* self, subtask_spec spec) {
     [sh](const notify_checkpoint_complete& m) {
       sh->guarded([&](subtask& st) { st.on_notify_complete(m.checkpoint_id); });
     },
+    [sh](const abort_transactions& m) { sh->abort_transactions(m.keep_up_to); },
     [sh](const cancel_checkpoint& m) {
       sh->guarded([&](subtask& st) { st.on_cancel(m.checkpoint_id); });
     },

@@ -2,6 +2,7 @@
 #include "weir/runtime/operator_chain.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <stdexcept>
 
 namespace weir::runtime {
@@ -206,6 +207,24 @@ void operator_chain::notify_checkpoint_complete(std::uint64_t checkpoint_id) {
       ops_[k]->notify_checkpoint_complete(checkpoint_id);
   }
   current_ = 0;
+}
+
+void operator_chain::abort_transactions(std::uint64_t keep_up_to) {
+  std::exception_ptr first;
+  for (std::size_t k = 0; k < ops_.size(); ++k) {
+    current_ = k;
+    if (!ops_[k])
+      continue;
+    try {
+      ops_[k]->abort_transactions(keep_up_to);
+    } catch (...) {
+      if (!first)
+        first = std::current_exception();
+    }
+  }
+  current_ = 0;
+  if (first)
+    std::rethrow_exception(first);
 }
 
 void operator_chain::finish(bool drain) {

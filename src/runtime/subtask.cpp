@@ -147,7 +147,13 @@ void subtask::on_notify_complete(std::uint64_t checkpoint_id) {
     source_->reader().notify_checkpoint_complete(checkpoint_id);
   if (checkpoint_id >= last_snapshot_)
     last_snapshot_resolved_ = true;
+  if (final_checkpoint_ != 0 && checkpoint_id >= final_checkpoint_)
+    final_checkpoint_ = 0; // committed: the subtask may end
   maybe_finish();
+}
+
+void subtask::on_abort_transactions(std::uint64_t keep_up_to) {
+  chain_.abort_transactions(keep_up_to);
 }
 
 void subtask::on_cancel(std::uint64_t checkpoint_id) {
@@ -327,36 +333,71 @@ void subtask::end_of_chain(bool drain) {
 }
 
 bool subtask::awaiting_checkpoint() const noexcept {
+  if (!config_.graph->options.checkpoint.enabled || last_snapshot_resolved_)
+    return false;
   // A stopped job's last checkpoint is its final one: its sinks commit on
   // the notification, so the subtask waits for it (Flink's synchronous
-  // savepoint). A drained job is past its last checkpoint already.
-  return stopping_ && config_.graph->options.checkpoint.enabled && !last_snapshot_resolved_;
+  // savepoint). A drained subtask with a two-phase-commit sink waits for it
+  // too before it takes its final snapshot: the sink then has no
+  // pre-committed transaction whose fate is still open (a PostgreSQL
+  // prepared transaction holds the locks of its rows).
+  return stopping_ || chain_.has_two_phase_commit();
 }
 
 void subtask::maybe_finish() {
-  if (finishing_ && !finished_ && !out_.blocked() && outstanding_writes_ == 0
-      && !awaiting_checkpoint()) {
-    finished_ = true;
-    if (config_.graph->options.checkpoint.enabled)
-      env_->final_state(final_snapshot());
-    env_->finished();
+  if (!finishing_ || finished_ || out_.blocked() || outstanding_writes_ != 0
+      || awaiting_checkpoint())
+    return;
+  if (config_.graph->options.checkpoint.enabled && !final_state_sent_) {
+    final_state_sent_ = true;
+    env_->final_state(final_snapshot());
   }
+  if (final_checkpoint_ != 0)
+    return; // a two-phase-commit sink waits for the final checkpoint
+  finished_ = true;
+  env_->finished();
 }
 
 write_snapshot_request subtask::final_snapshot() {
-  // Only a source's positions matter once the input has ended: every other
-  // member has emitted all it will, and its consumers' state holds that.
+  // A source's positions, and what a two-phase-commit sink pre-commits
+  // after its input ended (drained only: a stopped job's final checkpoint
+  // was its last barrier). The other members have emitted all they will,
+  // and their consumers' state holds that.
   write_snapshot_request req;
   req.task = config_.task_index;
-  if (source_) {
+  auto entry = [&](std::size_t k) {
     operator_snapshot_entry e;
-    e.operator_uid = chain_.node(0).name;
+    e.operator_uid = chain_.node(k).name;
     e.subtask = static_cast<std::uint32_t>(config_.subtask);
     e.parallelism = static_cast<std::uint32_t>(vertex_.parallelism);
+    return e;
+  };
+  if (source_) {
+    auto e = entry(0);
     chain_.set_current(0);
     source_->snapshot(clock_, e);
     req.operators.push_back(std::move(e));
   }
+  if (stopping_ || !chain_.has_two_phase_commit())
+    return req;
+  // Its id is above every checkpoint this subtask took or restored; every
+  // checkpoint that holds this final state has an id at least as high (the
+  // job manager acknowledges with it only checkpoints this subtask did not
+  // take itself, which are newer than its last one).
+  std::uint64_t id = std::max(last_snapshot_, last_completed_);
+  for (const auto& r : config_.restores)
+    if (r)
+      id = std::max(id, r->checkpoint_id);
+  ++id;
+  for (std::size_t k = 0; k < chain_.size(); ++k) {
+    if (!chain_.is_two_phase_commit(k))
+      continue;
+    auto e = entry(k);
+    chain_.snapshot_member(k, id, e.snapshot);
+    e.snapshot.keyed_state.reset();
+    req.operators.push_back(std::move(e));
+  }
+  final_checkpoint_ = id;
   return req;
 }
 

@@ -555,13 +555,21 @@ TESTS["log-level"] = test_log_level
 
 def test_dead_letter_rerun(args):
     """A run with checkpointing that has no completed checkpoint to resume
-    from starts its dead-letter file over instead of appending to it."""
+    from starts its dead-letter file over instead of appending to it. Each
+    run fails (an injected failure, no restart) after the malformed line
+    (8,899 of 10,000) was dead-lettered and before the end of its input, so
+    no checkpoint completes: the interval is an hour, and the final
+    checkpoint comes only after the end of the input."""
     box = Sandbox(args)
     try:
         text = (pathlib.Path(args.repo) / DASHBOARD).read_text()
+        text = text.replace('dead_letter = {', 'inject_failure = { operator = "errors", '
+                            'after_records = 4900 }\ndead_letter = {', 1)
         text += '\n[checkpoint]\ninterval = "1h"\ndir = "state"\n'
         for attempt in (1, 2):
-            box.run("run", "pipeline.toml", "-q", toml_text=text)
+            proc = box.run("run", "pipeline.toml", "-q", toml_text=text, expect=1)
+            check("injected failure" in proc.stderr,
+                  f"run {attempt} did not fail by the injected failure:\n{proc.stderr[-1000:]}")
             listing = box.run("checkpoints", "list", "state").stdout
             check("no checkpoints" in listing, f"a checkpoint completed:\n{listing}")
             bad = load_jsonl(box.work / OUT / "bad_records.jsonl")

@@ -132,6 +132,22 @@ typename Inspector::result_type inspect(Inspector& f, cancel_checkpoint& x) {
   return f(caf::meta::type_name("cancel_checkpoint"), x.checkpoint_id);
 }
 
+/// Job manager -> every subtask, before it stops them for a failure, a
+/// cancel or a restart: no checkpoint newer than `keep_up_to` completes in
+/// this run (it is the newest one completed or whose manifest commit was
+/// sent). Two-phase-commit sinks roll back their open transaction and those
+/// pre-committed for newer checkpoints (`stream_operator::abort_transactions`).
+/// Flink's `CheckpointListener.notifyCheckpointAborted` for every checkpoint
+/// after `keep_up_to`, at the failover.
+struct abort_transactions {
+  std::uint64_t keep_up_to = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, abort_transactions& x) {
+  return f(caf::meta::type_name("abort_transactions"), x.keep_up_to);
+}
+
 /// Subtask -> job manager: it cannot take part in checkpoint n.
 struct decline_checkpoint {
   std::uint64_t checkpoint_id = 0;

@@ -131,7 +131,12 @@ public:
     out.emit_watermark(wm);
   }
 
-  /// Called once after the end of every input.
+  /// Called once after the end of every input. A two-phase-commit sink
+  /// (`is_two_phase_commit`) commits nothing here: its subtask calls
+  /// `snapshot_state` once more after `finish` (the final snapshot, which
+  /// pre-commits the last rows) and `notify_checkpoint_complete` once a
+  /// checkpoint holding that snapshot has completed: the job's final
+  /// checkpoint (Flink's checkpoints after tasks finished, FLIP-147).
   virtual void finish(output_collector& out) { (void) out; }
 
   /// Called once, instead of `finish`, when the job is stopped gracefully
@@ -200,6 +205,24 @@ public:
   virtual void notify_checkpoint_complete(std::uint64_t checkpoint_id) {
     (void) checkpoint_id;
   }
+
+  /// True for a sink that pre-commits in `snapshot_state` and commits in
+  /// `notify_checkpoint_complete` (Flink's `TwoPhaseCommitSinkFunction`).
+  /// At the end of the input its subtask waits until its last barrier
+  /// snapshot is complete or aborted, then takes the final snapshot (a
+  /// `snapshot_state` after `finish`, with an id above every earlier one)
+  /// and ends only once a checkpoint holding it has completed and
+  /// `notify_checkpoint_complete` committed it.
+  virtual bool is_two_phase_commit() const { return false; }
+
+  /// The job failed, was canceled or restarts: no checkpoint newer than
+  /// `keep_up_to` completes in this run. Roll back the open transaction and
+  /// every one pre-committed for a checkpoint newer than `keep_up_to`; leave
+  /// those up to `keep_up_to` (their checkpoint completed, or may have: the
+  /// restore commits them). The last call before the operator is destroyed;
+  /// nothing else follows. Flink's `notifyCheckpointAborted` and
+  /// `TwoPhaseCommitSinkFunction.close` at a failover.
+  virtual void abort_transactions(std::uint64_t keep_up_to) { (void) keep_up_to; }
 };
 
 using stream_operator_ptr = std::unique_ptr<stream_operator>;

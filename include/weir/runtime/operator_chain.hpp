@@ -158,6 +158,21 @@ public:
   /// Checkpoint n: member k's operator state (k must not be a source head).
   void snapshot_member(std::size_t k, std::uint64_t checkpoint_id, operator_snapshot& out);
   void notify_checkpoint_complete(std::uint64_t checkpoint_id);
+  /// Whether member k is a two-phase-commit sink
+  /// (`stream_operator::is_two_phase_commit`; false for a source head).
+  bool is_two_phase_commit(std::size_t k) const {
+    return k < ops_.size() && ops_[k] && ops_[k]->is_two_phase_commit();
+  }
+  /// Whether any member is one.
+  bool has_two_phase_commit() const {
+    for (std::size_t k = 0; k < ops_.size(); ++k)
+      if (is_two_phase_commit(k))
+        return true;
+    return false;
+  }
+  /// `stream_operator::abort_transactions` on every member; the first
+  /// exception is rethrown after every member was called.
+  void abort_transactions(std::uint64_t keep_up_to);
   /// Member k's `stream_operator::query_state` (nullopt for a source head).
   std::optional<std::string> query_state(std::size_t k, std::string_view encoded_key) {
     return k < ops_.size() && ops_[k] ? ops_[k]->query_state(encoded_key) : std::nullopt;

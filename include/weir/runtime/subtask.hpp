@@ -91,7 +91,13 @@ public:
   /// final checkpoint first. A source that has finished already ignores it
   /// (and declines the checkpoint).
   void on_stop(std::uint64_t checkpoint_id, event_time timestamp);
+  /// Checkpoint n is complete: the chain commits (sinks), the source's
+  /// reader is told. A subtask that waits for its final checkpoint ends
+  /// once n is at least the id of its final snapshot.
   void on_notify_complete(std::uint64_t checkpoint_id);
+  /// The job is failing or restarting (`abort_transactions`): the chain's
+  /// two-phase-commit sinks roll back what no completed checkpoint holds.
+  void on_abort_transactions(std::uint64_t keep_up_to);
   /// The last checkpoint this subtask was told complete (0 = none).
   std::uint64_t last_completed_checkpoint() const noexcept { return last_completed_; }
   void on_cancel(std::uint64_t checkpoint_id);
@@ -128,8 +134,10 @@ private:
   /// complete nor aborted yet.
   bool awaiting_checkpoint() const noexcept;
   void maybe_finish();
-  /// What this subtask leaves for the checkpoints after it ends (a source's
-  /// final positions; nothing for other members): `task_final_state`.
+  /// What this subtask leaves for the checkpoints after it ends
+  /// (`task_final_state`): a source's final positions, and after a drained
+  /// input the final snapshot of every two-phase-commit sink, which then
+  /// waits for a checkpoint holding it (`final_checkpoint_`).
   write_snapshot_request final_snapshot();
   void note_blocked() { out_.note_blocked(); }
 
@@ -154,6 +162,11 @@ private:
   std::uint64_t last_snapshot_ = 0;       ///< id of the last snapshot taken
   bool last_snapshot_resolved_ = true;    ///< ... is complete or aborted
   std::uint64_t last_completed_ = 0;
+  bool final_state_sent_ = false;
+  /// Id of the final snapshot of the chain's two-phase-commit sinks until a
+  /// checkpoint at least as new completes (0: nothing to wait for). Flink's
+  /// final checkpoint after `finish` (FLIP-147): the subtask ends only then.
+  std::uint64_t final_checkpoint_ = 0;
 };
 
 } // namespace weir::runtime

@@ -697,6 +697,70 @@ TEST_CASE("a finished source leaves its final positions for later checkpoints (F
   }
 }
 
+/// A two-phase-commit sink that records its calls.
+struct two_phase_recorder final : stream_operator {
+  void process_batch(const record_batch_ptr&, output_collector&) override {}
+  void snapshot_state(std::uint64_t id, operator_snapshot& out) override {
+    log() += "snapshot " + std::to_string(id) + ", ";
+    out.operator_state = "pre-committed " + std::to_string(id);
+  }
+  void notify_checkpoint_complete(std::uint64_t id) override {
+    log() += "commit " + std::to_string(id) + ", ";
+  }
+  void finish(output_collector&) override { log() += "finish, "; }
+  bool is_two_phase_commit() const override { return true; }
+  void abort_transactions(std::uint64_t keep) override {
+    log() += "abort after " + std::to_string(keep) + ", ";
+  }
+  static std::string& log() {
+    static std::string s;
+    return s;
+  }
+};
+
+TEST_CASE("a two-phase-commit sink commits the end of its input only when a checkpoint "
+          "holding its final snapshot completes (FLIP-147)") {
+  auto g = graph({source(0, "src", 8), sink(1, "tpc", 1)}, {edge(0, 1, partitioning::forward)});
+  g->options.checkpoint.enabled = true;
+  g->nodes[1].make_operator = [] { return std::make_unique<two_phase_recorder>(); };
+  auto& log = two_phase_recorder::log();
+  log.clear();
+  chain_harness h{g};
+  h.open();
+  h.run_source(1);
+  h.trigger(1);
+  h.run_source(); // to the end of the input
+  CHECK(log == "snapshot 1, finish, ");
+  h.complete_writes();
+  // Checkpoint 1 is neither complete nor aborted: no final snapshot yet.
+  CHECK(h.final_states.empty());
+  h.notify_complete(1);
+  CHECK(log == "snapshot 1, finish, commit 1, snapshot 2, ");
+  REQUIRE(h.final_states.size() == 1);
+  REQUIRE(h.final_states[0].operators.size() == 2);
+  CHECK(h.final_states[0].operators[0].operator_uid == "src");
+  CHECK(h.final_states[0].operators[1].operator_uid == "tpc");
+  CHECK(h.final_states[0].operators[1].snapshot.operator_state == "pre-committed 2");
+  // It stays until a checkpoint holding that state completes.
+  CHECK_FALSE(h.is_finished);
+  h.cancel(2);
+  CHECK_FALSE(h.is_finished);
+  h.notify_complete(3);
+  CHECK(log == "snapshot 1, finish, commit 1, snapshot 2, commit 3, ");
+  CHECK(h.is_finished);
+
+  // A job that fails before: the job manager's abort reaches the sink.
+  log.clear();
+  chain_harness f{g};
+  f.open();
+  f.run_source();
+  CHECK(f.final_states.size() == 1);
+  CHECK_FALSE(f.is_finished);
+  f.task().on_abort_transactions(0);
+  CHECK(log == "finish, snapshot 1, abort after 0, ");
+  CHECK_FALSE(f.is_finished);
+}
+
 /// Forwards batches; records whether it was finished or stopped.
 struct end_recorder final : stream_operator {
   void process_batch(const record_batch_ptr& batch, output_collector& out) override {

@@ -203,17 +203,27 @@ public:
   }
 
   void finish(output_collector&) override {
+    // Nothing is committed at the end of the input: the final snapshot
+    // (snapshot_state after finish) makes the open part pending, and the
+    // final checkpoint's completion commits it.
     start();
-    for (auto id : pending_)
-      commit(subtask_, id);
-    pending_.clear();
+  }
+
+  bool is_two_phase_commit() const override { return true; }
+
+  void abort_transactions(std::uint64_t keep_up_to) override {
+    // The open part and the pending parts of checkpoints that will not
+    // complete are discarded; those up to keep_up_to stay for the restore.
     if (file_) {
-      close_part();
-      auto id = last_id_ + 1;
-      rename_or_throw(in_progress_path(), committed_path(subtask_, id));
-      last_id_ = id;
+      std::fclose(file_);
+      file_ = nullptr;
     }
-    sync_dir(dir_);
+    std::error_code ec;
+    fs::remove(in_progress_path(), ec);
+    while (!pending_.empty() && pending_.back() > keep_up_to) {
+      fs::remove(pending_path(subtask_, pending_.back()), ec);
+      pending_.pop_back();
+    }
   }
 
   void stop(output_collector&) override {

@@ -624,6 +624,19 @@ void producer::commit_transaction() {
   check();
 }
 
+void producer::abort_transaction() {
+  // One attempt: the job is failing already, and a transaction left open
+  // is aborted by the next init_transactions of this id (or the broker's
+  // transaction timeout).
+  if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_, 10000)) {
+    std::string text = rd_kafka_error_string(e);
+    rd_kafka_error_destroy(e);
+    throw std::runtime_error("Kafka sink on topic '" + topic_
+                             + "': abort_transaction failed: " + text);
+  }
+  rd_kafka_poll(rk_, 0);
+}
+
 progress read_progress(const std::string& bootstrap_servers, const properties& props,
                        const std::string& topic, std::int32_t partition, std::int64_t from,
                        const std::string& transactional_id) {

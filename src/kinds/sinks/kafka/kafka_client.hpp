@@ -61,6 +61,9 @@ public:
   void init_transactions();
   void begin_transaction();
   void commit_transaction();
+  /// Aborts the open transaction: one attempt, waiting at most 10 s for
+  /// the broker; throws when it fails.
+  void abort_transaction();
 
   /// Queues one message (partition -1: librdkafka's partitioner, by key);
   /// waits while the local queue is full. `key` null: no key.

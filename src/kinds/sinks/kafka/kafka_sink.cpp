@@ -332,6 +332,8 @@ public:
       case kafka_delivery::exactly_once:
         break;
     }
+    if (finished_)
+      final_checkpoint_ = checkpoint_id; // the final snapshot, after finish
     if (!current_.messages.empty()) {
       current_.checkpoint_id = checkpoint_id;
       if (current_.in_transaction) {
@@ -358,15 +360,42 @@ public:
     std::size_t n = 0;
     while (n < pending_.size() && pending_[n].checkpoint_id <= checkpoint_id)
       ++n;
-    if (n == 0)
-      return;
-    if (kill_at_ != 0 && ++completions_ == kill_at_) {
-      log::connectors().warn("Kafka sink '{}' subtask {}: WEIR_FAULT: killing the process "
-                             "after checkpoint {} completed, before its commit",
-                             job_.sink_name, subtask_ + 1, checkpoint_id);
-      std::raise(SIGKILL);
+    const bool last = final_checkpoint_ != 0 && checkpoint_id >= final_checkpoint_;
+    if (n > 0) {
+      if (kill_at_ != 0 && ++completions_ == kill_at_) {
+        log::connectors().warn("Kafka sink '{}' subtask {}: WEIR_FAULT: killing the process "
+                               "after checkpoint {} completed, before its commit",
+                               job_.sink_name, subtask_ + 1, checkpoint_id);
+        std::raise(SIGKILL);
+      }
+      // The final checkpoint's commit carries the "end" marker, which tells
+      // a restore that this subtask published its whole input.
+      commit_pending(n, last ? "end" : "");
     }
-    commit_pending(n);
+    if (last && !drop_replay_) {
+      log::connectors().info("Kafka sink '{}' subtask {}: end of input: {} rows in, {} rows "
+                             "committed at the final checkpoint {}",
+                             job_.sink_name, subtask_ + 1, rows_in_, rows_committed_,
+                             checkpoint_id);
+      check_all_committed();
+    }
+  }
+
+  bool is_two_phase_commit() const override {
+    return spec_.delivery == kafka_delivery::exactly_once;
+  }
+
+  void abort_transactions(std::uint64_t) override {
+    // The open transaction holds rows of checkpoints that did not complete
+    // (or may have: their copies are in the checkpoint, and a restore from
+    // it publishes them again), so it is aborted whole.
+    if (spec_.delivery != kafka_delivery::exactly_once || !in_transaction_)
+      return;
+    in_transaction_ = false;
+    producer_->abort_transaction();
+    log::connectors().info("Kafka sink '{}' subtask {}: the job stopped before its next "
+                           "checkpoint completed: the open transaction was aborted",
+                           job_.sink_name, subtask_ + 1);
   }
 
   void restore_state(const operator_restore& in) override {
@@ -448,25 +477,15 @@ public:
       producer_->flush_all();
       return;
     }
-    if (drop_replay_) {
+    finished_ = true;
+    if (drop_replay_)
       log::connectors().info("Kafka sink '{}' subtask {}: {} replayed rows not published "
                              "again",
                              job_.sink_name, subtask_ + 1, dropped_);
-      return;
-    }
-    // No checkpoint follows the end of the input: everything is committed
-    // now, with an "end" marker that tells a restore it was (see README.md).
-    if (!current_.messages.empty()) {
-      current_.checkpoint_id = last_checkpoint() + 1;
-      pending_.push_back(std::move(current_));
-      current_ = segment{};
-    }
-    if (!pending_.empty())
-      commit_pending(pending_.size(), "end");
-    log::connectors().info("Kafka sink '{}' subtask {}: end of input: {} rows in, {} rows "
-                           "committed",
-                           job_.sink_name, subtask_ + 1, rows_in_, rows_committed_);
-    check_all_committed();
+    // Nothing is committed here: the final snapshot (snapshot_state after
+    // finish) pre-commits the rest, and the job's final checkpoint commits
+    // it, with an "end" marker (see README.md). A job that fails before
+    // aborts it.
   }
 
 private:
@@ -479,10 +498,6 @@ private:
   /// Rows go straight into the open transaction only while no earlier
   /// transaction waits for its commit (a producer has one at a time).
   bool live() const { return pending_.empty(); }
-
-  std::uint64_t last_checkpoint() const {
-    return pending_.empty() ? last_committed_ : pending_.back().checkpoint_id;
-  }
 
   std::int64_t scan_from() const {
     if (!pending_.empty() && pending_.front().marker_offset >= 0)
@@ -546,7 +561,6 @@ private:
     log::connectors().debug("Kafka sink '{}' subtask {}: committed {} rows up to checkpoint {}",
                             job_.sink_name, subtask_ + 1, rows, pending_[n - 1].checkpoint_id);
     committed_end_ = marker + 1;
-    last_committed_ = top;
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
     if (pending_.empty() && !current_.messages.empty() && !current_.in_transaction) {
       // Rows that arrived while the commit waited go into the next
@@ -621,7 +635,6 @@ private:
   std::vector<segment> pending_; ///< pre-committed, ascending checkpoint ids
   bool in_transaction_ = false;
   std::int64_t committed_end_ = 0; ///< progress offset after our last committed marker
-  std::uint64_t last_committed_ = 0;
   bool drop_replay_ = false;
   std::uint64_t dropped_ = 0;
   std::uint64_t rows_in_ = 0;        ///< rows received
@@ -632,6 +645,9 @@ private:
   std::uint64_t rows_restored_ = 0;  ///< rows a restore published again
   std::uint64_t kill_at_ = 0;
   std::uint64_t completions_ = 0;
+  bool finished_ = false; ///< the input ended (finish)
+  /// Id of the final snapshot, taken after finish (0: not yet).
+  std::uint64_t final_checkpoint_ = 0;
 };
 
 } // namespace

@@ -231,13 +231,22 @@ TEST_CASE("an exactly-once Kafka sink keeps pre-committed rows in its state and 
   CHECK(snap2.operator_state.find("ann") == std::string::npos); // 1 committed
   CHECK(snap2.operator_state.find("cy") != std::string::npos);
   op->notify_checkpoint_complete(2);
-  op->finish(out);
+  CHECK(op->is_two_phase_commit());
+  op->process_batch(rows({{"dee", 4}}), out);
+  op->finish(out); // commits nothing: the final checkpoint does
+  CHECK(mc.read("eo.weir-progress", 0).size() == 2);
+  weir::operator_snapshot fin;
+  op->snapshot_state(3, fin); // the final snapshot, after finish
+  CHECK(fin.operator_state.find("dee") != std::string::npos);
+  op->notify_checkpoint_complete(3);
   auto markers = mc.read("eo.weir-progress", 0);
-  REQUIRE(markers.size() == 2);
+  REQUIRE(markers.size() == 4);
   CHECK(markers[0].key == "weir-job-out-0");
   CHECK(markers[0].value == "1");
   CHECK(markers[1].value == "2");
-  CHECK(mc.read("eo", 0).size() + mc.read("eo", 1).size() == 3);
+  CHECK(markers[2].value == "3");
+  CHECK(markers[3].value == "end 3"); // the final checkpoint's commit
+  CHECK(mc.read("eo", 0).size() + mc.read("eo", 1).size() == 4);
 }
 
 TEST_CASE("exactly_once refuses a transaction timeout shorter than two checkpoint intervals") {

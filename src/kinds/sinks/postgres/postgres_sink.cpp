@@ -303,8 +303,20 @@ public:
     }
     sink_state s;
     s.subtask = subtask_;
-    if (!buffer_.empty() && !drop_replay_) {
+    // The final snapshot (after finish) prepares the rest with the progress
+    // row, which tells a restore that this subtask wrote its whole input.
+    if ((!buffer_.empty() || finished_) && !drop_replay_) {
       send_unsent();
+      if (finished_) {
+        if (!in_txn_) {
+          exec("BEGIN");
+          in_txn_ = true;
+        }
+        exec("INSERT INTO " + spec_.progress_table + " (sink_id, checkpoint_id) VALUES ("
+             + literal(sink_id_) + ", " + std::to_string(checkpoint_id) + ") ON CONFLICT "
+             "(sink_id) DO UPDATE SET checkpoint_id = EXCLUDED.checkpoint_id, "
+             "finished_at = now()");
+      }
       prepared_txn p;
       p.checkpoint_id = checkpoint_id;
       p.gid = sink_id_ + "-" + std::to_string(checkpoint_id);
@@ -332,9 +344,33 @@ public:
       std::raise(SIGKILL);
     }
     commit_pending();
+    if (finished_) {
+      report(); // the final checkpoint committed the last transaction
+      return;
+    }
     // Rows that arrived while it waited go into the next transaction.
     if (buffer_.rows() >= spec_.batch_size)
       send_unsent();
+  }
+
+  bool is_two_phase_commit() const override { return exactly_once(); }
+
+  void abort_transactions(std::uint64_t keep_up_to) override {
+    if (!exactly_once() || !conn_)
+      return;
+    if (in_txn_) {
+      in_txn_ = false;
+      exec("ROLLBACK");
+    }
+    if (pending_ && pending_->checkpoint_id > keep_up_to) {
+      auto gid = pending_->gid;
+      auto id = pending_->checkpoint_id;
+      pending_.reset();
+      finish_prepared("ROLLBACK PREPARED", gid);
+      log::connectors().info("PostgreSQL sink '{}' subtask {}: the job stopped before "
+                             "checkpoint {} completed: '{}' rolled back",
+                             name_, subtask_ + 1, id, gid);
+    }
   }
 
   void restore_state(const operator_restore& in) override {
@@ -355,19 +391,6 @@ public:
     }
     std::size_t committed = 0, rolled_back = 0;
     auto found = our_prepared();
-    // A prepared end-of-input transaction: the previous run had decided to
-    // commit everything of the subtask (see finish): so does the restore.
-    std::set<std::uint32_t> ended;
-    for (const auto& t : found)
-      if (t.end && owned.count(t.subtask))
-        ended.insert(t.subtask);
-    for (const auto& t : found)
-      if (ended.count(t.subtask))
-        commit.insert(t.gid);
-    // The end transaction last, after the one it waited for.
-    std::stable_partition(found.begin(), found.end(), [](const found_txn& t) { return !t.end; });
-    if (!ended.empty())
-      drop_replay_ = true;
     for (const auto& [gid, sub, id, end] : found) {
       // The subtasks taken over are ours to settle; subtask 0 also rolls
       // back what subtasks beyond the parallelism prepared after n (their
@@ -393,7 +416,7 @@ public:
                      + " WHERE sink_id = " + literal(sink_id_));
     if (PQntuples(r.get()) > 0 || drop_replay_) {
       // The previous run committed everything up to the end of its input
-      // (it crashed after this subtask finished, before the job did).
+      // (its final checkpoint completed, yet an older one is restored).
       log::connectors().warn("PostgreSQL sink '{}' subtask {}: the previous run committed "
                              "its input to the end; the rows replayed from checkpoint {} are "
                              "not written again",
@@ -409,45 +432,14 @@ public:
       report();
       return;
     }
-    if (drop_replay_) {
+    finished_ = true;
+    if (drop_replay_)
       log::connectors().info("PostgreSQL sink '{}' subtask {}: {} replayed rows not written "
                              "again",
                              name_, subtask_ + 1, dropped_);
-      return;
-    }
-    // No checkpoint follows the end of the input: everything is committed
-    // now, with a marker that tells a restore it was. A transaction still
-    // prepared belongs to a checkpoint that may never complete: it must
-    // commit together with the rest or not at all. Insert mode: the rest
-    // and the marker are prepared as '<sink id>-end' first, then both are
-    // committed; a restore that finds '-end' prepared commits all of this
-    // subtask's. Upsert mode: the rest may write the prepared transaction's
-    // rows, whose locks it holds, so that one commits first (a crash in
-    // between replays rows the upsert writes again with the same values).
-    if (pending_ && spec_.mode == postgres_write_mode::upsert)
-      commit_pending();
-    send_unsent();
-    if (!in_txn_) {
-      exec("BEGIN");
-      in_txn_ = true;
-    }
-    exec("INSERT INTO " + spec_.progress_table + " (sink_id, checkpoint_id) VALUES ("
-         + literal(sink_id_) + ", " + std::to_string(last_checkpoint_) + ") ON CONFLICT "
-         "(sink_id) DO UPDATE SET checkpoint_id = EXCLUDED.checkpoint_id, finished_at = now()");
-    if (pending_) {
-      auto end_gid = sink_id_ + "-end";
-      exec("PREPARE TRANSACTION " + literal(end_gid));
-      in_txn_ = false;
-      commit_pending();
-      exec("COMMIT PREPARED " + literal(end_gid));
-    } else {
-      exec("COMMIT");
-    }
-    in_txn_ = false;
-    rows_committed_ += buffer_.rows();
-    buffer_.clear();
-    sent_ = 0;
-    report();
+    // Nothing is committed here: the final snapshot (snapshot_state after
+    // finish) prepares the rest with the progress row, and the job's final
+    // checkpoint commits it. A job that fails before rolls it back.
   }
 
   void stop(output_collector&) override {
@@ -552,7 +544,6 @@ private:
   void commit_pending() {
     exec("COMMIT PREPARED " + literal(pending_->gid));
     rows_committed_ += pending_->rows.rows();
-    last_checkpoint_ = pending_->checkpoint_id;
     log::connectors().debug("PostgreSQL sink '{}' subtask {}: committed {} rows of checkpoint {}",
                             name_, subtask_ + 1, pending_->rows.rows(), pending_->checkpoint_id);
     pending_.reset();
@@ -784,9 +775,9 @@ private:
   std::size_t sent_ = 0; ///< exactly_once: rows of buffer_ in the open transaction
   bool in_txn_ = false;
   std::optional<prepared_txn> pending_;
-  std::uint64_t last_checkpoint_ = 0;
   bool started_ = false;
   bool drop_replay_ = false;
+  bool finished_ = false; ///< the input ended (finish)
   event_time flush_due_ = 0;
   std::uint64_t rows_in_ = 0, rows_committed_ = 0, dropped_ = 0;
   std::uint64_t kill_at_ = 0, completions_ = 0;
