@@ -189,8 +189,11 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
   } else {
     bad = with_commas(r.bad_records);
     if (r.restored_checkpoint_id > 0 || r.restarts > 0)
-      bad += " in this run (since checkpoint #" + std::to_string(r.restored_checkpoint_id)
-             + (r.restarts > 0 ? ", records read again after a restart counted again" : "")
+      bad += " in this run only ("
+             + (r.restored_checkpoint_id > 0
+                  ? "since checkpoint #" + std::to_string(r.restored_checkpoint_id)
+                  : std::string{"since its start"})
+             + (r.restarts > 0 ? "; records read again after a restart count again" : "")
              + ")";
   }
   if (r.bad_records > 0 || r.job_bad_records.value_or(0) > 0) {
