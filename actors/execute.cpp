@@ -97,11 +97,17 @@ job_result job::execute_with(runtime::background_run* control) {
     }
     if (graph_->options.on_bad_record == bad_record_policy::dead_letter
         && !graph_->options.dead_letter_path.empty())
-      // A job resuming from a checkpoint keeps earlier bad records (those
-      // replayed after the restore point are written again); any other run
-      // starts the file over.
+      // Exactly-once: written through a two-phase commit, so each bad record
+      // is in the file once across restores (the job manager restores and
+      // commits it). Otherwise a job resuming from a checkpoint keeps
+      // earlier bad records (those replayed after the restore point are
+      // written again); any other run starts the file over.
       ctx->dead_letters = std::make_unique<runtime::dead_letter_queue>(
-        graph_->options.dead_letter_path, resumable);
+        graph_->options.dead_letter_path,
+        cp.enabled && cp.mode == checkpointing_mode::exactly_once
+          ? runtime::dead_letter_queue::commit_mode::two_phase
+          : runtime::dead_letter_queue::commit_mode::direct,
+        resumable);
   } catch (const std::exception& e) {
     result.error = e.what();
     return result;
@@ -160,6 +166,19 @@ job_result job::execute_with(runtime::background_run* control) {
         result.error += (result.error.empty() ? "" : "; ") + f.message(opts);
   } else {
     result.ok = true;
+    if (auto& dlq = ctx->dead_letters) {
+      try {
+        if (!result.stopped)
+          dlq->finish(); // the input ended: every dead letter is committed
+        if (const auto& c = graph_->options.checkpoint;
+            c.enabled && c.mode == checkpointing_mode::exactly_once)
+          result.job_bad_records = dlq->committed_count();
+      } catch (const std::exception& e) {
+        result.ok = false;
+        result.error = e.what();
+        return result;
+      }
+    }
     if (ctx->store && !result.stopped) {
       // Finished its input: a start over with no checkpoint of its own is
       // complete all the same (its sinks committed everything).

@@ -364,6 +364,17 @@ void deploy(jm_actor* self) {
     st.failed = true;
     return;
   }
+  if (auto& dlq = st.ctx->dead_letters) {
+    // Exactly-once dead letters: back to what the restored checkpoint
+    // committed (a no-op for directly written ones).
+    try {
+      dlq->restore(st.ctx->result.restored_checkpoint_id, st.attempt);
+    } catch (const std::exception& e) {
+      st.ctx->fail(e.what());
+      st.failed = true;
+      return;
+    }
+  }
   st.subtasks.clear();
   st.final_states.clear();
   st.awaiting_final.clear();
@@ -934,6 +945,16 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
           log::checkpoint().debug("job '{}': checkpoint {} completed",
                                   s.ctx->graph->options.name, id);
           abort_checkpoints(self, done->subsumed);
+          if (auto& dlq = s.ctx->dead_letters) {
+            try {
+              dlq->commit(id);
+            } catch (const std::exception& e) {
+              // The checkpoint stays complete; the next restore from it
+              // completes this commit.
+              log::runtime().error("job '{}': checkpoint {}: {}",
+                                   s.ctx->graph->options.name, id, e.what());
+            }
+          }
           for (auto& t : s.subtasks)
             self->send(t, notify_checkpoint_complete{id});
           trigger_final_checkpoint(self);

@@ -178,8 +178,25 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
                static_cast<double>(r.duration.count()) / 1000.0);
   std::fprintf(stderr, "  records read     %s\n", with_commas(r.records_read).c_str());
   std::fprintf(stderr, "  records written  %s\n", with_commas(r.records_written).c_str());
-  std::string bad = with_commas(r.bad_records);
-  if (r.bad_records > 0) {
+  // After a restore this process saw only part of the job's bad records:
+  // the job's total where it is known (exactly-once dead letters), else
+  // say that the count is this run's.
+  std::string bad;
+  if (r.job_bad_records) {
+    bad = with_commas(*r.job_bad_records);
+    if (r.restored_checkpoint_id > 0 || r.restarts > 0)
+      bad += " since the job's fresh start (" + with_commas(r.bad_records) + " in this run)";
+  } else {
+    bad = with_commas(r.bad_records);
+    if (r.restored_checkpoint_id > 0 || r.restarts > 0)
+      bad += " in this run only ("
+             + (r.restored_checkpoint_id > 0
+                  ? "since checkpoint #" + std::to_string(r.restored_checkpoint_id)
+                  : std::string{"since its start"})
+             + (r.restarts > 0 ? "; records read again after a restart count again" : "")
+             + ")";
+  }
+  if (r.bad_records > 0 || r.job_bad_records.value_or(0) > 0) {
     switch (o.on_bad_record) {
       case weir::bad_record_policy::dead_letter:
         bad += " (dead-lettered to " + o.dead_letter_path + ")";

@@ -277,12 +277,50 @@ void append_json(const value& v, type_id t, std::string& out) {
 }
 
 void append_bad_record_json(const bad_record& r, std::string& out) {
+  const auto num = [&out](const char* name, auto v) {
+    out += name;
+    out += std::to_string(v);
+  };
   out += "{\"origin\":";
-  append_json_string(r.origin, out);
-  out += ",\"line\":";
-  out += std::to_string(r.line);
-  out += ",\"offset\":";
-  out += std::to_string(r.offset);
+  switch (r.source) {
+    case bad_record_source::kafka:
+      append_json_string(r.topic + "/" + std::to_string(r.partition) + "@"
+                           + std::to_string(r.offset),
+                         out);
+      out += ",\"topic\":";
+      append_json_string(r.topic, out);
+      num(",\"partition\":", r.partition);
+      num(",\"offset\":", r.offset);
+      out += ",\"key\":";
+      if (r.key)
+        append_json_string(*r.key, out);
+      else
+        out += "null";
+      out += ",\"timestamp\":";
+      if (r.timestamp)
+        out += std::to_string(*r.timestamp);
+      else
+        out += "null";
+      break;
+    case bad_record_source::http:
+      append_json_string(r.origin + ":" + std::to_string(r.line), out);
+      out += ",\"source\":";
+      append_json_string(r.source_name, out);
+      out += ",\"request_id\":";
+      append_json_string(r.request_id, out);
+      num(",\"line\":", r.line);
+      break;
+    case bad_record_source::file:
+    case bad_record_source::other:
+      // Files, and what names its origin itself (an Elasticsearch index and
+      // document id, a push source): "origin:line" and the parts.
+      append_json_string(r.origin + ":" + std::to_string(r.line), out);
+      out += ",\"file\":";
+      append_json_string(r.origin, out);
+      num(",\"line\":", r.line);
+      num(",\"offset\":", r.offset);
+      break;
+  }
   out += ",\"reason\":";
   append_json_string(r.reason, out);
   out += ",\"raw\":";

@@ -128,6 +128,7 @@ public:
                               if (!on_bad_)
                                 return;
                               bad_record r;
+                              r.source = bad_record_source::file;
                               r.origin = opts_.path;
                               r.line = line_base() + base_line + line - 1;
                               r.offset = base_offset + offset;
@@ -195,6 +196,7 @@ public:
       }
       if (st == record_decoder::status::bad && on_bad_) {
         bad_record r;
+        r.source = bad_record_source::file;
         r.origin = opts_.path;
         r.line = line_base() + rec_line - 1;
         r.offset = rec_offset;

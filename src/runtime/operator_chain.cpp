@@ -42,13 +42,14 @@ operator_context operator_chain::context(std::size_t k) const {
   // As a source's bad records (subtask.cpp): counted on the operator, then
   // by the job's policy.
   ctx.on_bad_record = [m = metrics_[k], policy = graph_->options.on_bad_record,
-                       dlq = dead_letters_, name = nodes_[k]->name](const bad_record& r) {
+                       dlq = dead_letters_, writer = dead_letter_writer_,
+                       attempt = dead_letter_attempt_, name = nodes_[k]->name](const bad_record& r) {
     m->bad_records.fetch_add(1, std::memory_order_relaxed);
     if (policy == bad_record_policy::fail)
       throw std::runtime_error("operator '" + name + "': bad record at " + r.origin + ": "
                                + r.reason);
     if (policy == bad_record_policy::dead_letter && dlq)
-      dlq->write(r);
+      dlq->write(r, writer, attempt);
   };
   return ctx;
 }

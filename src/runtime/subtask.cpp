@@ -25,7 +25,7 @@ subtask::subtask(subtask_config config, subtask_environment& env)
     gate_(config_.plan->channel_input[config_.vertex],
           config_.graph->nodes[vertex_.nodes[0]].num_inputs, exactly_once(*config_.graph)),
     input_idle_(gate_.inputs(), false) {
-  chain_.set_dead_letters(config_.dead_letters);
+  chain_.set_dead_letters(config_.dead_letters, config_.task_index, config_.attempt);
 }
 
 void subtask::open() {
@@ -36,8 +36,10 @@ void subtask::open() {
     auto* m = &chain_.metrics(0);
     auto policy = g.options.on_bad_record;
     auto* dlq = config_.dead_letters;
+    auto writer = config_.task_index;
+    auto attempt = config_.attempt;
     auto reader = head.make_source(config_.subtask, vertex_.parallelism,
-                                   [m, policy, dlq](const bad_record& r) {
+                                   [m, policy, dlq, writer, attempt](const bad_record& r) {
                                      m->bad_records.fetch_add(1, std::memory_order_relaxed);
                                      if (policy == bad_record_policy::fail)
                                        throw std::runtime_error(
@@ -46,7 +48,7 @@ void subtask::open() {
                                                        : " offset " + std::to_string(r.offset))
                                          + ": " + r.reason);
                                      if (policy == bad_record_policy::dead_letter && dlq)
-                                       dlq->write(r);
+                                       dlq->write(r, writer, attempt);
                                    });
     source_.emplace(head, std::move(reader), g.options.batch_size);
     source_->open(chain_.context(0));
@@ -91,6 +93,10 @@ void subtask::take_snapshot(std::uint64_t n, event_time trigger_ts,
     }
     req.operators.push_back(std::move(e));
   }
+  // Pre-commits the records dead-lettered before this barrier (after the
+  // members' snapshots: a sink's flush at the barrier may reject some).
+  if (config_.dead_letters)
+    config_.dead_letters->seal(config_.task_index, config_.attempt, n);
   chain_.set_current(0);
   chain_.broadcast(output_element{element_kind::barrier, nullptr, trigger_ts, n});
   last_snapshot_ = n;
@@ -329,6 +335,11 @@ void subtask::end_of_chain(bool drain) {
   stopping_ = !drain;
   chain_.finish(drain);
   finishing_ = true;
+  // Exactly-once dead letters: the final state answers for every later
+  // checkpoint, so what the chain dead-lettered since its last snapshot is
+  // pre-committed now. On a stop the final checkpoint sealed them already.
+  if (drain && config_.dead_letters)
+    config_.dead_letters->seal_final(config_.task_index, config_.attempt);
   maybe_finish();
 }
 

@@ -589,7 +589,13 @@ struct job_result {
   std::string error;              ///< why the job failed, naming operator and subtask
   std::uint64_t records_read = 0; ///< rows emitted by all sources
   std::uint64_t records_written = 0; ///< rows received by all sinks
+  /// Bad records of this process (since it started or restored; with
+  /// restarts inside it, those read again after a restart count again).
   std::uint64_t bad_records = 0;
+  /// The job's bad records since its fresh start, over every restore, where
+  /// known: exactly-once with dead letters (those in the dead-letter file
+  /// at the end). nullopt elsewhere.
+  std::optional<std::uint64_t> job_bad_records;
   std::uint64_t late_records = 0;
   std::chrono::milliseconds duration{0};
   std::uint64_t checkpoints_completed = 0;

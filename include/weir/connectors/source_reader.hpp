@@ -11,18 +11,45 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace weir {
 
-/// A record that could not be decoded, with where it came from
+/// Which kind of source a bad record came from: it decides the origin
+/// fields its dead letter carries (`format::append_bad_record_json`).
+enum class bad_record_source : std::uint8_t {
+  other, ///< an operator or sink, a push source: `origin` and the reason only
+  file,  ///< a file: path (`origin`), 1-based line, byte offset
+  kafka, ///< a Kafka record: topic, partition, offset, key, timestamp
+  http,  ///< an http ingest request: source name, request id, 1-based line
+};
+
+/// A record that could not be decoded, with where it came from 
 /// (docs/concepts/bad-input.md).
 struct bad_record {
-  std::string origin; ///< file path, or topic/partition
+  bad_record() = default;
+  /// A record of `bad_record_source::other` (or a file, setting `source`).
+  bad_record(std::string origin_, std::uint64_t line_, std::uint64_t offset_,
+             std::string reason_, std::string raw_)
+    : origin(std::move(origin_)),
+      line(line_),
+      offset(offset_),
+      reason(std::move(reason_)),
+      raw(std::move(raw_)) {}
+
+  std::string origin; ///< file path, "topic/partition", or a description
   std::uint64_t line = 0;   ///< 1-based line number of the record's first line (0 = n/a)
   std::uint64_t offset = 0; ///< byte offset (files) or Kafka offset
   std::string reason;       ///< why it was rejected, e.g. "unterminated quote in agent"
   std::string raw;          ///< the raw text, without the trailing newline
+  bad_record_source source = bad_record_source::other;
+  std::string topic;                      ///< kafka: the topic
+  std::int32_t partition = -1;            ///< kafka: the partition
+  std::optional<std::string> key;         ///< kafka: the key; nullopt = none (null)
+  std::optional<std::int64_t> timestamp;  ///< kafka: the record's timestamp (ms); nullopt = none
+  std::string source_name;                ///< http: the source's name
+  std::string request_id;                 ///< http: the request's id
 };
 
 /// Called by a reader for every bad record. It may throw to fail the job

@@ -304,8 +304,13 @@ void append_json_string(std::string_view s, std::string& out);
 /// NaN and infinities as null.
 void append_json_double(double d, std::string& out);
 
-/// Appends one dead-letter line for `r` to `out`:
-/// `{"origin":..,"line":..,"offset":..,"reason":..,"raw":..}` and '\n'.
+/// Appends one dead-letter line for `r` to `out`, its origin fields by
+/// `r.source`, then `"reason"` and `"raw"`, and '\n':
+/// - file (and other): `{"origin":"path:line","file":path,"line":N,"offset":bytes,...}`
+/// - kafka: `{"origin":"topic/partition@offset","topic":..,"partition":N,"offset":N,
+///   "key":string|null,"timestamp":ms|null,...}`
+/// - http: `{"origin":"http source 'name' request id:line","source":name,
+///   "request_id":..,"line":N,...}`
 void append_bad_record_json(const bad_record& r, std::string& out);
 
 } // namespace weir::format

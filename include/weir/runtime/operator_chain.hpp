@@ -53,7 +53,14 @@ public:
   /// Where the operators' bad records go (`operator_context::on_bad_record`
   /// applies the job's `on_bad_record` with it); null: none is written.
   /// Call before `open`; `dlq` must outlive the chain.
-  void set_dead_letters(dead_letter_queue* dlq) noexcept { dead_letters_ = dlq; }
+  /// `writer` and `attempt`: the subtask's task index and restart attempt
+  /// (`dead_letter_queue::write`).
+  void set_dead_letters(dead_letter_queue* dlq, std::uint32_t writer = 0,
+                        std::size_t attempt = 0) noexcept {
+    dead_letters_ = dlq;
+    dead_letter_writer_ = writer;
+    dead_letter_attempt_ = attempt;
+  }
 
   /// Makes and opens every member's operator but a source head's, first to
   /// last. `transactional`: sinks with a two-phase-commit variant use it.
@@ -227,6 +234,8 @@ private:
   std::size_t current_ = 0;
   std::optional<std::pair<std::size_t, std::uint64_t>> inject_at_;
   dead_letter_queue* dead_letters_ = nullptr;
+  std::uint32_t dead_letter_writer_ = 0;
+  std::size_t dead_letter_attempt_ = 0;
 };
 
 } // namespace weir::runtime

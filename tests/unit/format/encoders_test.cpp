@@ -145,12 +145,50 @@ TEST_CASE("append_json writes each value kind") {
   CHECK(out == "null 5.0 5 0.5 false \"x\"");
 }
 
-TEST_CASE("bad records are written as one JSON line for the dead letter file") {
+TEST_CASE("a bad record of a file is dead-lettered with its path, line and byte offset") {
   bad_record r{"logs/a.log", 8899, 1234, "unterminated quote in agent", "raw \"text\""};
+  r.source = weir::bad_record_source::file;
   std::string out;
   append_bad_record_json(r, out);
-  CHECK(out == "{\"origin\":\"logs/a.log\",\"line\":8899,\"offset\":1234,"
-               "\"reason\":\"unterminated quote in agent\",\"raw\":\"raw \\\"text\\\"\"}\n");
+  CHECK(out == "{\"origin\":\"logs/a.log:8899\",\"file\":\"logs/a.log\",\"line\":8899,"
+               "\"offset\":1234,\"reason\":\"unterminated quote in agent\","
+               "\"raw\":\"raw \\\"text\\\"\"}\n");
+}
+
+TEST_CASE("a bad Kafka record is dead-lettered with topic, partition, offset, key and timestamp") {
+  bad_record r;
+  r.source = weir::bad_record_source::kafka;
+  r.topic = "events";
+  r.partition = 3;
+  r.offset = 25;
+  r.reason = "bad";
+  r.raw = "x";
+  std::string out;
+  SUBCASE("with a key and a timestamp") {
+    r.key = "k1";
+    r.timestamp = 1700000000000;
+    append_bad_record_json(r, out);
+    CHECK(out == "{\"origin\":\"events/3@25\",\"topic\":\"events\",\"partition\":3,"
+                 "\"offset\":25,\"key\":\"k1\",\"timestamp\":1700000000000,"
+                 "\"reason\":\"bad\",\"raw\":\"x\"}\n");
+  }
+  SUBCASE("without either") {
+    append_bad_record_json(r, out);
+    CHECK(out == "{\"origin\":\"events/3@25\",\"topic\":\"events\",\"partition\":3,"
+                 "\"offset\":25,\"key\":null,\"timestamp\":null,"
+                 "\"reason\":\"bad\",\"raw\":\"x\"}\n");
+  }
+}
+
+TEST_CASE("a bad record of an http request is dead-lettered with source, request id and line") {
+  bad_record r{"http source 'in' request r-7", 2, 10, "bad", "x"};
+  r.source = weir::bad_record_source::http;
+  r.source_name = "in";
+  r.request_id = "r-7";
+  std::string out;
+  append_bad_record_json(r, out);
+  CHECK(out == "{\"origin\":\"http source 'in' request r-7:2\",\"source\":\"in\","
+               "\"request_id\":\"r-7\",\"line\":2,\"reason\":\"bad\",\"raw\":\"x\"}\n");
 }
 
 TEST_CASE("apache_combined has no encoder") {

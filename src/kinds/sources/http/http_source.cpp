@@ -147,9 +147,12 @@ ingest_result http_source_handle::ingest(std::string_view body, const std::strin
         reason = "a control line is not a record here";
       if (r.bad_examples.size() < 10)
         r.bad_examples.push_back({line, reason});
-      bad.push_back(bad_record{origin, line,
-                               static_cast<std::uint64_t>(rec.data() - body.data()), reason,
-                               std::string{rec.substr(0, 4096)}});
+      auto& b = bad.emplace_back(origin, line,
+                                 static_cast<std::uint64_t>(rec.data() - body.data()), reason,
+                                 std::string{rec.substr(0, 4096)});
+      b.source = bad_record_source::http;
+      b.source_name = name_;
+      b.request_id = r.request_id;
     }
     line += std::max<std::size_t>(lines, 1);
     rest.remove_prefix(len);

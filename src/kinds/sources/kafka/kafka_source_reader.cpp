@@ -836,8 +836,17 @@ private:
       // bad (or a control line, which a Kafka source does not read)
       if (reason.empty())
         reason = "not a record";
-      on_bad_(bad_record{p->name, 0, static_cast<std::uint64_t>(offset), reason,
-                         std::string{cut_utf8(value, max_raw_bytes)}});
+      bad_record b{p->name, 0, static_cast<std::uint64_t>(offset), reason,
+                   std::string{cut_utf8(value, max_raw_bytes)}};
+      b.source = bad_record_source::kafka;
+      b.topic = p->topic;
+      b.partition = p->partition;
+      if (m.key != nullptr)
+        b.key = std::string{cut_utf8(
+          std::string_view{static_cast<const char*>(m.key), m.key_len}, max_raw_bytes)};
+      if (has_ts)
+        b.timestamp = ts;
+      on_bad_(b);
     }
     if (o_.spec.bounded && p->next >= p->end)
       mark_done(*p);
