@@ -25,7 +25,7 @@ enum class bad_record_source : std::uint8_t {
   http,  ///< an http ingest request: source name, request id, 1-based line
 };
 
-/// A record that could not be decoded, with where it came from 
+/// A record that could not be decoded, with where it came from
 /// (docs/concepts/bad-input.md).
 struct bad_record {
   bad_record() = default;
