@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace weir::runtime {
 
@@ -28,12 +29,15 @@ operator_chain::operator_chain(const job_graph& g, const chain_vertex& vertex,
     metrics_.push_back(&metrics.at(node.id, subtask));
     taps_.push_back(node.is_sink ? &metrics.tap(node.id) : nullptr);
   }
+  if (vertex.chained_successors.size() != n)
+    throw std::logic_error("chain '" + vertex.name + "': successors of "
+                           + std::to_string(vertex.chained_successors.size()) + " members, not "
+                           + std::to_string(n));
   successor_begin_.reserve(n + 1);
   for (std::size_t k = 0; k < n; ++k) {
     successor_begin_.push_back(successors_.size());
-    if (k < vertex.chained_successors.size())
-      successors_.insert(successors_.end(), vertex.chained_successors[k].begin(),
-                         vertex.chained_successors[k].end());
+    successors_.insert(successors_.end(), vertex.chained_successors[k].begin(),
+                       vertex.chained_successors[k].end());
   }
   successor_begin_.push_back(successors_.size());
   writers_.reserve(writer_specs_.size());

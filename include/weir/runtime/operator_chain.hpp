@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,11 +128,6 @@ public:
   /// Member k emitted watermark `wm`: to its network edges, then to each
   /// chained successor in turn.
   void emit_watermark(std::size_t k, event_time wm);
-  /// The members member k's main output feeds directly, in call order.
-  std::span<const std::size_t> chained_successors(std::size_t k) const noexcept {
-    return {successors_.data() + successor_begin_[k],
-            successor_begin_[k + 1] - successor_begin_[k]};
-  }
   void count_late(std::size_t k, std::uint64_t n) {
     metrics_[k]->late_records.fetch_add(n, std::memory_order_relaxed);
   }
