@@ -34,10 +34,14 @@ operator_chain::operator_chain(const job_graph& g, const chain_vertex& vertex,
                            + std::to_string(vertex.chained_successors.size()) + " members, not "
                            + std::to_string(n));
   successor_begin_.reserve(n + 1);
+  next_.reserve(n);
   for (std::size_t k = 0; k < n; ++k) {
+    const auto& succ = vertex.chained_successors[k];
     successor_begin_.push_back(successors_.size());
-    successors_.insert(successors_.end(), vertex.chained_successors[k].begin(),
-                       vertex.chained_successors[k].end());
+    successors_.insert(successors_.end(), succ.begin(), succ.end());
+    next_.push_back(succ.empty()      ? no_successor
+                    : succ.size() > 1 ? several_successors
+                                      : succ.front());
   }
   successor_begin_.push_back(successors_.size());
   writers_.reserve(writer_specs_.size());
@@ -110,6 +114,19 @@ void operator_chain::inject_now(std::size_t k) {
   }
 }
 
+inline void operator_chain::push_to(std::size_t k, const record_batch_ptr& batch,
+                                    std::uint64_t rows, std::uint64_t bytes) {
+  auto seen = metrics_[k]->records_in.fetch_add(rows, std::memory_order_relaxed);
+  metrics_[k]->bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+  if (taps_[k] && taps_[k]->active())
+    taps_[k]->publish(batch, subtask_, seen);
+  auto saved = current_;
+  current_ = k;
+  maybe_inject(k);
+  ops_[k]->process_batch(batch, collectors_[k]);
+  current_ = saved;
+}
+
 void operator_chain::emit(std::size_t k, std::size_t port, record_batch_ptr batch) {
   if (!batch || batch->num_rows == 0)
     return;
@@ -126,32 +143,19 @@ void operator_chain::emit(std::size_t k, std::size_t port, record_batch_ptr batc
     writers_[w].write(batch, *out_);
   if (port != 0)
     return;
-  const auto first = successor_begin_[k];
-  const auto last = successor_begin_[k + 1];
-  if (last - first == 1)
+  const auto next = next_[k];
+  if (next < several_successors)
     // The last use of `batch`: an operator that is its sole owner here
     // (no network writer took it) may take its columns (projection).
-    push_to(successors_[first], batch, rows, bytes);
-  else if (last != first)
-    fan_out(first, last, batch, rows, bytes);
+    push_to(next, batch, rows, bytes);
+  else if (next == several_successors)
+    fan_out(k, batch, rows, bytes);
 }
 
-void operator_chain::push_to(std::size_t k, const record_batch_ptr& batch, std::uint64_t rows,
+void operator_chain::fan_out(std::size_t k, const record_batch_ptr& batch, std::uint64_t rows,
                              std::uint64_t bytes) {
-  auto seen = metrics_[k]->records_in.fetch_add(rows, std::memory_order_relaxed);
-  metrics_[k]->bytes_in.fetch_add(bytes, std::memory_order_relaxed);
-  if (taps_[k] && taps_[k]->active())
-    taps_[k]->publish(batch, subtask_, seen);
-  auto saved = current_;
-  current_ = k;
-  maybe_inject(k);
-  ops_[k]->process_batch(batch, collectors_[k]);
-  current_ = saved;
-}
-
-void operator_chain::fan_out(std::size_t first, std::size_t last,
-                             const record_batch_ptr& batch, std::uint64_t rows,
-                             std::uint64_t bytes) {
+  const auto first = successor_begin_[k];
+  const auto last = successor_begin_[k + 1];
   {
     // Shared while a successor after this one still reads it: no successor
     // but the last may find itself the sole owner and take columns.
@@ -162,16 +166,24 @@ void operator_chain::fan_out(std::size_t first, std::size_t last,
   push_to(successors_[last - 1], batch, rows, bytes);
 }
 
+inline void operator_chain::watermark_to(std::size_t k, event_time wm) {
+  metrics_[k]->watermark.store(wm, std::memory_order_relaxed);
+  auto saved = current_;
+  current_ = k;
+  ops_[k]->process_watermark(wm, collectors_[k]);
+  current_ = saved;
+}
+
 void operator_chain::emit_watermark(std::size_t k, event_time wm) {
   metrics_[k]->watermark.store(wm, std::memory_order_relaxed);
   broadcast_from(k, output_element{element_kind::watermark, nullptr, wm});
-  for (auto i = successor_begin_[k]; i < successor_begin_[k + 1]; ++i) {
-    const auto c = successors_[i];
-    metrics_[c]->watermark.store(wm, std::memory_order_relaxed);
-    auto saved = current_;
-    current_ = c;
-    ops_[c]->process_watermark(wm, collectors_[c]);
-    current_ = saved;
+  const auto next = next_[k];
+  if (next < several_successors) {
+    watermark_to(next, wm);
+  } else if (next == several_successors) {
+    const auto last = successor_begin_[k + 1];
+    for (auto i = successor_begin_[k]; i < last; ++i)
+      watermark_to(successors_[i], wm);
   }
 }
 

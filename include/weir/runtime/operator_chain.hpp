@@ -200,12 +200,16 @@ private:
   void inject_now(std::size_t k);
 
   /// Hands `batch` (`rows` rows, `bytes` bytes) to chained member `k`.
-  void push_to(std::size_t k, const record_batch_ptr& batch, std::uint64_t rows,
-               std::uint64_t bytes);
-  /// Hands `batch` to chained members successors_[first, last), in order,
+  /// Always inlined: the straight chain's hot path (one successor) must
+  /// cost no call more than calling the next member directly did.
+  [[gnu::always_inline]] void push_to(std::size_t k, const record_batch_ptr& batch,
+                                      std::uint64_t rows, std::uint64_t bytes);
+  /// Hands watermark `wm` to chained member `k` (inlined as `push_to`).
+  [[gnu::always_inline]] void watermark_to(std::size_t k, event_time wm);
+  /// Hands `batch` to each chained successor of member `k` in order,
   /// keeping it shared until the last one.
-  void fan_out(std::size_t first, std::size_t last, const record_batch_ptr& batch,
-               std::uint64_t rows, std::uint64_t bytes);
+  void fan_out(std::size_t k, const record_batch_ptr& batch, std::uint64_t rows,
+               std::uint64_t bytes);
 
   const job_graph* graph_;
   const chain_vertex* vertex_;
@@ -217,10 +221,15 @@ private:
   two_input_stream_operator* head2_ = nullptr; ///< ops_[0] if it has two inputs
   std::vector<collector> collectors_;
   /// Chained successors of member k: successors_[successor_begin_[k],
-  /// successor_begin_[k + 1]) (one flat array: the straight chain's hot path
-  /// reads two adjacent offsets).
+  /// successor_begin_[k + 1]).
   std::vector<std::size_t> successor_begin_;
   std::vector<std::size_t> successors_;
+  /// Per member: its one chained successor, or `no_successor`, or
+  /// `several_successors` (then see successors_). One load and one compare
+  /// on the straight chain's hot path, as `k + 1 < size()` was.
+  std::vector<std::size_t> next_;
+  static constexpr std::size_t no_successor = static_cast<std::size_t>(-1);
+  static constexpr std::size_t several_successors = no_successor - 1;
   std::vector<writer_spec> writer_specs_;
   std::vector<record_writer> writers_;
   /// writers_of_[k][port]: indices into writers_ of member k's port.

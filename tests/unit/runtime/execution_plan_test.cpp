@@ -46,7 +46,8 @@ TEST_CASE("forward edges of equal parallelism chain, key_by edges do not") {
   CHECK(plan.topo_order == std::vector<std::size_t>{0, 1});
 }
 
-TEST_CASE("every forward consumer of equal parallelism chains: one stream's consumers form a tree") {
+TEST_CASE("every forward consumer of equal parallelism chains: one stream's consumers "
+          "form a tree") {
   job_graph g;
   g.nodes = {node(0, "src", 1, true), node(1, "a", 1), node(2, "b", 1)};
   g.edges = {edge(0, 1, partitioning::forward), edge(0, 2, partitioning::forward)};
@@ -88,7 +89,8 @@ TEST_CASE("chain members are in pre-order, chained successors in declaration ord
   CHECK(plan.topo_order.front() == plan.vertex_of_node[0]);
 }
 
-TEST_CASE("a consumer of another parallelism, a second input or a side output stays out of the tree") {
+TEST_CASE("a consumer of another parallelism, a second input or a side output stays out "
+          "of the tree") {
   job_graph g;
   g.nodes = {node(0, "src", 1, true), node(1, "a", 1), node(2, "wide", 2), node(3, "u", 1),
              node(4, "side", 1)};
