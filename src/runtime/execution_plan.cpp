@@ -2,8 +2,44 @@
 #include "weir/runtime/execution_plan.hpp"
 
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace weir::runtime {
+
+namespace {
+
+/// Flink's chain name (StreamingJobGraphGenerator::createChainedName): a
+/// member, then " -> " and its one chained successor's name, or its
+/// successors' names in parentheses. Iterative: a chain may be wide.
+std::string chain_name(const job_graph& g, const chain_vertex& cv) {
+  std::string out;
+  // (member, next successor to write); a member's text opens on its first
+  // visit and closes once its successors are written.
+  std::vector<std::pair<std::size_t, std::size_t>> stack{{0, 0}};
+  out += g.nodes[cv.nodes[0]].name;
+  while (!stack.empty()) {
+    auto& [k, i] = stack.back();
+    const auto& succ = cv.chained_successors[k];
+    if (i == succ.size()) {
+      if (succ.size() > 1)
+        out += ')';
+      stack.pop_back();
+      continue;
+    }
+    if (i == 0)
+      out += succ.size() > 1 ? " -> (" : " -> ";
+    else
+      out += ", ";
+    const auto next = succ[i++];
+    out += g.nodes[cv.nodes[next]].name;
+    stack.emplace_back(next, 0);
+  }
+  return out;
+}
+
+} // namespace
 
 std::size_t execution_plan::channel_of(const job_graph& g, std::size_t e,
                                        std::size_t u) const {
@@ -21,31 +57,33 @@ execution_plan build_execution_plan(const job_graph& g) {
     plan.out_edges[g.edges[e].source].push_back(e);
   }
 
-  // A node chains to its predecessor when it has exactly one input, that input
-  // is the predecessor's main output, forward, with equal parallelism, and the
-  // predecessor has no other chained successor.
+  // A node chains to its predecessor when it has exactly one input, that
+  // input is the predecessor's main output, forward, with equal parallelism.
+  // Every such consumer chains, however many the predecessor has (Flink's
+  // StreamingJobGraphGenerator::isChainable has no "only successor" rule):
+  // a consumer left out would get the stream one mailbox hop later than its
+  // siblings, and a node joining the two (enrich, union) would see the
+  // branches interleaved by which one was declared first.
   plan.edge_is_chained.assign(g.edges.size(), false);
   std::vector<int> chained_pred(n, -1);
-  std::vector<bool> has_chained_succ(n, false);
   for (std::size_t v = 0; v < n; ++v) {
     if (in_edges[v].size() != 1 || g.nodes[v].is_source || g.nodes[v].num_inputs > 1)
       continue;
     auto e = in_edges[v][0];
     const auto& edge = g.edges[e];
     if (edge.mode != partitioning::forward || edge.port != 0
-        || g.nodes[edge.source].parallelism != g.nodes[v].parallelism
-        || has_chained_succ[edge.source])
+        || g.nodes[edge.source].parallelism != g.nodes[v].parallelism)
       continue;
     plan.edge_is_chained[e] = true;
     chained_pred[v] = static_cast<int>(edge.source);
-    has_chained_succ[edge.source] = true;
   }
 
-  // A chain is at most max_chain_length operators long: members call each
-  // other (operator_chain::emit), so the length bounds the stack depth of a
+  // A chain is at most max_chain_length operators deep: members call each
+  // other (operator_chain::emit), so the depth bounds the stack of a
   // subtask; a longer run of chainable operators becomes several vertices
-  // joined by forward edges.
-  std::vector<std::size_t> chained_succ(n, n);
+  // joined by forward edges. Chained successors are listed per node in edge
+  // order (declaration order).
+  std::vector<std::vector<std::size_t>> chained_succ(n);
   {
     std::vector<std::size_t> depth(n, 0);
     // Nodes are added after their inputs (the API builds in order), so a
@@ -57,33 +95,41 @@ execution_plan build_execution_plan(const job_graph& g) {
       if (p < v && depth[p] + 1 >= max_chain_length) {
         plan.edge_is_chained[in_edges[v][0]] = false;
         chained_pred[v] = -1;
-        has_chained_succ[p] = false;
         continue;
       }
       depth[v] = p < v ? depth[p] + 1 : 0;
-      chained_succ[p] = v;
     }
+    for (std::size_t e = 0; e < g.edges.size(); ++e)
+      if (plan.edge_is_chained[e])
+        chained_succ[g.edges[e].source].push_back(g.edges[e].target);
   }
 
   plan.vertex_of_node.assign(n, static_cast<std::size_t>(-1));
+  std::vector<std::pair<std::size_t, std::size_t>> stack; // (node, chain index of its feeder)
   for (std::size_t v = 0; v < n; ++v) {
     if (chained_pred[v] != -1)
       continue; // not a head
     chain_vertex cv;
     cv.parallelism = g.nodes[v].parallelism;
     cv.is_source = g.nodes[v].is_source;
-    std::size_t cur = v;
-    for (;;) {
+    // Pre-order, successors in edge order: an explicit stack, since a wide
+    // tree or a long chain must not recurse.
+    constexpr auto none = static_cast<std::size_t>(-1);
+    stack.assign(1, {v, none});
+    while (!stack.empty()) {
+      auto [cur, from] = stack.back();
+      stack.pop_back();
+      const auto k = cv.nodes.size();
       cv.nodes.push_back(cur);
+      cv.chained_successors.emplace_back();
+      if (from != none)
+        cv.chained_successors[from].push_back(k);
       plan.vertex_of_node[cur] = plan.vertices.size();
-      if (!cv.name.empty())
-        cv.name += " -> ";
-      cv.name += g.nodes[cur].name;
-      const std::size_t next = chained_succ[cur];
-      if (next == n)
-        break;
-      cur = next;
+      const auto& succ = chained_succ[cur];
+      for (auto it = succ.rbegin(); it != succ.rend(); ++it)
+        stack.emplace_back(*it, k);
     }
+    cv.name = chain_name(g, cv);
     plan.vertices.push_back(std::move(cv));
   }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 #include <stdexcept>
+#include <string>
 
 namespace weir::runtime {
 
@@ -29,6 +30,21 @@ operator_chain::operator_chain(const job_graph& g, const chain_vertex& vertex,
     metrics_.push_back(&metrics.at(node.id, subtask));
     taps_.push_back(node.is_sink ? &metrics.tap(node.id) : nullptr);
   }
+  if (vertex.chained_successors.size() != n)
+    throw std::logic_error("chain '" + vertex.name + "': successors of "
+                           + std::to_string(vertex.chained_successors.size()) + " members, not "
+                           + std::to_string(n));
+  successor_begin_.reserve(n + 1);
+  next_.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto& succ = vertex.chained_successors[k];
+    successor_begin_.push_back(successors_.size());
+    successors_.insert(successors_.end(), succ.begin(), succ.end());
+    next_.push_back(succ.empty()      ? no_successor
+                    : succ.size() > 1 ? several_successors
+                                      : succ.front());
+  }
+  successor_begin_.push_back(successors_.size());
   writers_.reserve(writer_specs_.size());
   for (std::size_t w = 0; w < writer_specs_.size(); ++w) {
     writers_.emplace_back(writer_specs_[w], subtask, g.options.max_parallelism);
@@ -100,6 +116,19 @@ void operator_chain::inject_now(std::size_t k) {
   }
 }
 
+inline void operator_chain::push_to(std::size_t k, const record_batch_ptr& batch,
+                                    std::uint64_t rows, std::uint64_t bytes) {
+  auto seen = metrics_[k]->records_in.fetch_add(rows, std::memory_order_relaxed);
+  metrics_[k]->bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+  if (taps_[k] && taps_[k]->active())
+    taps_[k]->publish(batch, subtask_, seen);
+  auto saved = current_;
+  current_ = k;
+  maybe_inject(k);
+  ops_[k]->process_batch(batch, collectors_[k]);
+  current_ = saved;
+}
+
 void operator_chain::emit(std::size_t k, std::size_t port, record_batch_ptr batch) {
   if (!batch || batch->num_rows == 0)
     return;
@@ -114,30 +143,49 @@ void operator_chain::emit(std::size_t k, std::size_t port, record_batch_ptr batc
   }
   for (auto w : writers_of_[k][port])
     writers_[w].write(batch, *out_);
-  if (port == 0 && k + 1 < ops_.size()) {
-    auto seen = metrics_[k + 1]->records_in.fetch_add(rows, std::memory_order_relaxed);
-    metrics_[k + 1]->bytes_in.fetch_add(bytes, std::memory_order_relaxed);
-    if (taps_[k + 1] && taps_[k + 1]->active())
-      taps_[k + 1]->publish(batch, subtask_, seen);
-    auto saved = current_;
-    current_ = k + 1;
-    maybe_inject(k + 1);
+  if (port != 0)
+    return;
+  const auto next = next_[k];
+  if (next < several_successors)
     // The last use of `batch`: an operator that is its sole owner here
     // (no network writer took it) may take its columns (projection).
-    ops_[k + 1]->process_batch(batch, collectors_[k + 1]);
-    current_ = saved;
+    push_to(next, batch, rows, bytes);
+  else if (next == several_successors)
+    fan_out(k, batch, rows, bytes);
+}
+
+void operator_chain::fan_out(std::size_t k, const record_batch_ptr& batch, std::uint64_t rows,
+                             std::uint64_t bytes) {
+  const auto first = successor_begin_[k];
+  const auto last = successor_begin_[k + 1];
+  {
+    // Shared while a successor after this one still reads it: no successor
+    // but the last may find itself the sole owner and take columns.
+    const record_batch_ptr keep = batch;
+    for (auto i = first; i + 1 < last; ++i)
+      push_to(successors_[i], batch, rows, bytes);
   }
+  push_to(successors_[last - 1], batch, rows, bytes);
+}
+
+inline void operator_chain::watermark_to(std::size_t k, event_time wm) {
+  metrics_[k]->watermark.store(wm, std::memory_order_relaxed);
+  auto saved = current_;
+  current_ = k;
+  ops_[k]->process_watermark(wm, collectors_[k]);
+  current_ = saved;
 }
 
 void operator_chain::emit_watermark(std::size_t k, event_time wm) {
   metrics_[k]->watermark.store(wm, std::memory_order_relaxed);
   broadcast_from(k, output_element{element_kind::watermark, nullptr, wm});
-  if (k + 1 < ops_.size()) {
-    metrics_[k + 1]->watermark.store(wm, std::memory_order_relaxed);
-    auto saved = current_;
-    current_ = k + 1;
-    ops_[k + 1]->process_watermark(wm, collectors_[k + 1]);
-    current_ = saved;
+  const auto next = next_[k];
+  if (next < several_successors) {
+    watermark_to(next, wm);
+  } else if (next == several_successors) {
+    const auto last = successor_begin_[k + 1];
+    for (auto i = successor_begin_[k]; i < last; ++i)
+      watermark_to(successors_[i], wm);
   }
 }
 

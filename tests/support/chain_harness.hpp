@@ -167,23 +167,40 @@ public:
     for (const auto& e : sent[ch]) {
       if (!out.empty())
         out += ' ';
-      switch (e.kind) {
-        case runtime::element_kind::batch: out += "b" + std::to_string(e.data->num_rows); break;
-        case runtime::element_kind::watermark: out += "w" + std::to_string(e.ts); break;
-        case runtime::element_kind::end_of_input: out += e.drain ? "e" : "s"; break;
-        case runtime::element_kind::idle: out += "i"; break;
-        case runtime::element_kind::active: out += "a"; break;
-        case runtime::element_kind::processing_time: out += "p"; break;
-        case runtime::element_kind::barrier: out += "|" + std::to_string(e.checkpoint_id); break;
-      }
+      out += describe(e);
     }
     return out;
+  }
+  /// Every element sent, on any channel, in the order sent: "ch:kind" as in
+  /// `trace` ("0:b4 1:b4 0:w2 1:w2").
+  std::string trace_all() const {
+    std::string out;
+    std::vector<std::size_t> next(sent.size(), 0);
+    for (auto ch : send_order) {
+      if (!out.empty())
+        out += ' ';
+      out += std::to_string(ch) + ":" + describe(sent[ch][next[ch]++]);
+    }
+    return out;
+  }
+  static std::string describe(const runtime::output_element& e) {
+    switch (e.kind) {
+      case runtime::element_kind::batch: return "b" + std::to_string(e.data->num_rows);
+      case runtime::element_kind::watermark: return "w" + std::to_string(e.ts);
+      case runtime::element_kind::end_of_input: return e.drain ? "e" : "s";
+      case runtime::element_kind::idle: return "i";
+      case runtime::element_kind::active: return "a";
+      case runtime::element_kind::processing_time: return "p";
+      case runtime::element_kind::barrier: return "|" + std::to_string(e.checkpoint_id);
+    }
+    return "?";
   }
 
   // -- subtask_environment -------------------------------------------------------
 
   void send(std::uint32_t ch, const runtime::output_element& e) override {
     sent[ch].push_back(e);
+    send_order.push_back(ch);
   }
   void return_credit(std::uint32_t ch) override { ++credits_returned[ch]; }
   void write_snapshot(runtime::write_snapshot_request req) override {
@@ -201,6 +218,7 @@ public:
 
   std::vector<runtime::output_channel_target> targets; ///< per output channel
   std::vector<std::vector<runtime::output_element>> sent; ///< per output channel
+  std::vector<std::uint32_t> send_order; ///< the channel of each element sent, in order
   std::vector<std::size_t> credits_returned;              ///< per input channel
   std::vector<runtime::write_snapshot_request> snapshots;
   std::vector<std::pair<std::uint64_t, std::string>> declines;

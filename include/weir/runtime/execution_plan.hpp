@@ -10,14 +10,30 @@
 
 namespace weir::runtime {
 
-/// A chain of logical nodes run by one task (Flink's `JobVertex` with its
-/// chained operators). `nodes[0]` is the head; each next node is fed only by
-/// the previous one through a forward edge of equal parallelism.
+/// A tree of chained logical nodes run by one task (Flink's `JobVertex`
+/// with its chained operators, whose `OperatorChain` is a tree too).
+/// `nodes[0]` is the head; every other member is fed only by its chained
+/// predecessor, through the predecessor's main output and a forward edge of
+/// equal parallelism. A member's output goes to all its chained successors
+/// within the subtask, so two consumers of one stream see its records and
+/// watermarks in the same order whichever is declared first.
+///
+/// Members are in pre-order (a member before its successors, successors in
+/// the graph's edge order, which is declaration order): a straight chain
+/// is `nodes[k]` feeding `nodes[k + 1]`. Snapshots name each member's
+/// state by its node's name (`operator_snapshot_entry::operator_uid`), not
+/// by its position here, so a change of chaining keeps checkpoints and
+/// savepoints restorable.
 struct chain_vertex {
   std::vector<std::size_t> nodes;
+  /// Per member: the members its main output feeds directly (indices into
+  /// `nodes`, ascending, in edge order); empty for a leaf.
+  std::vector<std::vector<std::size_t>> chained_successors;
   std::size_t parallelism = 1;
   bool is_source = false; ///< head is a source
-  std::string name;       ///< "a -> b -> c"
+  /// "a -> b -> c"; a member with several chained successors lists them in
+  /// parentheses, as Flink names chains: "src -> (a -> x, b)".
+  std::string name;
 };
 
 /// The physical layout of a job: chains, and the input channel numbering of
@@ -43,16 +59,20 @@ struct execution_plan {
   std::size_t channel_of(const job_graph& g, std::size_t e, std::size_t u) const;
 };
 
-/// Operators in one chain at most: chain members call each other
-/// (`operator_chain::emit`), so this bounds a subtask's stack depth; a longer
-/// run of chainable operators is cut into chains joined by forward edges.
+/// Operators on one path of a chain at most (from the head to a leaf):
+/// chain members call each other (`operator_chain::emit`), so this bounds a
+/// subtask's stack depth; a longer run of chainable operators is cut into
+/// chains joined by forward edges. A member may have any number of chained
+/// successors: they are called one after the other, not nested.
 constexpr std::size_t max_chain_length = 100;
 
 /// Chains forward edges (Flink's operator chaining: single input, forward
-/// partitioning, equal parallelism, at most `max_chain_length` operators; a
-/// two-input node is never chained) and
-/// numbers the input channels: edge by edge in graph order, each channel
-/// tagged with the logical input its edge feeds.
+/// partitioning of the main output, equal parallelism, at most
+/// `max_chain_length` operators deep; a two-input node is never chained to
+/// its inputs). Every consumer that qualifies is chained, so a node with
+/// several of them heads or continues a tree (`chain_vertex`). Numbers the
+/// input channels: edge by edge in graph order, each channel tagged with the
+/// logical input its edge feeds.
 /// Precondition: the graph is acyclic (the API cannot build a cycle).
 execution_plan build_execution_plan(const job_graph& g);
 
@@ -60,7 +80,7 @@ execution_plan build_execution_plan(const job_graph& g);
 /// the downstream subtasks (`channels[d]` = the producing subtask's output
 /// channel to downstream subtask d; one channel for a forward edge).
 struct writer_spec {
-  std::size_t chain_index = 0; ///< position of the producing node in the chain
+  std::size_t chain_index = 0; ///< the producing member (index into `chain_vertex::nodes`)
   std::size_t port = 0;
   partitioning mode = partitioning::forward;
   std::vector<std::size_t> key_fields; ///< hash only: indices in the port's schema

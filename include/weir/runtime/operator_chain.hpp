@@ -22,11 +22,15 @@
 namespace weir::runtime {
 
 /// The operators of one subtask's chain and the record writers of its
-/// network edges (Flink's `OperatorChain`). Member 0 is the head; member
-/// k+1 is fed by member k's main output through a direct call, and every
-/// network edge leaving member k gets its own `record_writer`. A source head
-/// has no operator (member 0 is then driven by a `source_driver`, which emits
-/// through `emit(0, ...)`).
+/// network edges (Flink's `OperatorChain`). The members form a tree
+/// (`chain_vertex`): member 0 is the head, and each member's main output
+/// feeds its chained successors through direct calls, one after the other
+/// in declaration order (Flink's `BroadcastingOutputCollector`), after its
+/// network edges on that port, each with its own `record_writer`. Every
+/// successor gets the same batch: all but the last see it shared
+/// (`use_count() > 1`), so none takes its columns from under the others. A
+/// source head has no operator (member 0 is then driven by a
+/// `source_driver`, which emits through `emit(0, ...)`).
 ///
 /// Metrics: member k's records_in / records_out / late_records / watermark
 /// are counted here as batches pass. `current()` is the member being called,
@@ -125,9 +129,11 @@ public:
   // -- output of member k --------------------------------------------------------
 
   /// Member k emitted `batch` on `port`: counts it, writes it on every
-  /// network edge of that port and (main output) calls member k+1.
+  /// network edge of that port and (main output) calls each chained
+  /// successor of member k in turn. O(edges + successors) per batch.
   void emit(std::size_t k, std::size_t port, record_batch_ptr batch);
-  /// Member k emitted watermark `wm`: to its network edges and member k+1.
+  /// Member k emitted watermark `wm`: to its network edges, then to each
+  /// chained successor in turn.
   void emit_watermark(std::size_t k, event_time wm);
   void count_late(std::size_t k, std::uint64_t n) {
     metrics_[k]->late_records.fetch_add(n, std::memory_order_relaxed);
@@ -215,6 +221,18 @@ private:
   }
   void inject_now(std::size_t k);
 
+  /// Hands `batch` (`rows` rows, `bytes` bytes) to chained member `k`.
+  /// Always inlined: the straight chain's hot path (one successor) must
+  /// cost no call more than calling the next member directly did.
+  [[gnu::always_inline]] void push_to(std::size_t k, const record_batch_ptr& batch,
+                                      std::uint64_t rows, std::uint64_t bytes);
+  /// Hands watermark `wm` to chained member `k` (inlined as `push_to`).
+  [[gnu::always_inline]] void watermark_to(std::size_t k, event_time wm);
+  /// Hands `batch` to each chained successor of member `k` in order,
+  /// keeping it shared until the last one.
+  void fan_out(std::size_t k, const record_batch_ptr& batch, std::uint64_t rows,
+               std::uint64_t bytes);
+
   const job_graph* graph_;
   const chain_vertex* vertex_;
   std::size_t subtask_;
@@ -224,6 +242,16 @@ private:
   std::vector<stream_operator_ptr> ops_; ///< null for a source head
   two_input_stream_operator* head2_ = nullptr; ///< ops_[0] if it has two inputs
   std::vector<collector> collectors_;
+  /// Chained successors of member k: successors_[successor_begin_[k],
+  /// successor_begin_[k + 1]).
+  std::vector<std::size_t> successor_begin_;
+  std::vector<std::size_t> successors_;
+  /// Per member: its one chained successor, or `no_successor`, or
+  /// `several_successors` (then see successors_). One load and one compare
+  /// on the straight chain's hot path, as `k + 1 < size()` was.
+  std::vector<std::size_t> next_;
+  static constexpr std::size_t no_successor = static_cast<std::size_t>(-1);
+  static constexpr std::size_t several_successors = no_successor - 1;
   std::vector<writer_spec> writer_specs_;
   std::vector<record_writer> writers_;
   /// writers_of_[k][port]: indices into writers_ of member k's port.

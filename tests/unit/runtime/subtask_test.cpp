@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <tuple>
 
@@ -160,6 +161,64 @@ private:
   std::size_t next_ = 0;
 };
 
+/// Keeps the rows whose v is a multiple of `m`; its state is the number kept.
+class sampling_operator final : public stream_operator {
+public:
+  explicit sampling_operator(std::int64_t m) : m_(m) {}
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override {
+    std::vector<std::pair<std::string, std::int64_t>> xs;
+    for (std::size_t r = 0; r < batch->num_rows; ++r)
+      if (batch->columns[1].ints[r] % m_ == 0)
+        xs.emplace_back(std::string{batch->columns[0].str(r)}, batch->columns[1].ints[r]);
+    kept_ += xs.size();
+    out.collect(rows(xs));
+  }
+  void snapshot_state(std::uint64_t, operator_snapshot& out) override {
+    out.operator_state = std::to_string(kept_);
+  }
+  void restore_state(const operator_restore& in) override {
+    if (!in.operator_states.empty() && !in.operator_states[0].empty())
+      kept_ = std::stoull(in.operator_states[0]);
+  }
+
+private:
+  std::int64_t m_;
+  std::size_t kept_ = 0;
+};
+
+/// Forwards a copy of each batch; a batch it solely owns (`use_count() ==
+/// 1`, as a projection checks before taking columns) it then spoils
+/// (v = -1), counting how often in `*taken`.
+class taking_operator final : public stream_operator {
+public:
+  explicit taking_operator(std::shared_ptr<std::size_t> taken) : taken_(std::move(taken)) {}
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override {
+    auto copy = std::make_shared<record_batch>(*batch);
+    if (batch.use_count() == 1) {
+      ++*taken_;
+      for (auto& x : const_cast<record_batch&>(*batch).columns[1].ints)
+        x = -1;
+    }
+    out.collect(std::move(copy));
+  }
+
+private:
+  std::shared_ptr<std::size_t> taken_;
+};
+
+/// Even values on its main output, odd ones on side output 1.
+class parity_operator final : public stream_operator {
+public:
+  void process_batch(const record_batch_ptr& batch, output_collector& out) override {
+    std::vector<std::pair<std::string, std::int64_t>> even, odd;
+    for (std::size_t r = 0; r < batch->num_rows; ++r)
+      (batch->columns[1].ints[r] % 2 == 0 ? even : odd)
+        .emplace_back(std::string{batch->columns[0].str(r)}, batch->columns[1].ints[r]);
+    out.collect(rows(even));
+    out.collect_side(1, rows(odd));
+  }
+};
+
 stream_node node(std::size_t id, std::string name, std::size_t parallelism) {
   stream_node n;
   n.id = id;
@@ -276,6 +335,29 @@ std::shared_ptr<job_graph> two_input_graph(std::int64_t rows_a = 0, std::int64_t
                {edge(0, 2, partitioning::hash, {0}), in2, edge(2, 3, partitioning::forward)});
 }
 
+/// src -> (a: +1, b: +100), each to its own sink over a rebalance edge;
+/// `b_first` declares src -> b before src -> a.
+std::shared_ptr<job_graph> fan_out_graph(bool b_first) {
+  auto g = graph({source(0, "src", 10), node(1, "a", 1), node(2, "b", 1), sink(3, "out_a", 1),
+                  sink(4, "out_b", 1)},
+                 {edge(0, 1, partitioning::forward), edge(0, 2, partitioning::forward),
+                  edge(1, 3, partitioning::rebalance), edge(2, 4, partitioning::rebalance)});
+  if (b_first)
+    std::swap(g->edges[0], g->edges[1]);
+  g->nodes[1].make_operator = [] { return std::make_unique<add_operator>(1); };
+  g->nodes[2].make_operator = [] { return std::make_unique<add_operator>(100); };
+  return g;
+}
+
+/// The output channel of subtask harness `h` leading to node `n`.
+std::size_t channel_to(const chain_harness& h, std::size_t n) {
+  for (std::size_t ch = 0; ch < h.targets.size(); ++ch)
+    if (h.targets[ch].vertex == h.plan().vertex_of_node[n])
+      return ch;
+  FAIL("no channel to node " << n);
+  return 0;
+}
+
 } // namespace
 
 TEST_SUITE("runtime") {
@@ -310,6 +392,158 @@ TEST_CASE("chaining: a source chain feeds its members by direct calls, in order"
   CHECK(h.metrics().at(0, 0).records_out == 10);
   CHECK(h.metrics().at(1, 0).records_in == 10);
   CHECK(h.metrics().at(2, 0).records_out == 10);
+}
+
+TEST_CASE("chaining: every chained consumer of a stream gets each batch and watermark in turn, "
+          "whichever is declared first") {
+  std::vector<std::int64_t> want_a, want_b;
+  for (std::int64_t i = 0; i < 10; ++i) {
+    want_a.push_back(i + 1);
+    want_b.push_back(i + 100);
+  }
+  const std::string inf = std::to_string(max_watermark);
+  for (bool b_first : {false, true}) {
+    CAPTURE(b_first);
+    auto g = fan_out_graph(b_first);
+    chain_harness h{g};
+    REQUIRE(h.plan().vertices.size() == 3);
+    CHECK(h.plan().vertices[0].name == (b_first ? "src -> (b, a)" : "src -> (a, b)"));
+    h.open();
+    h.run_source();
+    CHECK(h.is_finished);
+    const auto a = channel_to(h, 3);
+    const auto b = channel_to(h, 4);
+    CHECK(a == (b_first ? 1u : 0u));
+    // Each branch sees the whole stream, batch by batch, and its watermarks.
+    CHECK(h.trace(a) == "b4 w2 b4 w6 b2 w8 w" + inf + " e");
+    CHECK(h.trace(b) == "b4 w2 b4 w6 b2 w8 w" + inf + " e");
+    CHECK(values_of(h.batches(a)) == want_a);
+    CHECK(values_of(h.batches(b)) == want_b);
+    // Within the subtask the branches take turns, in declaration order: a
+    // batch or watermark has gone through both before the next one comes.
+    const auto first = std::to_string(b_first ? b : a) + ":";
+    const auto second = std::to_string(b_first ? a : b) + ":";
+    std::string want;
+    for (const char* e : {"b4", "w2", "b4", "w6", "b2", "w8"})
+      want += first + e + " " + second + e + " ";
+    want += first + "w" + inf + " " + second + "w" + inf + " 0:e 1:e";
+    CHECK(h.trace_all() == want);
+    CHECK(h.metrics().at(1, 0).records_in == 10);
+    CHECK(h.metrics().at(2, 0).records_in == 10);
+    CHECK(h.metrics().at(0, 0).records_out == 10);
+  }
+}
+
+TEST_CASE("chaining: a batch shared by chained consumers is given up to none but the last") {
+  // src -> (t1, t2, t3), each to a sink: t1 and t2 must find the batch
+  // shared; t3, its last reader, owns it. A straight chain src -> t hands
+  // every batch over too.
+  std::vector<std::shared_ptr<std::size_t>> taken;
+  std::vector<stream_node> nodes{source(0, "src", 10)};
+  std::vector<stream_edge> edges;
+  for (std::size_t i = 1; i <= 3; ++i) {
+    taken.push_back(std::make_shared<std::size_t>(0));
+    nodes.push_back(node(i, "t" + std::to_string(i), 1));
+    nodes.back().make_operator = [t = taken.back()] {
+      return std::make_unique<taking_operator>(t);
+    };
+    edges.push_back(edge(0, i, partitioning::forward));
+  }
+  for (std::size_t i = 1; i <= 3; ++i) {
+    nodes.push_back(sink(3 + i, "out" + std::to_string(i), 1));
+    edges.push_back(edge(i, 3 + i, partitioning::rebalance));
+  }
+  auto g = graph(std::move(nodes), std::move(edges));
+  chain_harness h{g};
+  REQUIRE(h.plan().vertices[0].name == "src -> (t1, t2, t3)");
+  h.open();
+  h.run_source();
+  std::vector<std::int64_t> all(10);
+  std::iota(all.begin(), all.end(), 0);
+  for (std::size_t i = 1; i <= 3; ++i) {
+    CAPTURE(i);
+    CHECK(values_of(h.batches(channel_to(h, 3 + i))) == all);
+  }
+  CHECK(*taken[0] == 0);
+  CHECK(*taken[1] == 0);
+  CHECK(*taken[2] == 3); // three batches
+
+  auto taken_straight = std::make_shared<std::size_t>(0);
+  auto straight = graph({source(0, "src", 10), node(1, "t", 1), sink(2, "out", 1)},
+                        {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::rebalance)});
+  straight->nodes[1].make_operator = [taken_straight] {
+    return std::make_unique<taking_operator>(taken_straight);
+  };
+  chain_harness s{straight};
+  s.open();
+  s.run_source();
+  CHECK(values_of(s.batches(0)) == all);
+  CHECK(*taken_straight == 3);
+}
+
+TEST_CASE("chaining: a chain tree snapshots every member by name and restores each its own state") {
+  // src -> (even -> four, all): after rows 0..5, even kept 0 2 4, four 0 4,
+  // all six.
+  auto g = graph({source(0, "src", 10), node(1, "even", 1), node(2, "four", 1), node(3, "all", 1)},
+                 {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::forward),
+                  edge(0, 3, partitioning::forward)},
+                 3);
+  g->nodes[1].make_operator = [] { return std::make_unique<sampling_operator>(2); };
+  g->nodes[2].make_operator = [] { return std::make_unique<sampling_operator>(4); };
+  g->nodes[3].make_operator = [] { return std::make_unique<sampling_operator>(1); };
+  chain_harness first{g, {.credits = 100}};
+  REQUIRE(first.plan().vertices.size() == 1);
+  CHECK(first.plan().vertices[0].name == "src -> (even -> four, all)");
+  first.open();
+  first.run_source(2); // rows 0..5
+  first.trigger(7);
+  REQUIRE(first.snapshots.size() == 1);
+  const auto& snap = first.snapshots[0];
+  REQUIRE(snap.operators.size() == 4);
+  std::vector<std::string> uids, states;
+  for (const auto& e : snap.operators) {
+    uids.push_back(e.operator_uid);
+    states.push_back(e.snapshot.operator_state);
+  }
+  CHECK(uids == std::vector<std::string>{"src", "even", "four", "all"});
+  CHECK(std::vector<std::string>(states.begin() + 1, states.end())
+        == std::vector<std::string>{"3", "2", "6"});
+
+  // Restored, each member goes on from its own count: rows 6..8 add 6 8 to
+  // even, 8 to four, three rows to all.
+  chain_harness second{g, {.credits = 100, .restores = chain_harness::restores_of(snap)}};
+  second.open();
+  second.run_source(1);
+  second.trigger(8);
+  REQUIRE(second.snapshots.size() == 1);
+  states.clear();
+  for (const auto& e : second.snapshots[0].operators)
+    states.push_back(e.snapshot.operator_state);
+  CHECK(std::vector<std::string>(states.begin() + 1, states.end())
+        == std::vector<std::string>{"5", "3", "9"});
+}
+
+TEST_CASE("chaining: a member's side output goes over its network edge, its main output to "
+          "its chained consumers") {
+  // src -> parity -> (x, y) chained; parity's side output (odd values) to
+  // a sink over a forward edge, which never chains; x and y to sinks.
+  auto g = graph({source(0, "src", 10), node(1, "parity", 1), node(2, "x", 1), node(3, "y", 1),
+                  sink(4, "odd_out", 1), sink(5, "x_out", 1), sink(6, "y_out", 1)},
+                 {edge(0, 1, partitioning::forward), edge(1, 2, partitioning::forward),
+                  edge(1, 3, partitioning::forward), edge(1, 4, partitioning::forward),
+                  edge(2, 5, partitioning::rebalance), edge(3, 6, partitioning::rebalance)});
+  g->nodes[1].outputs.push_back({"odd", test_schema(), false});
+  g->edges[3].port = 1;
+  g->nodes[1].make_operator = [] { return std::make_unique<parity_operator>(); };
+  chain_harness h{g};
+  REQUIRE(h.plan().vertices[0].name == "src -> parity -> (x, y)");
+  h.open();
+  h.run_source();
+  CHECK(values_of(h.batches(channel_to(h, 4))) == std::vector<std::int64_t>{1, 3, 5, 7, 9});
+  CHECK(values_of(h.batches(channel_to(h, 5))) == std::vector<std::int64_t>{0, 2, 4, 6, 8});
+  CHECK(values_of(h.batches(channel_to(h, 6))) == std::vector<std::int64_t>{0, 2, 4, 6, 8});
+  CHECK(h.metrics().at(2, 0).records_in == 5);
+  CHECK(h.metrics().at(3, 0).records_in == 5);
 }
 
 TEST_CASE("key-group hash partitioning: each row lands on the subtask owning its key group") {
