@@ -45,11 +45,24 @@ set_target_properties(weir::xxhash PROPERTIES
   INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${XXHASH_INCLUDE_DIR}"
   INTERFACE_LINK_LIBRARIES "${XXHASH_LIBRARY}")
 
-pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
-pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++ rdkafka)
-pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
-pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# weir_pkg_dependency(<prefix> <module>...): the pkg-config modules as the
+# imported target PkgConfig::<prefix> (REQUIRED), recorded for the installed
+# weirConfig.cmake and weir.pc (cmake/install.cmake), which recreate it for
+# the programs that link weir's static libraries.
+macro(weir_pkg_dependency prefix)
+  pkg_check_modules(${prefix} REQUIRED IMPORTED_TARGET ${ARGN})
+  string(REPLACE ";" "," _weir_modules "${ARGN}")
+  get_property(_weir_deps GLOBAL PROPERTY WEIR_PKG_DEPENDENCIES)
+  if(NOT "${prefix}:${_weir_modules}" IN_LIST _weir_deps)
+    set_property(GLOBAL APPEND PROPERTY WEIR_PKG_DEPENDENCIES "${prefix}:${_weir_modules}")
+  endif()
+endmacro()
+
+weir_pkg_dependency(LMDB lmdb)
+weir_pkg_dependency(RDKAFKA rdkafka++ rdkafka)
+weir_pkg_dependency(HIREDIS hiredis)
+weir_pkg_dependency(LIBPQ libpq)
+weir_pkg_dependency(HTTPLIB cpp-httplib)
 
 # The weir executable allocates through jemalloc (Evans 2006): a batch's
 # columns are tens of KiB, freed on another thread, which glibc's malloc
