@@ -234,6 +234,7 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
   print_loss_warnings(r, "  ");
 }
 
+#ifdef WEIR_HAVE_SERVER
 /// `weir serve`: loads every pipeline first (a bad one: exit 2, nothing
 /// started), starts the server and the jobs, and serves until SIGINT or
 /// SIGTERM, which stops the jobs gracefully and ends with exit 0.
@@ -331,6 +332,15 @@ int serve(const std::vector<std::string>& pipelines, const std::string& listen,
   server.shutdown();
   return 0;
 }
+#else
+/// `weir serve` in a weir built without its HTTP server (cpp-httplib).
+int serve(const std::vector<std::string>&, const std::string&, const std::string&,
+          const weir::server::server_options&, const std::string&) {
+  std::fprintf(stderr, "weir: error: weir serve was not built into this weir (configure with "
+                       "-DWEIR_WITH_HTTP=ON and libcpp-httplib-dev installed)\n");
+  return 2;
+}
+#endif
 
 } // namespace
 

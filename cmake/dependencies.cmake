@@ -8,7 +8,6 @@ find_package(spdlog REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(simdjson REQUIRED)
 find_package(CLI11 REQUIRED)
-find_package(doctest REQUIRED)
 find_package(libdivide REQUIRED) # header-only: libdivide::libdivide
 
 # CAF 0.17.6 ships no CMake config and no .pc file.
@@ -45,11 +44,55 @@ set_target_properties(weir::xxhash PROPERTIES
   INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${XXHASH_INCLUDE_DIR}"
   INTERFACE_LINK_LIBRARIES "${XXHASH_LIBRARY}")
 
-pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
-pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++ rdkafka)
-pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
-pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# weir_pkg_dependency(<prefix> <module>...): the pkg-config modules as the
+# imported target PkgConfig::<prefix> (REQUIRED), recorded for the installed
+# weirConfig.cmake and weir.pc (cmake/install.cmake), which recreate it for
+# the programs that link weir's static libraries.
+macro(weir_pkg_dependency prefix)
+  if(NOT TARGET PkgConfig::${prefix})
+    pkg_check_modules(${prefix} REQUIRED IMPORTED_TARGET ${ARGN})
+  endif()
+  string(REPLACE ";" "," _weir_modules "${ARGN}")
+  get_property(_weir_deps GLOBAL PROPERTY WEIR_PKG_DEPENDENCIES)
+  if(NOT "${prefix}:${_weir_modules}" IN_LIST _weir_deps)
+    set_property(GLOBAL APPEND PROPERTY WEIR_PKG_DEPENDENCIES "${prefix}:${_weir_modules}")
+  endif()
+endmacro()
+
+weir_pkg_dependency(LMDB lmdb)
+
+# weir_connector(<NAME> <package> <prefix> <module>...): the option
+# WEIR_WITH_<NAME> of the connectors that need the pkg-config modules
+# <module>... (Debian package <package>): AUTO (the default) builds them when
+# the modules are found, ON requires them, OFF leaves them out. Sets
+# WEIR_HAVE_<NAME> (ON/OFF, visible to every directory) and, when on, the
+# imported target PkgConfig::<prefix>. Called by the kind folders that need
+# the library (src/kinds/<category>s/<type>/kind.cmake) and src/server; the
+# first call decides.
+macro(weir_connector name package prefix)
+  set(WEIR_WITH_${name} AUTO CACHE STRING
+    "Build the connectors that need ${package}: AUTO (when found), ON or OFF")
+  set_property(CACHE WEIR_WITH_${name} PROPERTY STRINGS AUTO ON OFF)
+  get_property(_weir_decided GLOBAL PROPERTY WEIR_CONNECTOR_${name} SET)
+  if(NOT _weir_decided)
+    set_property(GLOBAL PROPERTY WEIR_CONNECTOR_${name} TRUE)
+    set(WEIR_HAVE_${name} OFF CACHE INTERNAL "")
+    set(WEIR_${name}_PACKAGE ${package} CACHE INTERNAL "")
+    if(WEIR_WITH_${name} STREQUAL "AUTO")
+      pkg_check_modules(${prefix} QUIET GLOBAL IMPORTED_TARGET ${ARGN})
+    elseif(WEIR_WITH_${name})
+      pkg_check_modules(${prefix} REQUIRED GLOBAL IMPORTED_TARGET ${ARGN})
+    else()
+      set(${prefix}_FOUND FALSE)
+    endif()
+    if(${prefix}_FOUND)
+      set(WEIR_HAVE_${name} ON CACHE INTERNAL "")
+      weir_pkg_dependency(${prefix} ${ARGN})
+    endif()
+    message(STATUS "weir: ${name} connectors: ${WEIR_HAVE_${name}} "
+                   "(WEIR_WITH_${name}=${WEIR_WITH_${name}}, ${package})")
+  endif()
+endmacro()
 
 # The weir executable allocates through jemalloc (Evans 2006): a batch's
 # columns are tens of KiB, freed on another thread, which glibc's malloc

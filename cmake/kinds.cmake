@@ -10,6 +10,14 @@
 # collected in the global property WEIR_KIND_TESTS (tests/CMakeLists.txt
 # builds them into weir_kinds_tests). A new kind is its folder plus its line
 # in the list.
+#
+# A kind that needs a library has a kind.cmake in its folder, included here
+# with WEIR_KIND_TARGET set to <target>: it finds the library (weir_connector
+# in cmake/dependencies.cmake), links it, and sets WEIR_KIND_BUILT. A kind
+# whose WEIR_KIND_BUILT is false is not compiled (nor its tests): it is
+# registered as not built, and a config naming it is told at load time how
+# to build it (WEIR_KIND_HOW, e.g. "-DWEIR_WITH_KAFKA=ON and librdkafka-dev
+# installed").
 function(weir_add_kinds target register_function base_dir)
   set(declarations "")
   set(calls "")
@@ -18,13 +26,29 @@ function(weir_add_kinds target register_function base_dir)
     if(NOT IS_DIRECTORY ${dir})
       message(FATAL_ERROR "weir_add_kinds: no folder ${dir} for kind '${kind}'")
     endif()
+    string(REPLACE "/" "_" id ${kind})
+    set(WEIR_KIND_BUILT TRUE)
+    set(WEIR_KIND_HOW "")
+    set(WEIR_KIND_TARGET ${target})
+    if(EXISTS ${dir}/kind.cmake)
+      include(${dir}/kind.cmake)
+    endif()
+    if(NOT WEIR_KIND_BUILT)
+      string(REGEX REPLACE "s/.*$" "" category ${kind})
+      if(category STREQUAL "operator")
+        set(category "operator_")
+      endif()
+      get_filename_component(type ${kind} NAME)
+      string(APPEND calls "  r.add(config::not_built_kind(config::kind_category::${category}, "
+                          "\"${type}\", \"${WEIR_KIND_HOW}\"));\n")
+      continue()
+    endif()
     file(GLOB sources CONFIGURE_DEPENDS ${dir}/*.cpp)
     set(tests ${sources})
     list(FILTER sources EXCLUDE REGEX "_test\\.cpp$")
     list(FILTER tests INCLUDE REGEX "_test\\.cpp$")
     target_sources(${target} PRIVATE ${sources})
     set_property(GLOBAL APPEND PROPERTY WEIR_KIND_TESTS ${tests})
-    string(REPLACE "/" "_" id ${kind})
     string(APPEND declarations "config::kind_descriptor describe_${id}();\n")
     string(APPEND calls "  r.add(describe_${id}());\n")
   endforeach()

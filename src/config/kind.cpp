@@ -114,6 +114,16 @@ key_list kind_registry::kinds_with_key(kind_category c, std::string_view key) co
   return out;
 }
 
+kind_descriptor not_built_kind(kind_category c, std::string type, std::string how) {
+  kind_descriptor d;
+  d.category = c;
+  d.type = std::move(type);
+  d.min_inputs = c == kind_category::source ? 0 : 1;
+  d.available = false;
+  d.not_built = std::move(how);
+  return d;
+}
+
 std::string and_list(const key_list& xs) {
   if (xs.size() == 2)
     return xs[0] + " and " + xs[1];

@@ -141,6 +141,12 @@ struct kind_descriptor {
   /// False for a kind that is planned but not there yet ("kafka"): its type
   /// is answered with "not supported yet".
   bool available = true;
+  /// Non-empty for a kind left out of this build (its library was not
+  /// found or its WEIR_WITH_* option is OFF; `available` is false): how to
+  /// build it, e.g. "-DWEIR_WITH_KAFKA=ON and librdkafka-dev installed". A
+  /// config naming it fails at its type: `source kind "kafka" was not built
+  /// into this weir (configure with <not_built>)`.
+  std::string not_built;
   /// Reads the kind's keys (the loader has read the common ones and checked
   /// for unknown keys). Null only when `available` is false.
   std::function<std::unique_ptr<kind_spec>(parse_context&)> parse;
@@ -177,6 +183,10 @@ private:
   kind_registry() = default;
   std::deque<kind_descriptor> kinds_;
 };
+
+/// The stand-in of a kind left out of this build (cmake/kinds.cmake
+/// registers it): no keys, not available, `not_built` = `how`.
+kind_descriptor not_built_kind(kind_category c, std::string type, std::string how);
 
 /// "a, b" from a list, or "a and b" for two (as in "generator and nexmark").
 std::string and_list(const key_list& xs);

@@ -486,6 +486,12 @@ void loader::parse_element(kind_category category, const toml::table& t,
     if (k && k->available)
       return k;
     const auto types = reg.types(category);
+    if (k && !k->not_built.empty()) {
+      r.fail(pos_of(*ty.node), cat + " kind \"" + ty.value +
+                                 "\" was not built into this weir (configure with " +
+                                 k->not_built + ")");
+      return nullptr;
+    }
     if (k) {
       r.fail(pos_of(*ty.node), cat + " type '" + ty.value + "' is not supported yet",
              {"hint: supported " + cat + " types: " + quoted_list(types)});
@@ -526,10 +532,13 @@ void loader::parse_element(kind_category category, const toml::table& t,
     // keys not required unless the type is missing altogether.
     const auto* peek = t.get_as<std::string>("type");
     e.kind = peek ? reg.find(category, peek->get()) : nullptr;
+    // A kind left out of this build: only its type is reported (its keys
+    // are unknown to this weir).
+    const bool not_built = e.kind && !e.kind->not_built.empty();
     if (e.kind && !e.kind->available)
       e.kind = nullptr;
-    stand_in = e.kind ? e.kind : reg.kinds(category).front();
-    {
+    stand_in = e.kind ? e.kind : not_built ? nullptr : reg.kinds(category).front();
+    if (stand_in) {
       element probe;
       probe.kind = stand_in;
       probe.category = category;
@@ -550,9 +559,15 @@ void loader::parse_element(kind_category category, const toml::table& t,
       e.name = v->value;
       e.name_node = v->node;
     }
-    if (auto ty = r.string("type", true))
+    bool not_built = false;
+    if (auto ty = r.string("type", true)) {
       e.kind = type_of(*ty);
-    check_keys(allowed_keys(e.kind));
+      const auto* k = reg.find(category, ty->value);
+      not_built = k && !k->not_built.empty();
+    }
+    // A kind left out of this build: only its type is reported.
+    if (!not_built)
+      check_keys(allowed_keys(e.kind));
   }
 
   if (category == kind_category::operator_) {

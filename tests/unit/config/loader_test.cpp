@@ -798,6 +798,8 @@ p.toml:15:69: error: aggregate 's': reduce takes two arguments, an expression ov
 )~");
 }
 
+// The Kafka source's keys: only in a weir built with it (WEIR_WITH_KAFKA).
+#ifdef WEIR_HAVE_KAFKA
 TEST_CASE("source problems: kafka keys missing, missing file, schema and event time") {
   CHECK(errors(R"~([[source]]
 name = "k"
@@ -877,6 +879,7 @@ p.toml:43:24: error: event_time.field "tss" is not a field of the schema
   hint: the fields are key:string, ts:timestamp
 )~");
 }
+#endif
 
 TEST_CASE("file source splits: csv only on request, not with split = none, one file only") {
   const std::string file =

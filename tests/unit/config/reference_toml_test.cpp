@@ -160,6 +160,10 @@ TEST_CASE("config/reference.toml documents every key the loader accepts") {
     CHECK_MESSAGE(documented.count(key) == 1, "not in config/reference.toml: " << key);
 }
 
+// config/reference.toml documents every connector's keys: the check needs them
+// all built (WEIR_WITH_KAFKA, _REDIS, _POSTGRES, _HTTP).
+#if defined(WEIR_HAVE_KAFKA) && defined(WEIR_HAVE_REDIS) && defined(WEIR_HAVE_POSTGRES) && \
+  defined(WEIR_HAVE_HTTP)
 TEST_CASE("config/reference.toml documents no key the loader rejects") {
   auto documented = documented_keys(read_reference());
   const auto& known = weir::config::known_keys();
@@ -177,6 +181,7 @@ TEST_CASE("config/reference.toml documents no key the loader rejects") {
                   "not a known key: " << key);
   }
 }
+#endif
 
 TEST_CASE("the completeness check sees commented keys under their table") {
   CHECK(prefix_of_header("[[source]]") == "source[].");
