@@ -2,6 +2,7 @@
 #include "state_writer_actor.hpp"
 
 #include "weir/core/log.hpp"
+#include "weir/core/test_fault.hpp"
 #include "weir/state/keyed_state_backend.hpp"
 
 #include <caf/actor_system.hpp>
@@ -75,19 +76,7 @@ struct state_writer_state {
 /// manifest commit of the process fails, as a full disk would make it: its
 /// checkpoint is aborted and counts as failed. 0 when unset.
 std::uint64_t fault_fail_manifest_commit() {
-  const char* f = std::getenv("WEIR_FAULT");
-  if (!f)
-    return 0;
-  std::string_view s{f};
-  constexpr std::string_view name = "fail_manifest_commit";
-  if (s.substr(0, name.size()) != name)
-    return 0;
-  s.remove_prefix(name.size());
-  if (s.empty())
-    return 1;
-  if (s.front() != ':')
-    return 0;
-  return std::strtoull(std::string{s.substr(1)}.c_str(), nullptr, 10);
+  return weir::internal::test_fault("fail_manifest_commit");
 }
 
 /// Runs `f`, turning an escaping exception (allocation failure) into the

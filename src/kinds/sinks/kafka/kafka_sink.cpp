@@ -8,6 +8,7 @@
 #include "kafka_client.hpp"
 
 #include "weir/core/log.hpp"
+#include "weir/core/test_fault.hpp"
 #include "weir/expr/expression.hpp"
 
 #include <librdkafka/rdkafka.h>
@@ -182,19 +183,7 @@ sink_state decode_state(std::string_view bytes) {
 /// transaction to commit, after the checkpoint completed and before the
 /// commit: the crash the recovery protocol exists for.
 std::uint64_t fault_kill_after_complete() {
-  const char* f = std::getenv("WEIR_FAULT");
-  if (!f)
-    return 0;
-  std::string_view s{f};
-  constexpr std::string_view name = "kill_after_checkpoint_complete";
-  if (s.substr(0, name.size()) != name)
-    return 0;
-  s.remove_prefix(name.size());
-  if (s.empty())
-    return 1;
-  if (s.front() != ':')
-    return 0;
-  return std::strtoull(std::string{s.substr(1)}.c_str(), nullptr, 10);
+  return weir::internal::test_fault("kill_after_checkpoint_complete");
 }
 
 // -- the operator ------------------------------------------------------------

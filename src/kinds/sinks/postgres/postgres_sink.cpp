@@ -7,6 +7,7 @@
 #include "weir/connectors/postgres_sink.hpp"
 
 #include "weir/core/log.hpp"
+#include "weir/core/test_fault.hpp"
 #include "weir/core/timestamp.hpp"
 #include "weir/expr/expression.hpp"
 
@@ -173,19 +174,7 @@ sink_state decode_state(const std::string& bytes) {
 /// at the Nth checkpoint completion that has a prepared transaction, after
 /// the checkpoint completed and before COMMIT PREPARED.
 std::uint64_t fault_kill_after_complete() {
-  const char* f = std::getenv("WEIR_FAULT");
-  if (!f)
-    return 0;
-  std::string_view s{f};
-  constexpr std::string_view name = "pg_kill_after_checkpoint_complete";
-  if (s.substr(0, name.size()) != name)
-    return 0;
-  s.remove_prefix(name.size());
-  if (s.empty())
-    return 1;
-  if (s.front() != ':')
-    return 0;
-  return std::strtoull(std::string{s.substr(1)}.c_str(), nullptr, 10);
+  return weir::internal::test_fault("pg_kill_after_checkpoint_complete");
 }
 
 class postgres_sink final : public stream_operator {
