@@ -335,7 +335,7 @@ int serve(const std::vector<std::string>& pipelines, const std::string& listen,
 #else
 /// `weir serve` in a weir built without its HTTP server (cpp-httplib).
 int serve(const std::vector<std::string>&, const std::string&, const std::string&,
-          const weir::server::server_options&, const std::string&) {
+          const weir::server::server_options&, const std::string&, bool, bool) {
   std::fprintf(stderr, "weir: error: weir serve was not built into this weir (configure with "
                        "-DWEIR_WITH_HTTP=ON and libcpp-httplib-dev installed)\n");
   return 2;

@@ -48,6 +48,10 @@ bool is_loopback(const std::string& host) noexcept {
 
 namespace {
 
+/// How long a stopping server waits for its jobs' http sources to take the
+/// records they accepted before it stops the jobs.
+constexpr std::chrono::seconds shutdown_drain_timeout{10};
+
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
            std::chrono::system_clock::now().time_since_epoch())
@@ -1515,6 +1519,21 @@ job* http_server::find_job(const std::string& id) {
 
 void http_server::shutdown() {
   auto jobs = impl_->all();
+  // Records answered 202 are the jobs' to process: refuse new ones, let each
+  // running job's http sources take what they accepted (a bounded wait: a
+  // job stuck behind backpressure keeps them in its final checkpoint's
+  // state), then stop the jobs, whose stop barrier follows those records.
+  std::vector<http_source_handle_ptr> intake;
+  for (const auto& j : jobs)
+    if (!is_terminal(j->run->state()))
+      for (const auto& h : http_sources(*j->owner)) {
+        h->stop_intake();
+        intake.push_back(h);
+      }
+  const auto deadline = std::chrono::steady_clock::now() + shutdown_drain_timeout;
+  for (const auto& h : intake)
+    while (h->ready() && h->queued() > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds{5});
   for (const auto& j : jobs)
     if (!is_terminal(j->run->state()))
       j->run->stop();

@@ -554,27 +554,35 @@ TESTS["log-level"] = test_log_level
 
 
 def test_dead_letter_rerun(args):
-    """A run with checkpointing that has no completed checkpoint to resume
-    from starts its dead-letter file over instead of appending to it. Each
-    run fails (an injected failure, no restart) after the malformed line
-    (8,899 of 10,000) was dead-lettered and before the end of its input, so
-    no checkpoint completes: the interval is an hour, and the final
-    checkpoint comes only after the end of the input."""
+    """Dead letters of an exactly-once job are committed with its checkpoints:
+    a run that fails before any checkpoint completed commits none of them, and
+    the rerun that completes writes each bad record once. Each failing run
+    fails (an injected failure, no restart) after the malformed line (8,899
+    of 10,000) was dead-lettered and before the end of its input, so no
+    checkpoint completes: the interval is an hour, and the final checkpoint
+    comes only after the end of the input."""
     box = Sandbox(args)
     try:
         text = (pathlib.Path(args.repo) / DASHBOARD).read_text()
-        text = text.replace('dead_letter = {', 'inject_failure = { operator = "errors", '
-                            'after_records = 4900 }\ndead_letter = {', 1)
-        text += '\n[checkpoint]\ninterval = "1h"\ndir = "state"\n'
+        failing = text.replace('dead_letter = {', 'inject_failure = { operator = "errors", '
+                               'after_records = 4900 }\ndead_letter = {', 1)
+        check(failing != text, "the dashboard has no dead_letter key to put the failure before")
+        checkpoint = '\n[checkpoint]\ninterval = "1h"\ndir = "state"\n'
+        dead_letters = box.work / OUT / "bad_records.jsonl"
         for attempt in (1, 2):
-            proc = box.run("run", "pipeline.toml", "-q", toml_text=text, expect=1)
+            proc = box.run("run", "pipeline.toml", "-q", toml_text=failing + checkpoint, expect=1)
             check("injected failure" in proc.stderr,
                   f"run {attempt} did not fail by the injected failure:\n{proc.stderr[-1000:]}")
             listing = box.run("checkpoints", "list", "state").stdout
             check("no checkpoints" in listing, f"a checkpoint completed:\n{listing}")
-            bad = load_jsonl(box.work / OUT / "bad_records.jsonl")
-            check(len(bad) == 1, f"run {attempt}: the dead-letter file holds {len(bad)} records, "
-                  "expected 1")
+            bad = load_jsonl(dead_letters) if dead_letters.exists() else []
+            check(not bad, f"run {attempt} failed before any checkpoint, yet the dead-letter "
+                           f"file holds {len(bad)} records")
+        box.run("run", "pipeline.toml", "-q", toml_text=text + checkpoint)
+        bad = load_jsonl(dead_letters)
+        check(len(bad) == 1 and bad[0].get("line") == 8899,
+              f"the completing rerun: the dead-letter file holds {len(bad)} records, expected "
+              f"the one of line 8,899: {bad[:2]}")
     finally:
         box.close()
 

@@ -153,6 +153,10 @@ public:
   /// Ends the input for good (the job is over): pending requests answer
   /// not_running, later ones too.
   void close();
+  /// The server is stopping: requests are refused (503) from now on, while
+  /// the source goes on taking what was accepted, so that a graceful stop
+  /// processes every record answered 202 (`queued()` reaches 0).
+  void stop_intake();
 
   // -- the source's side (src/kinds/sources/http/http_source.cpp) ------------
   //
@@ -212,6 +216,7 @@ private:
   mutable std::mutex mutex_;
   std::condition_variable progress_;
   bool closed_ = false;
+  bool intake_stopped_ = false; ///< stop_intake(): the server is stopping
   bool attached_ = false;
   bool ready_ = false;
   bool retain_ = false;

@@ -63,6 +63,11 @@ void http_source_handle::attach() {
   attached_ = true;
 }
 
+void http_source_handle::stop_intake() {
+  std::lock_guard lock{mutex_};
+  intake_stopped_ = true;
+}
+
 void http_source_handle::close() {
   {
     std::lock_guard lock{mutex_};
@@ -89,9 +94,11 @@ ingest_result http_source_handle::ingest(std::string_view body, const std::strin
   bad_record_policy policy;
   {
     std::unique_lock lock{mutex_};
-    if (closed_ || !ready_) {
+    if (closed_ || !ready_ || intake_stopped_) {
       r.what = oc::not_running;
-      r.message = closed_ ? "the job of http source '" + name_ + "' is over"
+      r.message = closed_           ? "the job of http source '" + name_ + "' is over"
+                  : intake_stopped_ ? "the server is stopping: http source '" + name_
+                                        + "' takes no more records"
                           : "the job of http source '" + name_
                               + "' is starting, restoring or restarting";
       return r;
