@@ -339,10 +339,12 @@ lmdb_checkpoint_store::open(store_options opts) {
   // was checked before the map was read (above); a writer in another
   // process (`weir checkpoints list` of a running job) may have committed
   // meanwhile, which the check then sees again.
+  std::size_t last_txnid = 0;
   for (int attempt = 0;; ++attempt) {
     MDB_envinfo info{};
     if (int rc = mdb_env_info(p->env, &info); rc != 0)
       return p->fail("mdb_env_info", rc);
+    last_txnid = info.me_last_txnid;
     if (checked.txnid == info.me_last_txnid || attempt == 3) {
       if (!checked.ok())
         return p->fail_plain(describe_damage(opts.dir, checked));
@@ -357,14 +359,29 @@ lmdb_checkpoint_store::open(store_options opts) {
   if (int rc = mdb_txn_begin(p->env, nullptr, opts.read_only ? MDB_RDONLY : 0u, txn.out());
       rc != 0)
     return p->fail("beginning a transaction", rc);
-  unsigned dbi_flags = opts.read_only ? 0u : MDB_CREATE;
+  // The databases are created in a new store only. In one that holds
+  // commits a missing database is damage (a flipped byte in its name):
+  // creating it anew would put an empty database in its place and change a
+  // store that weir then refuses to restore from.
+  const bool fresh_env = last_txnid == 0;
+  unsigned dbi_flags = opts.read_only || !fresh_env ? 0u : MDB_CREATE;
+  auto missing = [&](const char* name) {
+    return p->fail_plain((std::filesystem::path{opts.dir} / "data.mdb").string()
+                         + " is damaged: its '" + name
+                         + "' database is missing (the checkpoint storage is damaged; start "
+                           "over with --fresh)");
+  };
   int rc = mdb_dbi_open(txn.get(), "manifests", dbi_flags, &p->manifests);
-  if (rc == MDB_NOTFOUND && opts.read_only)
+  if (rc == MDB_NOTFOUND && opts.read_only && fresh_env)
     return std::shared_ptr<lmdb_checkpoint_store>{
       new lmdb_checkpoint_store(std::move(p), std::move(opts))};
+  if (rc == MDB_NOTFOUND)
+    return missing("manifests");
   if (rc != 0)
     return p->fail("opening the manifests database", rc);
   rc = mdb_dbi_open(txn.get(), "state", dbi_flags, &p->state);
+  if (rc == MDB_NOTFOUND)
+    return missing("state");
   if (rc != 0)
     return p->fail("opening the state database", rc);
   if (rc = txn.commit(); rc != 0)
