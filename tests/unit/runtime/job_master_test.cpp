@@ -7,6 +7,7 @@
 
 #include "checkpoint/checkpoint_test_util.hpp"
 #include "weir/checkpoint/lmdb_checkpoint_store.hpp"
+#include "weir/core/key_group.hpp"
 
 #include <doctest/doctest.h>
 
@@ -39,7 +40,7 @@ public:
   std::chrono::milliseconds clock{1'700'000'000'000};
   std::vector<std::vector<subtask_deployment>> deployments;
   std::vector<subtask_message> sent;
-  std::vector<subtask_state_query> queries;
+  std::vector<std::pair<std::uint32_t, subtask_state_query>> queries;
   std::vector<std::uint64_t> discarded;
   std::vector<std::pair<std::size_t, write_snapshot_request>> final_state_writes;
   std::vector<std::pair<std::size_t, checkpoint::snapshot_manifest>> commits;
@@ -68,8 +69,8 @@ public:
   void stop_subtask(std::uint32_t task, std::uint64_t keep_up_to) override {
     sent.push_back({subtask_message::stop, task, keep_up_to, 0});
   }
-  void query_state(std::uint32_t, subtask_state_query q) override {
-    queries.push_back(std::move(q));
+  void query_state(std::uint32_t task, subtask_state_query q) override {
+    queries.emplace_back(task, std::move(q));
   }
   void discard_checkpoint(std::uint64_t id) override { discarded.push_back(id); }
   void write_final_state(std::size_t attempt, write_snapshot_request req) override {
@@ -115,8 +116,10 @@ stream_node node(std::size_t id, std::string name, std::size_t parallelism) {
 }
 
 /// src (parallelism 1) -rebalance-> out (a sink, parallelism 2): three
-/// subtasks in two chains. Checkpoints into `dir`, restarts as given.
-std::shared_ptr<job_graph> two_chain_graph(const std::string& dir, std::size_t restarts) {
+/// subtasks in two chains; `keyed`: the edge is keyed by v instead.
+/// Checkpoints into `dir`, restarts as given.
+std::shared_ptr<job_graph> two_chain_graph(const std::string& dir, std::size_t restarts,
+                                           bool keyed) {
   auto g = std::make_shared<job_graph>();
   auto src = node(0, "src", 1);
   src.is_source = true;
@@ -127,7 +130,9 @@ std::shared_ptr<job_graph> two_chain_graph(const std::string& dir, std::size_t r
   stream_edge e;
   e.source = 0;
   e.target = 1;
-  e.mode = partitioning::rebalance;
+  e.mode = keyed ? partitioning::hash : partitioning::rebalance;
+  if (keyed)
+    e.key_fields = {0};
   g->edges = {e};
   auto& o = g->options;
   o.name = "job-master-test";
@@ -144,9 +149,10 @@ std::shared_ptr<job_graph> two_chain_graph(const std::string& dir, std::size_t r
 /// One job master on a real checkpoint store, with the helpers a test
 /// needs to play the subtasks and the state writer.
 struct fixture {
-  explicit fixture(std::size_t restarts = 1, std::size_t tolerable_failures = 0)
+  explicit fixture(std::size_t restarts = 1, std::size_t tolerable_failures = 0,
+                   bool keyed = false)
     : dir("job-master") {
-    auto g = two_chain_graph((dir.path() / "checkpoints").string(), restarts);
+    auto g = two_chain_graph((dir.path() / "checkpoints").string(), restarts, keyed);
     g->options.checkpoint.tolerable_failures = tolerable_failures;
     ctx = std::make_shared<job_context>(g);
     checkpoint::store_options so;
@@ -519,7 +525,8 @@ TEST_CASE("job master: a subtask failure restarts the job from the latest comple
   f.env.timers.clear();
   f.master->on_subtask_ended(src, "operator 'src' failed: again");
   CHECK(f.master->failed());
-  CHECK(f.ctx->failure() == std::optional<std::string>{"a subtask stopped: operator 'src' failed: again"});
+  CHECK(f.ctx->failure()
+        == std::optional<std::string>{"a subtask stopped: operator 'src' failed: again"});
   f.master->on_subtask_ended(sinks[0], "user_shutdown");
   f.master->on_subtask_ended(sinks[1], "user_shutdown");
   CHECK_FALSE(f.env.scheduled(job_master_timer::redeploy));
@@ -714,6 +721,114 @@ TEST_CASE("job master: a failure while stopping does not restart; a cancel stops
     CHECK_FALSE(f.env.scheduled(job_master_timer::redeploy));
     CHECK(f.env.drains == std::vector<drain_purpose>{drain_purpose::finish});
   }
+}
+
+TEST_CASE("job master: a savepoint waits for the checkpoint in flight, then is taken") {
+  fixture f;
+  f.master->start();
+  f.master->on_checkpoint_timer(); // checkpoint 1 in flight
+  auto path = (f.dir.path() / "savepoint").string();
+  savepoint_request r{path, false, std::make_shared<reply_slot<savepoint_result>>()};
+  auto answer = r.reply->future();
+  f.master->on_savepoint_request(std::move(r));
+  // At most one checkpoint in flight: the request comes back shortly.
+  REQUIRE(f.env.savepoint_retries.size() == 1);
+  CHECK(f.master->coordinator()->latest_id() == 1);
+  for (auto t : f.sink_tasks())
+    f.ack(t, 1);
+  f.ack(f.source_task(), 1);
+  f.commit_all();
+  CHECK(f.env.savepoint_writes.empty()); // checkpoint 1 is not the savepoint
+  f.env.sent.clear();
+  auto retry = std::move(f.env.savepoint_retries[0]);
+  f.env.savepoint_retries.clear();
+  f.master->on_savepoint_request(std::move(retry));
+  CHECK(f.env.savepoint_retries.empty());
+  auto triggers = f.env.of_kind(subtask_message::trigger);
+  REQUIRE(triggers.size() == 1);
+  CHECK(triggers[0].checkpoint_id == 2);
+  for (auto t : f.sink_tasks())
+    f.ack(t, 2);
+  f.ack(f.source_task(), 2);
+  REQUIRE(f.env.savepoint_writes.size() == 1);
+  CHECK(f.env.savepoint_writes[0].second.checkpoint_id == 2);
+  SUBCASE("written") {
+    f.commit_all();
+    auto [req, m] = std::move(f.env.savepoint_writes[0]);
+    f.master->on_savepoint_written(req, m.checkpoint_id, {true, "", 0});
+    auto got = answer.get();
+    REQUIRE(got);
+    CHECK(got->checkpoint_id == 2);
+    CHECK_FALSE(f.master->stopping()); // a savepoint alone does not stop the job
+  }
+  SUBCASE("the copy failed") {
+    auto [req, m] = std::move(f.env.savepoint_writes[0]);
+    f.master->on_savepoint_written(req, m.checkpoint_id, {false, "no space left", 0});
+    auto got = answer.get();
+    REQUIRE_FALSE(got);
+    CHECK(got.error().code == errc::io_error);
+    CHECK(got.error().message == "no space left");
+  }
+}
+
+TEST_CASE("job master: a state query goes to the subtask owning the key's key group, or is "
+          "answered at once") {
+  fixture f(/*restarts=*/1, /*tolerable_failures=*/0, /*keyed=*/true);
+  f.master->start();
+  auto ask = [&](std::string op, std::vector<std::string> key) {
+    state_query q{std::move(op), std::move(key),
+                  std::make_shared<reply_slot<state_query_result>>()};
+    auto answer = q.reply->future();
+    f.master->on_state_query(std::move(q));
+    return answer;
+  };
+  for (std::string key : {"1", "2", "42", "-7"}) {
+    CAPTURE(key);
+    f.env.queries.clear();
+    ask("out", {key});
+    REQUIRE(f.env.queries.size() == 1);
+    const auto& [task, q] = f.env.queries[0];
+    CHECK(q.member == 0);
+    CHECK(q.result.operator_name == "out");
+    CHECK(q.result.key == std::vector<std::string>{key});
+    CHECK(q.result.parallelism == 2);
+    CHECK(q.result.subtask
+          == operator_index_for_key_group(q.result.key_group, 128, 2));
+    CHECK(f.master->vertex_subtask(task).second == q.result.subtask);
+    CHECK_FALSE(f.master->is_source(task));
+  }
+  auto error_of = [](auto answer) {
+    auto got = answer.get();
+    REQUIRE_FALSE(got);
+    return got.error();
+  };
+  f.env.queries.clear();
+  CHECK(error_of(ask("nope", {"1"})).code == errc::not_found);
+  CHECK(error_of(ask("src", {"1"})).code == errc::invalid_argument); // not keyed
+  CHECK(error_of(ask("out", {"1", "2"})).code == errc::invalid_argument);
+  CHECK(error_of(ask("out", {"one"})).message == "key field 'v' is int64, got 'one'");
+  CHECK(f.env.queries.empty());
+  // The owning subtask has ended: it cannot answer.
+  ask("out", {"42"});
+  REQUIRE(f.env.queries.size() == 1);
+  f.master->on_subtask_ended(f.env.queries[0].first, std::nullopt);
+  f.env.queries.clear();
+  auto e = error_of(ask("out", {"42"}));
+  CHECK(e.code == errc::runtime_error);
+  CHECK(e.message.find("is not running") != std::string::npos);
+  CHECK(f.env.queries.empty());
+}
+
+TEST_CASE("job master: the state writer stopping fails the job") {
+  fixture f(/*restarts=*/3);
+  f.master->start();
+  f.master->on_state_writer_down(false, "MDB_PANIC");
+  CHECK(f.master->failed());
+  CHECK(f.ctx->failure() == std::optional<std::string>{"the state writer stopped: MDB_PANIC"});
+  CHECK(f.env.of_kind(subtask_message::stop).size() == 3);
+  CHECK(f.env.finished_calls == 0); // subtasks still run
+  f.end_all("user_shutdown");
+  CHECK_FALSE(f.env.scheduled(job_master_timer::redeploy));
 }
 
 } // TEST_SUITE
