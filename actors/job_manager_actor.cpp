@@ -286,6 +286,7 @@ bool read_restore_points(jm_actor* self,
                            g.options.name, where, m.checkpoint_id);
   }
   ctx.result.restored_checkpoint_id = m.checkpoint_id;
+  ctx.journal.restored(m.checkpoint_id, wall_now().count(), from_savepoint, where);
   // Info: job_options::quiet (-q) raises the level to warn (execute.cpp).
   log::checkpoint().info("job '{}': restoring from checkpoint {}", g.options.name,
                          m.checkpoint_id);

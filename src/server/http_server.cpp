@@ -52,6 +52,10 @@ namespace {
 /// records they accepted before it stops the jobs.
 constexpr std::chrono::seconds shutdown_drain_timeout{10};
 
+/// Longest `POST /jobs?savepointPath=` waits for the restore to be read
+/// before answering 202 anyway (the job goes on restoring).
+constexpr std::chrono::seconds restore_answer_timeout{30};
+
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
            std::chrono::system_clock::now().time_since_epoch())
@@ -169,6 +173,8 @@ struct served_job {
   std::string id;
   std::unique_ptr<job> owner;
   std::unique_ptr<running_job> run;
+  /// The TOML it was made from; nullopt for a job a host program built.
+  std::optional<pipeline_source> source;
 
   struct sample {
     std::int64_t t_ms = 0;
@@ -180,6 +186,12 @@ struct served_job {
   std::vector<operator_totals> last;
   std::int64_t last_ms = 0;
   std::vector<double> in_rate, out_rate, backpressure_ratio;
+  /// Per operator and subtask: last counters, and rates over the last interval.
+  struct subtask_rates {
+    double in = 0, out = 0, backpressure_ratio = 0;
+  };
+  std::vector<std::vector<subtask_status>> last_subtasks;
+  std::vector<std::vector<subtask_rates>> subtask_rate;
   std::deque<sample> history;
 };
 
@@ -243,6 +255,22 @@ struct http_server::impl {
           if (st.operators[k].is_sink)
             sink_in += j->in_rate[k];
         }
+        j->subtask_rate.assign(n, {});
+        for (std::size_t k = 0; k < n; ++k) {
+          const auto& subs = st.operators[k].subtasks;
+          if (k >= j->last_subtasks.size() || j->last_subtasks[k].size() != subs.size())
+            continue;
+          for (std::size_t i = 0; i < subs.size(); ++i) {
+            const auto& a = subs[i];
+            const auto& b = j->last_subtasks[k][i];
+            auto d = [&](std::uint64_t x, std::uint64_t y) {
+              return x >= y ? static_cast<double>(x - y) / secs : 0.0;
+            };
+            j->subtask_rate[k].push_back(
+              {d(a.records_in, b.records_in), d(a.records_out, b.records_out),
+               std::min(1.0, d(a.backpressured_ms, b.backpressured_ms) / 1000.0)});
+          }
+        }
         if (!is_terminal(st.state)) {
           j->history.push_back({now, sink_in, src_out});
           while (j->history.size() > opts.rate_history)
@@ -250,6 +278,9 @@ struct http_server::impl {
         }
       }
       j->last = std::move(cur);
+      j->last_subtasks.clear();
+      for (auto& op : st.operators)
+        j->last_subtasks.push_back(std::move(op.subtasks));
       j->last_ms = now;
     }
   }
@@ -311,6 +342,97 @@ struct http_server::impl {
       .field("state-size", t.state_bytes);
   }
 
+  /// One subtask's counters and its rates over the last sample interval
+  /// (zero before the second sample). Caller holds `j.mutex`.
+  static void write_subtasks(json_writer& w, const served_job& j, const operator_status& op,
+                             std::size_t k) {
+    w.key("subtasks").begin_array();
+    for (const auto& s : op.subtasks) {
+      served_job::subtask_rates r;
+      if (k < j.subtask_rate.size() && s.subtask < j.subtask_rate[k].size())
+        r = j.subtask_rate[k][s.subtask];
+      w.begin_object()
+        .field("subtask", static_cast<std::uint64_t>(s.subtask))
+        .field("read-records", s.records_in)
+        .field("write-records", s.records_out)
+        .field("read-bytes", s.bytes_in)
+        .field("write-bytes", s.bytes_out)
+        .field("late-records", s.late_records)
+        .field("bad-records", s.bad_records)
+        .field("backpressured-ms", s.backpressured_ms)
+        .field("watermark", s.watermark)
+        .field("state-size", s.state_bytes)
+        .field("source-lag", s.source_lag)
+        .field("read-records-per-second", r.in)
+        .field("write-records-per-second", r.out)
+        .field("backpressure-ratio", r.backpressure_ratio)
+        .end_object();
+    }
+    w.end_array();
+  }
+
+  /// Operator `k` of `j` as a vertex of `GET /jobs/{id}`. Caller holds
+  /// `j.mutex`.
+  static void write_vertex(json_writer& w, const served_job& j, const operator_status& op,
+                           std::size_t k) {
+    w.begin_object()
+      .field("id", static_cast<std::uint64_t>(k))
+      .field("name", op.name)
+      .field("kind", op.kind)
+      .field("parallelism", static_cast<std::uint64_t>(op.parallelism))
+      .field("is-source", op.is_source)
+      .field("is-sink", op.is_sink);
+    w.key("inputs").begin_array();
+    for (const auto& in : op.inputs)
+      w.value(in);
+    w.end_array();
+    w.key("metrics").begin_object();
+    write_totals(w, sum(op));
+    auto rate = [&](const std::vector<double>& v) { return k < v.size() ? v[k] : 0.0; };
+    w.field("read-records-per-second", rate(j.in_rate))
+      .field("write-records-per-second", rate(j.out_rate))
+      .field("backpressure-ratio", rate(j.backpressure_ratio));
+    w.end_object();
+    write_subtasks(w, j, op, k);
+    w.end_object();
+  }
+
+  /// `GET /jobs/{id}/vertices/{vertex}/subtasks`: `vertex` is the vertex
+  /// id (its index) or its name; nullopt when the job has no such vertex.
+  std::optional<std::string> vertex_subtasks(served_job& j, const std::string& vertex) const {
+    auto st = j.run->status();
+    std::size_t k = 0;
+    while (k < st.operators.size() && st.operators[k].name != vertex
+           && std::to_string(k) != vertex)
+      ++k;
+    if (k == st.operators.size())
+      return std::nullopt;
+    const auto& op = st.operators[k];
+    json_writer w;
+    w.begin_object()
+      .field("jid", j.id)
+      .field("id", static_cast<std::uint64_t>(k))
+      .field("name", op.name)
+      .field("parallelism", static_cast<std::uint64_t>(op.parallelism))
+      .field("now", wall_ms());
+    std::lock_guard lock{j.mutex};
+    write_subtasks(w, j, op, k);
+    w.end_object();
+    return w.take();
+  }
+
+  /// `GET /jobs/{id}/config`: the pipeline text it runs.
+  static std::string job_config(const served_job& j) {
+    json_writer w;
+    w.begin_object().field("jid", j.id).field("name", j.owner->options().name);
+    if (j.source)
+      w.field("file", j.source->file).field("toml", j.source->toml);
+    else
+      w.key("file").null().key("toml").null();
+    w.end_object();
+    return w.take();
+  }
+
   std::string job_detail(served_job& j) const {
     auto st = j.run->status();
     json_writer w;
@@ -325,44 +447,8 @@ struct http_server::impl {
       .field("restarts", static_cast<std::uint64_t>(st.restarts));
     std::lock_guard lock{j.mutex};
     w.key("vertices").begin_array();
-    for (std::size_t k = 0; k < st.operators.size(); ++k) {
-      const auto& op = st.operators[k];
-      w.begin_object()
-        .field("id", static_cast<std::uint64_t>(k))
-        .field("name", op.name)
-        .field("kind", op.kind)
-        .field("parallelism", static_cast<std::uint64_t>(op.parallelism))
-        .field("is-source", op.is_source)
-        .field("is-sink", op.is_sink);
-      w.key("inputs").begin_array();
-      for (const auto& in : op.inputs)
-        w.value(in);
-      w.end_array();
-      w.key("metrics").begin_object();
-      write_totals(w, sum(op));
-      auto rate = [&](const std::vector<double>& v) { return k < v.size() ? v[k] : 0.0; };
-      w.field("read-records-per-second", rate(j.in_rate))
-        .field("write-records-per-second", rate(j.out_rate))
-        .field("backpressure-ratio", rate(j.backpressure_ratio));
-      w.end_object();
-      w.key("subtasks").begin_array();
-      for (const auto& s : op.subtasks) {
-        w.begin_object()
-          .field("subtask", static_cast<std::uint64_t>(s.subtask))
-          .field("read-records", s.records_in)
-          .field("write-records", s.records_out)
-          .field("read-bytes", s.bytes_in)
-          .field("write-bytes", s.bytes_out)
-          .field("late-records", s.late_records)
-          .field("bad-records", s.bad_records)
-          .field("backpressured-ms", s.backpressured_ms)
-          .field("watermark", s.watermark)
-          .field("state-size", s.state_bytes)
-          .field("source-lag", s.source_lag)
-          .end_object();
-      }
-      w.end_array().end_object();
-    }
+    for (std::size_t k = 0; k < st.operators.size(); ++k)
+      write_vertex(w, j, st.operators[k], k);
     w.end_array();
     w.key("throughput").begin_array();
     for (const auto& s : j.history)
@@ -427,9 +513,21 @@ struct http_server::impl {
       .field("in_progress", in_progress)
       .field("completed", st.checkpoints_completed)
       .field("failed", st.checkpoints_failed)
-      .field("restored", static_cast<std::uint64_t>(
-                           st.result ? st.result->restored_checkpoint_id != 0 : 0))
+      .field("restored", st.checkpoints_restored)
       .end_object();
+    // Flink's summary: min / avg / max over every completed checkpoint.
+    auto stat = [&](const char* name, const checkpoint_stat_summary& v) {
+      w.key(name).begin_object()
+        .field("min", v.min)
+        .field("avg", v.avg)
+        .field("max", v.max)
+        .end_object();
+    };
+    w.key("summary").begin_object();
+    stat("end_to_end_duration", st.checkpoint_stats.end_to_end_duration);
+    stat("state_size", st.checkpoint_stats.state_size);
+    stat("alignment_duration", st.checkpoint_stats.alignment_duration);
+    w.end_object();
     w.key("latest").begin_object();
     w.key("completed");
     if (last_done)
@@ -439,6 +537,16 @@ struct http_server::impl {
     w.key("failed");
     if (last_failed)
       write_checkpoint(w, *last_failed);
+    else
+      w.null();
+    w.key("restored");
+    if (st.restored)
+      w.begin_object()
+        .field("id", st.restored->checkpoint_id)
+        .field("restore_timestamp", st.restored->restore_ms)
+        .field("is_savepoint", st.restored->is_savepoint)
+        .field("external_path", st.restored->path)
+        .end_object();
     else
       w.null();
     w.end_object();
@@ -818,6 +926,20 @@ struct http_server::impl {
     get(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
       with_job(req, res, [&](served_job& j) { json_reply(res, 200, job_detail(j)); });
     });
+    get(R"(/jobs/([0-9a-f]+)/config)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          with_job(req, res, [&](served_job& j) { json_reply(res, 200, job_config(j)); });
+        });
+    get(R"(/jobs/([0-9a-f]+)/vertices/([^/]+)/subtasks)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          with_job(req, res, [&](served_job& j) {
+            const std::string vertex = req.matches[2];
+            if (auto body = vertex_subtasks(j, vertex))
+              json_reply(res, 200, std::move(*body));
+            else
+              json_error(res, 404, "job " + j.id + " has no vertex '" + vertex + "'");
+          });
+        });
     get(R"(/jobs/([0-9a-f]+)/checkpoints)",
         [this](const httplib::Request& req, httplib::Response& res) {
           with_job(req, res, [&](served_job& j) { json_reply(res, 200, checkpoints(j)); });
@@ -886,12 +1008,13 @@ struct http_server::impl {
   /// A request's `target` resolved inside `savepoint_root` (the rule in
   /// server_options::savepoint_dir); empty `target`: `fallback` under it.
   /// Errors: a message for the 400.
-  expected<std::filesystem::path> resolve_savepoint_target(const std::string& target,
-                                                           const std::string& fallback) const {
+  expected<std::filesystem::path>
+  resolve_savepoint_target(const std::string& target, const std::string& fallback,
+                           const char* subject = "savepoint target") const {
     namespace fs = std::filesystem;
     auto refuse = [&](const std::string& why) {
       return make_error(errc::invalid_argument,
-                        "savepoint target '" + target + "' refused: " + why
+                        std::string{subject} + " '" + target + "' refused: " + why
                           + " (savepoints are written under " + savepoint_root.string() + ")");
     };
     if (target.find('\0') != std::string::npos || target.find('\\') != std::string::npos)
@@ -1241,24 +1364,102 @@ struct http_server::impl {
       json_reply(res, 400, w.take());
       return;
     }
-    auto id = add(std::move(*loaded));
+    pipeline_source source{file, std::move(text->bytes)};
+    if (!req.has_param("savepointPath")) {
+      auto id = add(std::move(*loaded), std::move(source));
+      json_writer w;
+      w.begin_object().field("jobid", id).end_object();
+      json_reply(res, 202, w.take());
+      return;
+    }
+    submit_restored(req, res, std::move(*loaded), std::move(source));
+  }
+
+  /// `POST /jobs?savepointPath=DIR[&allowNonRestoredState=true]`: the job
+  /// restored from the savepoint `DIR` (resolved as a savepoint target:
+  /// under the savepoint root). Answered once the restore is read: 202
+  /// {"jobid"}, or 400 with the restore's refusal (the job is then not
+  /// kept).
+  void submit_restored(const httplib::Request& req, httplib::Response& res,
+                       std::unique_ptr<job> j, pipeline_source source) {
+    const auto target = req.get_param_value("savepointPath");
+    if (target.empty()) {
+      json_error(res, 400, "savepointPath must name a savepoint directory under "
+                             + savepoint_root.string());
+      return;
+    }
+    auto path = resolve_savepoint_target(target, "", "savepointPath");
+    if (!path) {
+      json_error(res, 400, path.error().message);
+      return;
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(*path / "data.mdb", ec)) {
+      json_error(res, 400, "savepointPath '" + target + "': no savepoint at " + path->string());
+      return;
+    }
+    bool allow_non_restored = false;
+    if (req.has_param("allowNonRestoredState")) {
+      const auto v = req.get_param_value("allowNonRestoredState");
+      if (v != "true" && v != "false") {
+        json_error(res, 400, "allowNonRestoredState must be true or false, got '" + v + "'");
+        return;
+      }
+      allow_non_restored = v == "true";
+    }
+    auto& cp = j->options().checkpoint;
+    cp.from_savepoint = path->string();
+    cp.allow_non_restored_state = allow_non_restored;
+    cp.fresh = false;
+    auto sj = start(std::move(j), std::move(source));
+    // The restore is read before the job deploys; a refused one ends the
+    // job at once.
+    const auto deadline = std::chrono::steady_clock::now() + restore_answer_timeout;
+    for (;;) {
+      auto st = sj->run->status();
+      if (st.restored)
+        break;
+      if (is_terminal(st.state)) {
+        auto why = st.result && !st.result->error.empty() ? st.result->error
+                                                          : std::string{to_string(st.state)};
+        log::runtime().warn("server: job '{}' not restored from {}: {}",
+                            sj->owner->options().name, path->string(), why);
+        json_error(res, 400, "restore from savepoint " + path->string() + " refused: " + why);
+        return;
+      }
+      if (std::chrono::steady_clock::now() >= deadline)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+    register_job(sj);
+    log::runtime().info("server: job '{}' restored from savepoint {} as {}",
+                        sj->owner->options().name, path->string(), sj->id);
     json_writer w;
-    w.begin_object().field("jobid", id).end_object();
+    w.begin_object().field("jobid", sj->id).end_object();
     json_reply(res, 202, w.take());
   }
 
-  std::string add(std::unique_ptr<job> j) {
+  /// Starts `j`; not yet served (`register_job`).
+  std::shared_ptr<served_job> start(std::unique_ptr<job> j, std::optional<pipeline_source> source) {
     // Served jobs print no status line; their progress is the API's.
     j->options().status_interval = std::chrono::milliseconds{0};
     attach_http_sources(*j);
     auto sj = std::make_shared<served_job>();
     sj->id = new_job_id();
+    sj->source = std::move(source);
     sj->run = std::make_unique<running_job>(j->start());
     sj->owner = std::move(j);
-    {
-      std::lock_guard lock{jobs_mutex};
-      jobs.push_back(sj);
-    }
+    return sj;
+  }
+
+  void register_job(const std::shared_ptr<served_job>& sj) {
+    std::lock_guard lock{jobs_mutex};
+    jobs.push_back(sj);
+  }
+
+  std::string add(std::unique_ptr<job> j, std::optional<pipeline_source> source) {
+    auto sj = start(std::move(j), std::move(source));
+    register_job(sj);
     log::runtime().info("server: job '{}' started as {}", sj->owner->options().name, sj->id);
     return sj->id;
   }
@@ -1505,7 +1706,13 @@ expected<std::monostate> http_server::start() {
 
 int http_server::port() const noexcept { return impl_->bound_port; }
 
-std::string http_server::submit(std::unique_ptr<job> j) { return impl_->add(std::move(j)); }
+std::string http_server::submit(std::unique_ptr<job> j) {
+  return impl_->add(std::move(j), std::nullopt);
+}
+
+std::string http_server::submit(std::unique_ptr<job> j, pipeline_source source) {
+  return impl_->add(std::move(j), std::move(source));
+}
 
 running_job* http_server::find(const std::string& id) {
   auto j = impl_->find(id);
