@@ -186,7 +186,7 @@ class Browser:
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
              f"--user-data-dir={profile}", "--remote-debugging-pipe", "--window-size=1280,1000",
              "about:blank"],
-            pass_fds=(3, 4), preexec_fn=child, stdout=subprocess.DEVNULL,
+            pass_fds=(3, 4), preexec_fn=child, start_new_session=True, stdout=subprocess.DEVNULL,
             stderr=open(profile.parent / "chromium.log", "w"))
         os.close(to_r)
         os.close(from_w)
@@ -261,9 +261,23 @@ class Browser:
         self.send("DOM.setFileInputFiles", {"files": [str(path)], "objectId": obj}, self.session)
 
     def close(self):
+        """Browser.close, then SIGKILL to what is left of chromium's process
+        group (its renderer and GPU helpers), waited for."""
+        try:
+            self.send("Browser.close")
+            self.proc.wait(timeout=10 * SCALE)
+        except (Failure, OSError, subprocess.TimeoutExpired):
+            pass
+        def gone():
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                return True
+            return False
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+        self.proc.wait()
+        wait_until(gone, "chromium's processes to exit")
 
 
 def job_state(s, jid):
@@ -311,8 +325,9 @@ def test_console(weir, work, build_dir):
 
         # submit from the file picker.
         (work / "console.toml").write_text(good)
+        b.set_value("#submit-text", "")
         b.set_file("#submit-file", work / "console.toml")
-        b.wait_js("document.getElementById('submit-text').value.includes('name = \"console\"')",
+        b.wait_js(f"document.getElementById('submit-text').value === {json.dumps(good)}",
                   "the file picker filling the editor")
         b.click("#submit-button")
         jid = b.wait_js("(location.hash.match(/^#\\/jobs\\/([0-9a-f]+)\\//) || [])[1]",
@@ -420,6 +435,13 @@ def test_console(weir, work, build_dir):
               f"the restarted job is not restored from {root / 'sp-stop'}: {cp}")
         b.wait_js("document.querySelector('#checkpoint-latest tr.restored td').textContent.includes('sp-stop')",
                   "the restore shown in the page")
+        check(restored["is_savepoint"] and restored["id"] == st["operation"]["checkpoint-id"],
+              f"restored {restored}, the savepoint was checkpoint {st['operation']['checkpoint-id']}")
+        b.js(f"location.hash = '#/jobs/{new}/configuration'")
+        shown = b.wait_js("Array.from(document.querySelectorAll('#config-text .src-line code'))"
+                          ".map(e => e.textContent).join('\\n')", "the configuration tab")
+        check(shown == s.get(f"/jobs/{new}/config")["toml"] == good,
+              f"the configuration tab shows {shown[:200]!r}")
         print(f"restart: job {new} restored from {restored}")
 
         # cancel it from the page.
@@ -470,7 +492,7 @@ def main():
     ap.add_argument("--build-dir", default=".")
     args = ap.parse_args()
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="weir-console-") as d:
+    with tempfile.TemporaryDirectory(prefix="weir-console-", ignore_cleanup_errors=True) as d:
         try:
             test_console(os.path.abspath(args.weir), pathlib.Path(d), args.build_dir)
         except Failure as e:
