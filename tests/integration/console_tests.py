@@ -468,6 +468,8 @@ def test_console(weir, work, build_dir):
 
         shot = pathlib.Path(build_dir) / "server-console.png"
         b.js(f"location.hash = '#/jobs/{jid}/overview'")
+        b.wait_js(f"document.getElementById('job-title').textContent.includes('{jid}')"
+                  " && document.querySelector('#graph g.operator') !== null", "the first job redrawn")
         data = b.send("Page.captureScreenshot", {}, b.session)["data"]
         import base64
         shot.write_bytes(base64.b64decode(data))

@@ -148,6 +148,17 @@ function selectJob(id) {
   $("config-text").replaceChildren();
   $("config-file").textContent = "";
   $("tail").replaceChildren();
+  $("tail-status").textContent = "";
+  $("savepoint-target").value = "";
+  $("restore-path").value = "";
+  $("job-title").textContent = id ? `job ${id}` : "No job selected";
+  $("job-state").textContent = "loading...";
+  $("job-state").className = "";
+  for (const sel of ["#graph", "#chart", "#operators tbody", "#subtasks", "#checkpoints tbody",
+    "#checkpoint-summary tbody", "#checkpoint-latest tbody", "#exceptions tbody"])
+    document.querySelector(sel).replaceChildren();
+  $("checkpoint-counts").textContent = "";
+  $("root-exception").textContent = "";
 }
 
 // ---------------------------------------------------------------- jobs list
@@ -363,7 +374,11 @@ function lineChart(svg, series, fmt, opts) {
   let v0 = Math.min(...all.map(p => p.v)), v1 = Math.max(...all.map(p => p.v));
   if (!opts.fitMin) v0 = Math.min(0, v0);
   if (v1 === v0) v1 = v0 + 1;
-  const vstep = niceStep((v1 - v0) / 4);
+  // A time-valued axis (the watermark) steps in whole seconds, minutes, hours.
+  const vstep = opts.time
+    ? ([1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400]
+      .map(s => s * 1000).find(s => (v1 - v0) / s <= 5) || niceStep((v1 - v0) / 4))
+    : niceStep((v1 - v0) / 4);
   v0 = Math.floor(v0 / vstep) * vstep; v1 = Math.ceil(v1 / vstep) * vstep;
   const x = t => L + (t - t0) / (t1 - t0) * (W - L - R);
   const y = v => H - B - (v - v0) / (v1 - v0) * (H - T - B);
@@ -378,7 +393,7 @@ function lineChart(svg, series, fmt, opts) {
     axis.append(svgEl("text", { x: x(t), y: H - 6, "text-anchor": "middle", class: "x-tick" }, fmtClock(t)));
   }
   axis.append(svgEl("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "base" }));
-  axis.append(svgEl("text", { x: W - R, y: H - 6 + 0, "text-anchor": "end", class: "unit" }, "UTC"));
+  axis.append(svgEl("text", { x: 4, y: H - 6, class: "unit" }, "UTC"));
   svg.append(axis);
   for (const s of series) {
     if (s.points.length < 2) continue;
@@ -432,7 +447,7 @@ function renderMetricCharts() {
       .map(s => ({ t: s.t, v: s.values[c.metric] }))
       .filter(p => typeof p.v === "number" && (c.metric !== "watermark" || isSetWatermark(p.v)));
     lineChart(div.querySelector("svg"), [{ label: meta[1], color: "#1f6feb", points: pts }], meta[2],
-      { fitMin: c.metric === "watermark" });
+      { fitMin: c.metric === "watermark", time: c.metric === "watermark" });
   });
 }
 
@@ -678,7 +693,7 @@ function stopTail() {
   $("tail-stop").disabled = true;
 }
 function flushTail() {
-  if (!tailQueue.length) return;
+  if (!tailQueue.length || $("tail-pause").checked) return;
   const box = $("tail");
   const rows = tailQueue.slice(-TAIL_ROWS);
   tailQueue = [];
@@ -810,10 +825,13 @@ $("submit-button").onclick = async () => {
 
 // ---------------------------------------------------------------- the poll
 
-let polling = false;
+let polling = false, pollAgain = false;
+/// One round of GETs and the redraw of what they change; a call while one
+/// is under way runs once more after it (a job or tab just chosen).
 async function poll() {
-  if (polling) return;
+  if (polling) { pollAgain = true; return; }
   polling = true;
+  pollAgain = false;
   try {
     const [ov, list] = await Promise.all([api("/overview"), api("/jobs")]);
     $("overview").textContent =
@@ -843,6 +861,7 @@ async function poll() {
     $("overview").textContent = "error: " + e.message;
   } finally {
     polling = false;
+    if (pollAgain) poll();
   }
 }
 
