@@ -410,6 +410,14 @@ def test_console(weir, work, build_dir):
               and (root / "sp-1/data.mdb").exists(), f"savepoint {trig}: {st}")
         check(job_state(s, jid) == "RUNNING", "a savepoint leaves the job running")
 
+        # a refused savepoint (the directory is not empty): REST's reason shown.
+        b.click("#savepoint-button")
+        refusal = b.wait_js("document.querySelector('#message.error:not([hidden])') &&"
+                            " document.getElementById('message').textContent", "the refusal shown")
+        check("not empty" in refusal, f"the refusal shown: {refusal!r}")
+        check(b.js("document.querySelectorAll('#savepoints tr.savepoint').length") == 1,
+              "a refused savepoint listed")
+
         # stop with a savepoint from the page.
         b.set_value("#savepoint-target", "sp-stop")
         b.click("#stop-button")
@@ -422,6 +430,30 @@ def test_console(weir, work, build_dir):
               and (root / "sp-stop/data.mdb").exists(), f"stop with savepoint: {st}")
         wait_until(lambda: job_state(s, jid) == "STOPPED", "STOPPED after the stop")
         print(f"savepoints: {root / 'sp-1'}, stop into {root / 'sp-stop'}")
+
+        # the stopped job's checkpoint summary: REST's, value for value.
+        b.js(f"location.hash = '#/jobs/{jid}/checkpoints'")
+        b.wait_js("document.getElementById('job-state').textContent.startsWith('STOPPED')"
+                  " && document.querySelector('#checkpoint-summary tbody').dataset.source === 'server'",
+                  "the stopped job's summary from the server")
+        summary = s.get(f"/jobs/{jid}/checkpoints")["summary"]
+        shown = b.js("""Array.from(document.querySelectorAll('#checkpoint-summary tbody tr')).flatMap(tr =>
+            Array.from(tr.querySelectorAll('td')).map(td => [td.dataset.metric, tr.dataset.stat, Number(td.dataset.value)]))""")
+        check(len(shown) == 9 and all(summary[m][k] == v for m, k, v in shown),
+              f"summary shown {shown}, REST {summary}")
+        check(summary["end_to_end_duration"]["max"] >= summary["end_to_end_duration"]["min"]
+              and summary["state_size"]["max"] > 0, f"REST summary {summary}")
+
+        # a refused restore: the server's reason shown, no job started.
+        jobs_before = len(s.get("/jobs")["jobs"])
+        b.js(f"location.hash = '#/jobs/{jid}/savepoints'")
+        b.js("document.getElementById('message').hidden = true")
+        b.set_value("#restore-path", "no-such-savepoint")
+        b.click("#restore-button")
+        refusal = b.wait_js("document.querySelector('#message.error:not([hidden])') &&"
+                            " document.getElementById('message').textContent", "the refused restore shown")
+        check("no-such-savepoint" in refusal, f"the refused restore: {refusal!r}")
+        check(len(s.get("/jobs")["jobs"]) == jobs_before, "a refused restore started a job")
 
         # restart from the stop's savepoint.
         b.click(f'#savepoints tr.savepoint[data-trigger="{trig2}"] button.restart')

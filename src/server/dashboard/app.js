@@ -504,9 +504,15 @@ function renderCheckpoints(cp) {
   for (const k of ["min", "avg", "max"]) {
     const tr = el("tr");
     tr.dataset.stat = k;
-    const get = (m, fmt) => (summary[m] && summary[m][k] !== undefined && summary[m][k] !== null ? fmt(summary[m][k]) : "-");
-    tr.append(el("th", k), el("td", get("end_to_end_duration", fmtDuration)), el("td", get("state_size", fmtBytes)),
-      el("td", get("alignment_duration", fmtDuration)));
+    const cell = (m, fmt) => {
+      const v = summary[m] ? summary[m][k] : null;
+      const td = el("td", v === undefined || v === null ? "-" : fmt(v));
+      td.dataset.metric = m;
+      if (v !== undefined && v !== null) td.dataset.value = v;
+      return td;
+    };
+    tr.append(el("th", k), cell("end_to_end_duration", fmtDuration), cell("state_size", fmtBytes),
+      cell("alignment_duration", fmtDuration));
     body.append(tr);
   }
 
