@@ -338,8 +338,8 @@ def test_console(weir, work, build_dir):
         # subtasks: one row per subtask, counters between two REST reads.
         b.js(f"location.hash = '#/jobs/{jid}/subtasks'")
         b.wait_js("document.querySelectorAll('.subtask-table[data-operator=\"gen\"] tbody tr').length == 2"
-                  " && Number(document.querySelector('.subtask-table[data-operator=\"gen\"] .records-out')"
-                  ".textContent.replace(/,/g, '')) > 0", "the subtasks of gen with records")
+                  " && Number((document.querySelector('.subtask-table[data-operator=\"gen\"] .records-out')"
+                  "?.textContent || '0').replace(/,/g, '')) > 0", "the subtasks of gen with records")
         before = s.get(f"/jobs/{jid}")
         shown = b.js("""(() => { const r = {}; for (const t of document.querySelectorAll('.subtask-table'))
             r[t.dataset.operator] = Array.from(t.tBodies[0].rows).map(tr => [Number(tr.dataset.subtask),
@@ -362,7 +362,7 @@ def test_console(weir, work, build_dir):
         # checkpoints and their summary.
         b.js(f"location.hash = '#/jobs/{jid}/checkpoints'")
         b.wait_js("document.querySelector('#checkpoints tbody .state-COMPLETED') !== null"
-                  " && document.querySelector('#checkpoint-summary tr[data-stat=\"max\"] td').textContent !== '-'",
+                  " && (document.querySelector('#checkpoint-summary tr[data-stat=\"max\"] td')?.textContent || '-') !== '-'",
                   "a completed checkpoint and its summary")
         done = [c for c in s.get(f"/jobs/{jid}/checkpoints")["history"] if c["status"] == "COMPLETED"]
         shown_ids = b.js("Array.from(document.querySelectorAll('#checkpoints tbody tr')).map(r => Number(r.dataset.checkpoint))")
@@ -422,7 +422,7 @@ def test_console(weir, work, build_dir):
         b.set_value("#savepoint-target", "sp-stop")
         b.click("#stop-button")
         b.wait_js("document.querySelector('#savepoints tr.savepoint[data-status=\"COMPLETED\"]')"
-                  ".dataset.trigger !== " + json.dumps(trig), "the stop savepoint COMPLETED in the page",
+                  "?.dataset.trigger !== " + json.dumps(trig), "the stop savepoint COMPLETED in the page",
                   timeout=30)
         trig2 = b.js("document.querySelector('#savepoints tr.savepoint').dataset.trigger")
         st = s.get(f"/jobs/{jid}/savepoints/{trig2}")
@@ -465,7 +465,7 @@ def test_console(weir, work, build_dir):
         restored = (cp.get("latest") or {}).get("restored")
         check(restored and str(root / "sp-stop") in json.dumps(restored),
               f"the restarted job is not restored from {root / 'sp-stop'}: {cp}")
-        b.wait_js("document.querySelector('#checkpoint-latest tr.restored td').textContent.includes('sp-stop')",
+        b.wait_js("(document.querySelector('#checkpoint-latest tr.restored td')?.textContent || '').includes('sp-stop')",
                   "the restore shown in the page")
         check(restored["is_savepoint"] and restored["id"] == st["operation"]["checkpoint-id"],
               f"restored {restored}, the savepoint was checkpoint {st['operation']['checkpoint-id']}")
