@@ -163,9 +163,13 @@ function selectJob(id) {
 
 // ---------------------------------------------------------------- jobs list
 
+const TERMINAL = ["FINISHED", "STOPPED", "FAILED", "CANCELED"];
+
+/// Running jobs (also CREATED, RESTARTING) and completed ones, as Flink lists them.
 function renderJobs(list) {
-  const body = document.querySelector("#jobs tbody");
-  body.replaceChildren();
+  const running = document.querySelector("#jobs tbody"), done = document.querySelector("#completed-jobs tbody");
+  running.replaceChildren();
+  done.replaceChildren();
   if (!selected && list.jobs.length) {
     const running = list.jobs.find(j => j.status === "RUNNING");
     selectJob((running || list.jobs[0]).id);
@@ -177,8 +181,10 @@ function renderJobs(list) {
     tr.append(el("td", j.name), el("td", j.id, "mono"), el("td", j.status, "state-" + j.status),
       el("td", fmtTime(j["start-time"])), el("td", fmtDuration(j.duration)));
     tr.onclick = () => go(`#/jobs/${j.id}/${tab}`);
-    body.append(tr);
+    (TERMINAL.includes(j.status) ? done : running).append(tr);
   }
+  for (const body of [running, done])
+    if (!body.rows.length) { const tr = el("tr", undefined, "none"); tr.append(el("td", "none")); body.append(tr); }
 }
 
 // ---------------------------------------------------------------- graph and operators
@@ -316,7 +322,6 @@ function fillSelect(sel, options, keep) {
 }
 
 function renderSubtasks(job) {
-  fillSelect($("subtask-operator"), [["", "all operators"], ...job.vertices.map(v => [v.name, v.name])], true);
   const only = $("subtask-operator").value;
   const box = $("subtasks");
   box.replaceChildren();
@@ -549,7 +554,7 @@ function renderExceptions(ex) {
 function renderActions(job) {
   const running = job.state === "RUNNING";
   for (const id of ["cancel-button", "savepoint-button", "stop-button"]) $(id).disabled = !running && id !== "cancel-button";
-  $("cancel-button").disabled = ["FINISHED", "STOPPED", "FAILED", "CANCELED"].includes(job.state);
+  $("cancel-button").disabled = TERMINAL.includes(job.state);
 }
 
 $("cancel-button").onclick = () => { $("cancel-confirm").hidden = false; $("cancel-button").hidden = true; };
@@ -751,6 +756,9 @@ function updateGutter(diagnostics) {
   g.scrollTop = $("submit-text").scrollTop;
 }
 $("submit-text").addEventListener("input", () => updateGutter([]));
+$("submit-text").addEventListener("keydown", e => {
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); $("submit-button").click(); }
+});
 $("submit-text").addEventListener("scroll", () => { $("submit-gutter").scrollTop = $("submit-text").scrollTop; });
 $("submit-file").onchange = async () => {
   const f = $("submit-file").files[0];
@@ -851,12 +859,13 @@ async function poll() {
     job = j;
     $("job-title").textContent = `${j.name} (${j.jid})`;
     const st = $("job-state");
-    st.textContent = `${j.state}, ${["RUNNING", "CREATED", "RESTARTING"].includes(j.state) ? "running for" : "ran"} ${fmtDuration(j.duration)}, ${j.restarts} restarts`;
+    st.textContent = `${j.state}, ${TERMINAL.includes(j.state) ? "ran" : "running for"} ${fmtDuration(j.duration)}, ${j.restarts} restarts`;
     st.className = "state-" + j.state;
     sample(j);
     renderActions(j);
     fillSelect($("tail-sink"), j.vertices.filter(v => v["is-sink"]).map(v => [v.name, v.name]), true);
     fillMetricPickers(j);
+    fillSelect($("subtask-operator"), [["", "all operators"], ...j.vertices.map(v => [v.name, v.name])], true);
     if (tab === "overview") { renderGraph(j); renderOperators(j); renderThroughput(j); }
     if (tab === "subtasks") renderSubtasks(j);
     if (tab === "metrics") renderMetricCharts();
