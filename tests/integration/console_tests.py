@@ -9,23 +9,32 @@ page (typing, file picker, clicks) and its effect checked on the REST state:
               under its line (the line REST names), no job is created; the
               same job from the file picker runs
   subtasks    the per-subtask table of every operator: one row per subtask,
-              its counters between two REST reads around it
+              its counters at most REST's later ones; a vertex of the job
+              graph opens its operator's subtasks
   checkpoints completed checkpoints and a min/avg/max summary in the page
   tail        a sink's Server-Sent Events shown as rows with the job's fields
   charts      the throughput chart and a chart added from the metric picker
               have time axes (UTC clock labels) and lines
   savepoint   triggered from the page: COMPLETED in the page and in REST,
               data.mdb on disk
-  stop        stop with a savepoint from the page: the job STOPPED, the
-              savepoint COMPLETED on disk
+  stop        stop with a savepoint from the page: the job STOPPED (listed
+              under Completed Jobs), the savepoint COMPLETED on disk; its
+              checkpoint summary in the page equals REST's; a savepoint into
+              a non-empty directory and a restore from a missing savepoint
+              refused with the server's reason
   restart     "Restart from it" on that savepoint: a new job, restored from
-              it per GET /jobs/{id}/checkpoints (latest.restored)
+              it per GET /jobs/{id}/checkpoints (latest.restored), shown in
+              its Checkpoints tab; its Configuration tab shows the TOML
   cancel      the new job cancelled from the page: CANCELED in REST
   exceptions  a job failing on a bad record: the page lists REST's exception
+
+A screenshot of the console is kept as server-console.png in the build
+directory.
 
 usage: console_tests.py --weir BIN [--build-dir DIR]
 """
 import argparse
+import base64
 import fcntl
 import http.client
 import json
@@ -357,6 +366,13 @@ def test_console(weir, work, build_dir):
             v_after = next(v for v in after["vertices"] if v["name"] == name)
             for (k, n), sa in zip(rows, v_after["subtasks"]):
                 check(0 <= n <= sa["write-records"], f"{name}/{k}: page {n}, REST {sa['write-records']}")
+        # a vertex of the job graph opens its subtasks.
+        b.js(f"location.hash = '#/jobs/{jid}/overview'")
+        b.wait_js("document.querySelector('#graph g.operator[data-operator=\"per_key\"]') !== null", "the graph")
+        b.js("document.querySelector('#graph g.operator[data-operator=\"per_key\"]')"
+             ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+        b.wait_js("location.hash.endsWith('/subtasks') && Array.from(document.querySelectorAll('.subtask-table'))"
+                  ".map(t => t.dataset.operator).join() === 'per_key'", "per_key's subtasks from the graph")
         print(f"subtasks: {sum(len(r) for r in shown.values())} subtask rows")
 
         # checkpoints and their summary.
@@ -429,6 +445,8 @@ def test_console(weir, work, build_dir):
         check(st["status"]["id"] == "COMPLETED" and st["operation"]["stop"] is True
               and (root / "sp-stop/data.mdb").exists(), f"stop with savepoint: {st}")
         wait_until(lambda: job_state(s, jid) == "STOPPED", "STOPPED after the stop")
+        b.wait_js(f"document.querySelector('#completed-jobs tr[data-job=\"{jid}\"] .state-STOPPED') !== null"
+                  f" && !document.querySelector('#jobs tr[data-job=\"{jid}\"]')", "the job under Completed Jobs")
         print(f"savepoints: {root / 'sp-1'}, stop into {root / 'sp-stop'}")
 
         # the stopped job's checkpoint summary: REST's, value for value.
@@ -503,7 +521,6 @@ def test_console(weir, work, build_dir):
         b.wait_js(f"document.getElementById('job-title').textContent.includes('{jid}')"
                   " && document.querySelector('#graph g.operator') !== null", "the first job redrawn")
         data = b.send("Page.captureScreenshot", {}, b.session)["data"]
-        import base64
         shot.write_bytes(base64.b64decode(data))
         check(s.stop() == 0, "weir serve exit 0")
     except Failure:
