@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The web console of `weir serve` driven in Debian's headless Chromium over
 the DevTools protocol (--remote-debugging-pipe: no extra Python package),
-against the real binary and real TOML jobs. Every action is taken from the
-page (typing, file picker, clicks) and its effect checked on the REST state:
+against the real binary (with --token, the page opened with ?access_token=)
+and real TOML jobs. Every action is taken from the page (typing, file
+picker, clicks) and its effect checked on the REST state:
 
   submit      a TOML with an unknown key: the loader's diagnostic is shown
               under its line (the line REST names), no job is created; the
@@ -132,7 +133,8 @@ path = "{work}/out-failing/out.jsonl"
 class Server:
     """`weir serve` on a free loopback port with no job at start."""
 
-    def __init__(self, weir, work, args=()):
+    def __init__(self, weir, work, args=(), token=None):
+        self.token = token
         self.log = open(work / "serve.log", "w+")
         self.proc = subprocess.Popen([weir, "serve", "--listen", "127.0.0.1:0", *args],
                                      stdout=subprocess.DEVNULL, stderr=self.log, cwd=work)
@@ -141,10 +143,11 @@ class Server:
             "weir serve to listen")
         self.port = int(m.group(1))
 
-    def request(self, method, path, body=None):
+    def request(self, method, path, body=None, token=True):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30 * SCALE)
         try:
-            c.request(method, path, body=body)
+            c.request(method, path, body=body,
+                      headers={"Authorization": f"Bearer {self.token}"} if token and self.token else {})
             r = c.getresponse()
             return r.status, r.read()
         finally:
@@ -297,14 +300,19 @@ def test_console(weir, work, build_dir):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     check(chromium is not None, "chromium not installed")
     root = work / "savepoints"
-    s = Server(weir, work, ["--savepoint-dir", str(root)])
+    # With --token: the page and everything it asks for carry ?access_token=.
+    token = "console-token"
+    s = Server(weir, work, ["--savepoint-dir", str(root), "--token", token], token=token)
     b = None
     try:
         profile = work / "chromium-profile"
         profile.mkdir()
         b = Browser(chromium, profile)
-        base = f"http://127.0.0.1:{s.port}/"
+        check(s.request("GET", "/jobs", token=False)[0] == 401, "the token is not required")
+        base = f"http://127.0.0.1:{s.port}/?access_token={token}"
         b.goto(base + "#/submit")
+        b.wait_js("document.getElementById('overview').textContent.startsWith('weir ')",
+                  "the page's script answered by the API")
 
         # submit: an unknown key, its diagnostic under its line.
         good = PIPELINE.format(name="console", work=work, bad="")
