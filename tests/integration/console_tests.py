@@ -14,8 +14,9 @@ picker, clicks) and its effect checked on the REST state:
               graph opens its operator's subtasks
   checkpoints completed checkpoints and a min/avg/max summary in the page
   tail        a sink's Server-Sent Events shown as rows with the job's fields
-  charts      the throughput chart and a chart added from the metric picker
-              have time axes (UTC clock labels) and lines
+  charts      the throughput chart and charts added from the metric picker
+              (one subtask; one line per subtask) have time axes (UTC clock
+              labels) and lines
   savepoint   triggered from the page: COMPLETED in the page and in REST,
               data.mdb on disk
   stop        stop with a savepoint from the page: the job STOPPED (listed
@@ -417,6 +418,13 @@ def test_console(weir, work, build_dir):
         chart = '.metric-chart[data-chart="per_key|1|read-records"] svg'
         b.wait_js(f"Number((document.querySelector('{chart} path.series') || {{dataset: {{}}}}).dataset.points) >= 3",
                   "the picked metric's line")
+        b.set_value("#metric-subtask", "each")
+        b.set_value("#metric-name", "write-records-per-second")
+        b.click("#metric-add")
+        each = '.metric-chart[data-chart="per_key|each|write-records-per-second"] svg'
+        b.wait_js(f"Array.from(document.querySelectorAll('{each} path.series'))"
+                  ".filter(p => Number(p.dataset.points) >= 3).map(p => p.dataset.series).join() === 'subtask 0,subtask 1'",
+                  "one line per subtask of per_key")
         ticks = b.js(f"Array.from(document.querySelectorAll('{chart} .x-tick')).map(e => e.textContent)")
         check(ticks and all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in ticks), f"time axis {ticks}")
         b.js(f"location.hash = '#/jobs/{jid}/overview'")

@@ -273,6 +273,7 @@ const METRICS = [
   ["source-lag", "source lag (records)", fmtInt],
 ];
 const KEEP_MS = 300000;
+const PALETTE = ["#1f6feb", "#d97706", "#1a7f37", "#8250df", "#b42318", "#0e7490", "#9a6700", "#57606a"];
 
 /// Rates of one subtask (or the sum): the server's when it gives them, else
 /// the difference from the previous poll.
@@ -421,7 +422,8 @@ function fillMetricPickers(job) {
   fillSelect($("metric-operator"), job.vertices.map(v => [v.name, `${v.name} (${v.kind})`]), true);
   const v = job.vertices.find(v => v.name === $("metric-operator").value) || job.vertices[0];
   if (!v) return;
-  fillSelect($("metric-subtask"), [["all", "all (sum)"], ...(v.subtasks || []).map(s => [String(s.subtask), "subtask " + s.subtask])], true);
+  fillSelect($("metric-subtask"), [["all", "all (sum)"], ["each", "each (one line per subtask)"],
+    ...(v.subtasks || []).map(s => [String(s.subtask), "subtask " + s.subtask])], true);
   fillSelect($("metric-name"), METRICS.map(m => [m[0], m[1]]), true);
   if (!charts.length && job.vertices.length) {
     const src = job.vertices.find(v => v["is-source"]) || job.vertices[0];
@@ -441,18 +443,34 @@ function renderMetricCharts() {
     if (!div) {
       div = el("div", undefined, "metric-chart");
       div.dataset.chart = id;
-      const title = el("h4", `${c.op} ${c.subtask === "all" ? "" : "subtask " + c.subtask + " "}- ${meta[1]}`);
+      const which = c.subtask === "all" ? "" : c.subtask === "each" ? "per subtask " : "subtask " + c.subtask + " ";
+      const title = el("h4", `${c.op} ${which}- ${meta[1]}`);
       const close = el("button", "remove", "small");
       close.onclick = () => { charts = charts.filter(x => x !== c); renderMetricCharts(); };
       title.append(" ", close);
       div.append(title, svgEl("svg", { width: 900, height: 180, class: "chart" }));
       box.append(div);
     }
-    const pts = (samples.get(c.op + "|" + c.subtask) || [])
+    const points = key => (samples.get(c.op + "|" + key) || [])
       .map(s => ({ t: s.t, v: s.values[c.metric] }))
       .filter(p => typeof p.v === "number" && (c.metric !== "watermark" || isSetWatermark(p.v)));
-    lineChart(div.querySelector("svg"), [{ label: meta[1], color: "#1f6feb", points: pts }], meta[2],
+    let series;
+    if (c.subtask === "each") {
+      const v = job && job.vertices.find(v => v.name === c.op);
+      series = ((v && v.subtasks) || []).map((s, k) => ({ label: `subtask ${s.subtask}`,
+        color: PALETTE[k % PALETTE.length], points: points(String(s.subtask)) }));
+    } else {
+      series = [{ label: meta[1], color: PALETTE[0], points: points(c.subtask) }];
+    }
+    lineChart(div.querySelector("svg"), series, meta[2],
       { fitMin: c.metric === "watermark", time: c.metric === "watermark" });
+    let legend = div.querySelector(".legend");
+    if (!legend) div.append(legend = el("div", undefined, "legend"));
+    legend.replaceChildren(...(series.length > 1 ? series : []).map(s => {
+      const span = el("span", "\u25A0 " + s.label);
+      span.style.color = s.color;
+      return span;
+    }));
   });
 }
 
@@ -617,7 +635,9 @@ async function pollSavepoints() {
 function renderSavepoints() {
   const body = document.querySelector("#savepoints tbody");
   body.replaceChildren();
-  for (const s of savepoints.filter(s => s.job === selected)) {
+  const mine = savepoints.filter(s => s.job === selected);
+  if (!mine.length) { const tr = el("tr", undefined, "none"); tr.append(el("td", "none yet")); body.append(tr); }
+  for (const s of mine) {
     const tr = el("tr", undefined, "savepoint");
     tr.dataset.trigger = s.trigger;
     tr.dataset.status = s.status;
