@@ -277,6 +277,7 @@ bool job_master::read_restore_points(
                            g.options.name, where, m.checkpoint_id);
   }
   ctx.result.restored_checkpoint_id = m.checkpoint_id;
+  ctx.journal.restored(m.checkpoint_id, env_.now().count(), from_savepoint, where);
   // Info: job_options::quiet (-q) raises the level to warn (execute.cpp).
   log::checkpoint().info("job '{}': restoring from checkpoint {}", g.options.name,
                          m.checkpoint_id);

@@ -82,6 +82,13 @@ struct server_options {
   std::chrono::milliseconds state_query_timeout{10'000};
 };
 
+/// The TOML text a served job was made from, kept for `GET
+/// /jobs/{id}/config`.
+struct pipeline_source {
+  std::string file; ///< its file name: as given to `weir serve`, or `POST /jobs?file=`
+  std::string toml; ///< the pipeline text as read or submitted
+};
+
 /// weir's server mode as a class a host program can run in itself: a
 /// Flink-shaped JSON API over the jobs it runs (queryable state and
 /// savepoints among it), Prometheus metrics, live sink output as Server-Sent
@@ -109,6 +116,10 @@ public:
   /// Starts `j` in the background and serves it; returns its id (32 hex
   /// digits, as Flink's job ids).
   std::string submit(std::unique_ptr<job> j);
+
+  /// As `submit`, keeping the pipeline text `source` it was loaded from
+  /// (`GET /jobs/{id}/config` answers it).
+  std::string submit(std::unique_ptr<job> j, pipeline_source source);
 
   /// Stops every running job gracefully (`running_job::stop`), waits for
   /// them, then stops serving. Idempotent.
