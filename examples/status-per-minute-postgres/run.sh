@@ -72,9 +72,14 @@ echo "== weir run $EX/pipeline.toml"
 
 echo "== the table status_per_minute"
 psql -X -v ON_ERROR_STOP=1 <<'SQL'
-\echo '-- requests per status: minutes with that status, requests, the busiest minute'
-SELECT status, count(*) AS minutes, sum(requests) AS requests, max(requests) AS peak_minute
+\echo '-- requests per status: minutes with that status, requests, the busiest minute, bytes sent'
+SELECT status, count(*) AS minutes, sum(requests) AS requests, max(requests) AS peak_minute,
+       sum(bytes) AS bytes
   FROM status_per_minute GROUP BY status ORDER BY requests DESC, status;
+\echo '-- the five busiest minutes, UTC, with their requests per status'
+SELECT to_char(minute, 'YYYY-MM-DD HH24:MI') AS minute, sum(requests) AS requests,
+       string_agg(status || ':' || requests, ' ' ORDER BY status) AS by_status
+  FROM status_per_minute GROUP BY minute ORDER BY requests DESC, minute LIMIT 5;
 \echo '-- requests and errors (status >= 400) per day, UTC'
 SELECT to_char(minute, 'YYYY-MM-DD') AS day, sum(requests) AS requests,
        coalesce(sum(requests) FILTER (WHERE status >= 400), 0) AS errors,
