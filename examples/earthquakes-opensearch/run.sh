@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --port) PORT=${2:?--port needs a number}; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (--port P, --keep)" >&2; exit 2 ;;
   esac
 done
