@@ -21,8 +21,25 @@ computed here from the input in data/, independently of weir.
               locating network) the events, the earthquakes and the largest
               magnitude; the five strongest events; the number of region-days
               and the five busiest.
+  kafka       examples/kafka-dashboard/run.sh: a Kafka broker of its own
+              (tests/kafka/broker.sh with a private state file). From the
+              JSONL log: 9,999 records produced; the top ten pages with their
+              views, bytes and shares; the topic status-per-minute read
+              read_committed: one message per (minute, status) keyed by the
+              status, none twice, per status the minutes, requests and
+              busiest minute, the five busiest minutes, the total; the rows
+              the file sinks committed (views, no late views, status per
+              minute, errors); no retention warning (the topic keeps 2015's
+              timestamps).
+  redis       examples/click-dashboard-redis/run.sh: a redis-server of its
+              own on a free port. From the JSONL log: event time, the
+              clicks:<minute> hashes, their fields and clicks, the five
+              busiest minutes, the top:<minute> sets and the five most
+              clicked pages of the busiest minute; processing time (the clock
+              replayed record by record), the pclicks:<minute> hashes, their
+              fields and clicks, the last window fired; the keys in Redis.
 
-usage: example_scripts_test.py --repo DIR --weir BIN postgres|opensearch
+usage: example_scripts_test.py --repo DIR --weir BIN postgres|opensearch|kafka|redis
 """
 import argparse
 import collections
@@ -33,6 +50,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +58,7 @@ import tempfile
 from pathlib import Path
 
 ACCESS_LOG = "data/apache_access_logs/apache_logs_anon.log"
+ACCESS_JSONL = "data/apache_access_logs/apache_logs_anon.jsonl"
 EARTHQUAKES = "data/usgs_earthquakes/all_month_2023-04-04.csv"
 # Apache's combined log format; a line that does not match is a bad record.
 COMBINED = re.compile(r'^(\S+) (\S+) (\S+) \[([^\]]+)\] "(\S+) (\S+) (\S+)" (\d{3}) (\S+) '
@@ -242,17 +261,195 @@ def test_opensearch(args):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def utc_minute(ms):
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M")
+
+
+def read_jsonl_log(args):
+    with open(Path(args.repo) / ACCESS_JSONL, encoding="utf-8") as f:
+        clicks = [json.loads(line) for line in f if line.strip()]
+    check(len(clicks) == 9999, f"the JSONL access log changed: {len(clicks)} records")
+    return clicks
+
+
+def columns(line, pattern, what):
+    m = re.fullmatch(pattern, line.strip())
+    check(m is not None, f"{what}: unexpected line {line!r}")
+    return m.groups()
+
+
+def test_kafka(args):
+    records = read_jsonl_log(args)
+    per_window = collections.Counter((r["ts"] // 60_000 * 60_000, r["status"]) for r in records)
+    statuses = collections.defaultdict(lambda: [0, 0, 0])  # minutes, requests, peak
+    minutes = collections.defaultdict(dict)
+    for (start, status), n in per_window.items():
+        st = statuses[status]
+        st[0], st[1], st[2] = st[0] + 1, st[1] + n, max(st[2], n)
+        minutes[start][status] = n
+    want_status = [(st, *v) for st, v in sorted(statuses.items(),
+                                               key=lambda kv: (-kv[1][1], kv[0]))]
+    want_busiest = [(utc_minute(start), sum(by.values()),
+                     " ".join(f"{st}:{n}" for st, n in sorted(by.items())))
+                    for start, by in sorted(minutes.items(),
+                                            key=lambda kv: (-sum(kv[1].values()), kv[0]))[:5]]
+    views = collections.Counter(r["path"] for r in records)
+    path_bytes = {}  # a path whose responses never gave a size sums to null
+    for r in records:
+        if r["bytes"] is not None:
+            path_bytes[r["path"]] = path_bytes.get(r["path"], 0) + r["bytes"]
+    view_windows = {(r["ts"] // 60_000, r["path"]) for r in records}
+    errors = sum(r["status"] >= 400 for r in records)
+
+    work = tempfile.mkdtemp(prefix="weir-example-kafka-")
+    try:
+        # TMPDIR: the broker's directory and state file land in `work`, where
+        # the finally below finds them if run.sh could not stop the broker.
+        p = run_script(args, "kafka-dashboard", env={"TMPDIR": work}, timeout=180)
+        out = p.stdout
+        parts = [columns(l, r"partition (\d+)\s+(\d+)", "records per partition")
+                 for l in section(out, "== topic access-log")[:-1]]
+        total = columns(section(out, "== topic access-log")[-1], r"total\s+(\d+)", "produced")
+        check(int(total[0]) == len(records) and sum(int(n) for _, n in parts) == len(records)
+              and all(0 <= int(pt) < 4 for pt, _ in parts),
+              f"produced: printed {parts} and total {total[0]}, expected {len(records)} "
+              "records over partitions 0-3")
+
+        # The job's summary sink: the ten pages with the most views.
+        body = section(out, "Top pages")
+        check(len(body) == 13 and body[12] == f"({len(views) - 10} more rows)",
+              f"top pages: expected a header, 10 rows and '({len(views) - 10} more rows)', "
+              f"printed {body}")
+        ranked = sorted(views.values(), reverse=True)
+        printed = []
+        for line in body[2:12]:
+            path, n, b, share = columns(line, r"(\S+)\s+(\d+)\s+(\d+|null)\s+([\d.]+)%",
+                                        "top pages")
+            want_bytes = str(path_bytes[path]) if path in path_bytes else "null"
+            check(int(n) == views[path] and b == want_bytes
+                  and abs(float(share) - 100 * views[path] / len(records)) <= 0.05 + 1e-9,
+                  f"top pages: {path}: printed {n} views, {b} bytes, {share}%; counted "
+                  f"{views[path]} views, {want_bytes} bytes")
+            printed.append(int(n))
+        check(printed == ranked[:10] and len({l.split()[0] for l in body[2:12]}) == 10,
+              f"top pages: printed views {printed}, the ten largest counted {ranked[:10]}")
+
+        # The output topic, read committed.
+        m = re.search(r"^messages (\d+), keyed by their status (\d+), \(minute, status\) more "
+                      r"than once (\d+)$", out, re.M)
+        check(m is not None, f"no message count printed for status-per-minute:\n{out}")
+        check((int(m[1]), int(m[2]), int(m[3])) == (len(per_window), len(per_window), 0),
+              f"status-per-minute: printed {m[1]} messages, {m[2]} keyed by status, {m[3]} "
+              f"windows twice; expected {len(per_window)}, {len(per_window)}, 0")
+        got = [tuple(int(c) for c in columns(l, r"(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", "per status"))
+               for l in section(out, "-- requests per status")[1:]]
+        check(got == want_status, f"per status: printed {got}, counted {want_status}")
+        got = [columns(l, r"(\S+ \S+)\s+(\d+)\s+(.+)", "busiest minutes")
+               for l in section(out, "-- the five busiest minutes")[1:]]
+        got = [(a, int(b), c) for a, b, c in got]
+        check(got == want_busiest, f"busiest minutes: printed {got}, counted {want_busiest}")
+        check(f"-- total: {len(records)} requests in {len(minutes)} minutes" in out.splitlines(),
+              f"no line '-- total: {len(records)} requests in {len(minutes)} minutes'")
+
+        # The file sinks' committed parts.
+        got = dict(columns(l, r"(\w+)\s+(\d+) rows", "files") for l in
+                   section(out, "== files committed")[:4])
+        want = {"views": len(view_windows), "views_late": 0, "status_per_minute": len(per_window),
+                "errors": errors}
+        check({k: int(v) for k, v in got.items()} == want, f"files: printed {got}, counted {want}")
+        check(f"views in out/kafka-dashboard/views: {len(records)}" in out.splitlines(),
+              f"the views in out/kafka-dashboard/views do not sum to {len(records)}")
+        check("retention" not in p.stderr,
+              f"weir warned about the output topic's retention:\n{p.stderr[-2000:]}")
+        left = list(Path(work).glob("weir-kafka-*"))
+        check(not left, f"run.sh left its broker behind: {left}")
+        print(f"ok: kafka-dashboard: {len(records)} records produced; {len(per_window)} messages "
+              f"read committed, each once, {len(want_status)} statuses, the busiest minutes, "
+              f"the top pages and {len(view_windows)} view windows as counted from the log")
+    finally:
+        for state in Path(work).glob("weir-kafka-dashboard-*.json"):
+            subprocess.run([str(Path(args.repo) / "tests/kafka/broker.sh"), "stop"],
+                           env={**os.environ, "WEIR_KAFKA_STATE": str(state)},
+                           capture_output=True, timeout=60)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_redis(args):
+    clicks = read_jsonl_log(args)
+    minutes = collections.defaultdict(collections.Counter)  # minute start -> page -> clicks
+    for c in clicks:
+        minutes[c["ts"] // 60_000 * 60_000][c["path"]] += 1
+    busiest = sorted(minutes.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:5]
+    want_busiest = [(utc_minute(start), f"clicks:{start}", sum(pages.values()), len(pages))
+                    for start, pages in busiest]
+    # Processing time, the clock replayed record by record: a click's window
+    # is the minute of the largest ts read so far; the last one never fires.
+    clock, ptime = 0, collections.defaultdict(collections.Counter)
+    for c in clicks:
+        clock = max(clock, c["ts"])
+        ptime[clock // 60_000 * 60_000][c["path"]] += 1
+    del ptime[clock // 60_000 * 60_000]
+
+    work = tempfile.mkdtemp(prefix="weir-example-redis-")
+    try:
+        p = run_script(args, "click-dashboard-redis", env={"TMPDIR": work}, timeout=60)
+        out = p.stdout
+        want = (f"hashes {len(minutes)}, fields {sum(len(v) for v in minutes.values())}, "
+                f"clicks {len(clicks)}")
+        got = section(out, "== event time")[0]
+        check(got == want, f"event time: printed {got!r}, counted {want!r}")
+        got = [columns(l, r"(\S+ \S+)\s+(\S+)\s+(\d+)\s+(\d+)", "busiest minutes")
+               for l in section(out, "-- the five busiest minutes")]
+        got = [(a, b, int(c), int(d)) for a, b, c, d in got]
+        check(got == want_busiest, f"busiest minutes: printed {got}, counted {want_busiest}")
+        check(f"-- sorted sets top:<minute start>: {len(minutes)}" in out.splitlines(),
+              f"not {len(minutes)} top:<minute> sorted sets")
+        start, pages = busiest[0]
+        heading = f"-- ZREVRANGE top:{start} 0 4 WITHSCORES ({utc_minute(start)}, the busiest"
+        got = [columns(l, r"(\d+)\s+(\S+)", "ZREVRANGE") for l in section(out, heading)]
+        ranked = sorted(pages.values(), reverse=True)
+        check(len(got) == 5 and len({page for _, page in got}) == 5
+              and all(int(n) == pages[page] for n, page in got)
+              and [int(n) for n, _ in got] == ranked[:5],
+              f"top pages of {utc_minute(start)}: printed {got}, counted the five largest "
+              f"{ranked[:5]} ({ {page: pages[page] for _, page in got} })")
+        want = (f"hashes {len(ptime)}, fields {sum(len(v) for v in ptime.values())}, "
+                f"clicks {sum(sum(v.values()) for v in ptime.values())}")
+        got = section(out, "== processing time")[0]
+        check(got == want, f"processing time: printed {got!r}, counted {want!r}")
+        last = max(ptime)
+        want = f"-- the last window fired: pclicks:{last} ({utc_minute(last)})"
+        check(want in out.splitlines(), f"no line {want!r}:\n{out}")
+        want = f"== keys in Redis: {2 * len(minutes) + len(ptime)}"
+        check(want in out.splitlines(), f"no line {want!r}:\n{out}")
+        left = list(Path(work).glob("weir-redis-*"))
+        check(not left, f"run.sh left its server directory behind: {left}")
+        print(f"ok: click-dashboard-redis: {len(minutes)} minutes, {len(clicks)} clicks in event "
+              f"time; {len(ptime)} processing-time windows; the busiest minutes and pages as "
+              "counted from the log")
+    finally:
+        # The server run.sh started, if it could not stop it itself.
+        for pidfile in Path(work).glob("weir-redis-*/redis.pid"):
+            try:
+                os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repo", required=True)
     ap.add_argument("--weir", required=True)
-    ap.add_argument("example", choices=["postgres", "opensearch"])
+    ap.add_argument("example", choices=["postgres", "opensearch", "kafka", "redis"])
     args = ap.parse_args()
     args.repo = os.path.abspath(args.repo)
     args.weir = os.path.abspath(args.weir)
     try:
-        {"postgres": test_postgres, "opensearch": test_opensearch}[args.example](args)
+        {"postgres": test_postgres, "opensearch": test_opensearch, "kafka": test_kafka,
+         "redis": test_redis}[args.example](args)
     except Failure as e:
         print(f"FAIL example {args.example}: {e}")
         sys.exit(1)
