@@ -38,8 +38,17 @@ computed here from the input in data/, independently of weir.
               clicked pages of the busiest minute; processing time (the clock
               replayed record by record), the pclicks:<minute> hashes, their
               fields and clicks, the last window fired; the keys in Redis.
+  fraud       examples/fraud-detection/run.sh: a Kafka broker and an
+              OpenSearch node of its own. From the input it generated and the
+              frauds it planted (planted.jsonl): the transactions and account
+              updates; the alerts in the topic, read_committed, each once,
+              keyed by its id, with its kind, account and owner, and how many
+              times it was raised (velocity: the 30-minute windows sliding by
+              5 that hold the burst, counted here from the transactions;
+              pattern: once); the index holding the same alerts under their
+              ids; both servers stopped at the end.
 
-usage: example_scripts_test.py --repo DIR --weir BIN postgres|opensearch|kafka|redis
+usage: example_scripts_test.py --repo DIR --weir BIN postgres|opensearch|kafka|redis|fraud
 """
 import argparse
 import collections
@@ -438,18 +447,107 @@ def test_redis(args):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def test_fraud(args):
+    # run.sh's servers keep their state under the directory it prints first:
+    # read it even from a run.sh that failed or timed out, to stop them below.
+    script = Path(args.repo) / "examples/fraud-detection/run.sh"
+    try:
+        p = subprocess.run([str(script)], cwd=tempfile.gettempdir(),
+                           env={**os.environ, "WEIR": args.weir}, capture_output=True,
+                           text=True, timeout=300 * SCALE)
+        out, err, rc = p.stdout, p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        def text(b):
+            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        out, err, rc = text(e.stdout), text(e.stderr), f"nothing: timed out after {e.timeout} s"
+    m = re.search(r"^== the servers' state files: (\S+)$", out, re.M)
+    state = m[1] if m else None
+    try:
+        check(rc == 0, f"{script} exited {rc}:\n{out[-3000:]}\n{err[-3000:]}")
+        check("retention" not in err, f"weir warned about the topic's retention:\n{err[-2000:]}")
+        inp = Path(args.repo) / "out/fraud-detection/input"
+        txns = [json.loads(l) for l in (inp / "transactions.jsonl").read_text().splitlines()]
+        accounts = (inp / "accounts.jsonl").read_text().splitlines()
+        planted = {a["alert_id"]: a for a in
+                   map(json.loads, (inp / "planted.jsonl").read_text().splitlines())}
+        kinds = collections.Counter(a["kind"] for a in planted.values())
+        check(len(planted) == 16 and kinds == {"velocity": 8, "pattern": 8},
+              f"the generator planted {dict(kinds)}, expected 8 of each kind")
+        want = (f"{len(txns)} transactions, {len(accounts)} account updates, {len(planted)} "
+                f"planted frauds ({kinds['velocity']} velocity, {kinds['pattern']} pattern)")
+        check(any(l.startswith(want) for l in out.splitlines()),
+              f"no line {want!r} from generate.py:\n{out[:2000]}")
+        # Velocity: per card, the 30-minute windows sliding by 5 (aligned to
+        # the epoch) that hold 3 or more transactions over $1,000; each raises
+        # the alert named by the card and its first large transaction.
+        large = collections.defaultdict(list)
+        for t in txns:
+            if t["amount"] > 1000:
+                large[t["card"]].append(t["ts"])
+        raised = collections.Counter()
+        size, slide = 30 * 60_000, 5 * 60_000
+        for card, times in large.items():
+            starts = {ts // slide * slide - k * slide for ts in times for k in range(6)}
+            for w in starts:
+                inside = [ts for ts in times if w <= ts < w + size]
+                if len(inside) >= 3:
+                    raised[f"{card}:velocity:{min(inside)}"] += 1
+        want_rows = sorted(((a["kind"], i, a["account_id"], a["owner"],
+                             raised[i] if a["kind"] == "velocity" else 1)
+                            for i, a in planted.items()))
+        check(f"messages {len(planted)}, keyed by their alert id {len(planted)}, alert ids more "
+              f"than once 0; velocity {kinds['velocity']}, pattern {kinds['pattern']}"
+              in out.splitlines(), f"topic fraud-alerts: not {len(planted)} alerts each once, "
+                                   f"keyed by its id:\n{out}")
+        body = section(out, "messages ")
+        got = sorted((k, i, acc, owner, int(n)) for i, k, acc, owner, n in
+                     (columns(l, r"(\S+)\s+(velocity|pattern)\s+(A\d+)\s+(.+?)\s+(\d+)",
+                              "alerts") for l in body[1:]))
+        check(got == want_rows, f"alerts: printed {got}, planted and counted {want_rows}")
+        want = (f"== index fraud-alerts: {len(planted)} documents, under their alert id "
+                f"{len(planted)}, the topic's alerts: yes")
+        check(want in out.splitlines(), f"no line {want!r}:\n{out}")
+        want = (f"== planted frauds (out/fraud-detection/input/planted.jsonl): {len(planted)}; "
+                f"alerted with their account and owner {len(planted)}, not alerted 0; alerts "
+                "for nothing planted 0")
+        check(want in out.splitlines(), f"no line {want!r}:\n{out}")
+        m = re.search(r"^== Kafka at 127\.0\.0\.1:(\d+), OpenSearch at http://127\.0\.0\.1:(\d+)$",
+                      out, re.M)
+        check(m is not None, f"no server addresses printed:\n{out}")
+        for port in (int(m[1]), int(m[2])):
+            with socket.socket() as s:
+                check(s.connect_ex(("127.0.0.1", port)) != 0,
+                      f"run.sh left a server listening on port {port}")
+        check(state is not None and not os.path.exists(state),
+              f"run.sh left its servers' state files behind: {state}")
+        print(f"ok: fraud-detection: {len(planted)} planted frauds alerted once each in the topic "
+              f"and the index, raised {sorted(n for *_, n in want_rows)} times as counted from "
+              f"the {len(txns)} transactions; both servers stopped")
+    finally:
+        # The servers run.sh started, if it could not stop them itself.
+        if state and os.path.isdir(state):
+            repo = Path(args.repo)
+            subprocess.run([str(repo / "tests/kafka/broker.sh"), "stop"], capture_output=True,
+                           env={**os.environ, "WEIR_KAFKA_STATE": f"{state}/kafka.json"},
+                           timeout=60)
+            subprocess.run([str(repo / "tests/opensearch/node.sh"), "stop"], capture_output=True,
+                           env={**os.environ, "WEIR_OPENSEARCH_STATE": f"{state}/opensearch.json"},
+                           timeout=60)
+            shutil.rmtree(state, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repo", required=True)
     ap.add_argument("--weir", required=True)
-    ap.add_argument("example", choices=["postgres", "opensearch", "kafka", "redis"])
+    ap.add_argument("example", choices=["postgres", "opensearch", "kafka", "redis", "fraud"])
     args = ap.parse_args()
     args.repo = os.path.abspath(args.repo)
     args.weir = os.path.abspath(args.weir)
     try:
         {"postgres": test_postgres, "opensearch": test_opensearch, "kafka": test_kafka,
-         "redis": test_redis}[args.example](args)
+         "redis": test_redis, "fraud": test_fraud}[args.example](args)
     except Failure as e:
         print(f"FAIL example {args.example}: {e}")
         sys.exit(1)
