@@ -360,7 +360,7 @@ void job_routes::submit_restored(const httplib::Request& req, httplib::Response&
       json_error(res, 400, "restore from savepoint " + path->string() + " refused: " + why);
       return;
     }
-    if (std::chrono::steady_clock::now() >= deadline)
+    if (std::chrono::steady_clock::now() >= deadline || ctx_.stopping)
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
   }

@@ -39,7 +39,8 @@
              /jobs?savepointPath= restoring it (latest.restored), its 400s
              (outside the root, missing, a removed operator) and
              allowNonRestoredState; POST
-             /jobs/{id}/stop with a targetDirectory, then `weir run
+             /jobs/{id}/stop with a targetDirectory; the stopped job's
+             checkpoints served again (latest.restored from them); then `weir run
              --from-savepoint` at parallelism 3: the output equals the
              uninterrupted run's
 
@@ -1055,6 +1056,21 @@ def test_savepoint(weir, work, build_dir):
         wait_until(lambda: job_state(s, jid) == "STOPPED", "STOPPED after the savepoint")
         raw_before = len(sp.committed(run_dir / "out/raw.jsonl"))
         check(0 < raw_before < sp.COUNT, f"{raw_before} rows before the stop")
+        check(s.stop() == 0, "exit 0")
+    finally:
+        s.kill()
+    # A copy of the stopped job's checkpoints, served again: restored from
+    # its own checkpoint directory, not a savepoint.
+    again = work / "again"
+    again.mkdir()
+    shutil.copytree(run_dir / "state", again / "state")
+    s = Server(weir, work, [sp.pipeline(again, rate=1000)])
+    try:
+        r = wait_until(lambda: s.get(f"/jobs/{s.ids[0]}/checkpoints")["latest"]["restored"],
+                       "the restore read")
+        check(r["id"] >= 1 and r["is_savepoint"] is False
+              and r["external_path"] == str(again / "state"),
+              f"restored from its checkpoints: {r}")
         check(s.stop() == 0, "exit 0")
     finally:
         s.kill()

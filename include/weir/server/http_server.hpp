@@ -68,8 +68,9 @@ struct server_options {
   /// Rate samples kept per job for the throughput chart (one a second).
   std::size_t rate_history = 300;
   /// Root of every savepoint written through the API (`POST
-  /// /jobs/{id}/savepoints`, `POST /jobs/{id}/stop`; Flink's
-  /// `state.savepoints.dir`). A request's target directory is resolved
+  /// /jobs/{id}/savepoints`, `POST /jobs/{id}/stop`) or restored through
+  /// it (`POST /jobs?savepointPath=`); Flink's `state.savepoints.dir`. A
+  /// request's target directory (or `savepointPath`) is resolved
   /// inside it: a relative path under it, an absolute one only if it lies
   /// under it; `..`, backslashes, NUL and anything leading outside
   /// (symbolic links included) are refused with 400. Without a target the
