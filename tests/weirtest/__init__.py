@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What weir's end-to-end tests share: waits with a deadline, the real
+binary run to completion or kept running, JSON Lines files, free ports.
+
+The fixtures that hand these to a test (the binaries, a temporary
+directory, processes that are always stopped, the real servers) are in
+tests/conftest.py; docs/internals/testing.md shows how a test uses them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+# How much slower this tree runs weir: WEIR_TEST_TIME_SCALE, set by CTest
+# from the CMake cache (4 in the ThreadSanitizer tree, 1 otherwise).
+# Timeouts and waits are multiplied by it.
+SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+
+
+def wait_until(condition, what, timeout=30.0, interval=0.05):
+    """Calls `condition()` every `interval` seconds until it returns a true
+    value, and returns that value; fails the test once `timeout` seconds
+    (times SCALE) have passed, naming `what` was waited for."""
+    deadline = time.monotonic() + timeout * SCALE
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout * SCALE:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def tail(text, chars=3000):
+    """The last `chars` characters of a process's output, for a message."""
+    text = text or ""
+    return text if len(text) <= chars else "..." + text[-chars:]
+
+
+def run(argv, timeout=120.0, expect=0, what=None, **kw):
+    """Runs `argv` to completion (text output captured) and returns the
+    CompletedProcess; the test fails when it exits with another code than
+    `expect` (None: any code) or runs longer than `timeout` s (times SCALE)."""
+    argv = [str(a) for a in argv]
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    p = subprocess.run(argv, timeout=timeout * SCALE, **kw)
+    if expect is not None:
+        assert p.returncode == expect, (
+            f"{what or ' '.join(argv[:3])}: exited {p.returncode}, expected {expect}:\n"
+            f"{tail(p.stderr)}")
+    return p
+
+
+def read_jsonl(path):
+    """The rows of a JSON Lines file, blank lines skipped."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_jsonl(path, rows):
+    """Writes `rows` to `path`, one JSON object a line; returns the path."""
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def first_difference(got, want):
+    """Where two lists first differ, for a failure message."""
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            return f"row {i}: got {g}, expected {w}"
+    return f"{len(got)} rows, expected {len(want)}"
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Processes:
+    """The processes a test starts (`weir run`, `weir serve`, a client):
+    whatever is still running when the test ends is SIGKILLed and reaped,
+    whether the test passed or failed. The `procs` fixture hands one out."""
+
+    def __init__(self, work):
+        self.work = Path(work)
+        self.started = []
+
+    def start(self, argv, log=None, **kw):
+        """Starts `argv` (stdout discarded unless given); stderr goes to
+        `log` (a path, relative to the test's directory) when named. The
+        Popen carries `log_path` (or None)."""
+        argv = [str(a) for a in argv]
+        kw.setdefault("stdout", subprocess.DEVNULL)
+        log_path = log_file = None
+        if log is not None:
+            log_path = self.work / log
+            log_file = open(log_path, "w")
+            kw.setdefault("stderr", log_file)
+        p = subprocess.Popen(argv, **kw)
+        p.log_path = log_path
+        p.log_file = log_file
+        self.started.append(p)
+        return p
+
+    def kill(self, p, sig=signal.SIGKILL):
+        """Sends `sig` to `p` if it still runs and waits for it; returns its
+        exit code."""
+        if p.poll() is None:
+            p.send_signal(sig)
+        return p.wait(timeout=120 * SCALE)
+
+    def close(self):
+        for p in self.started:
+            if p.poll() is None:
+                p.kill()
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                pass
+            if p.log_file is not None:
+                p.log_file.close()
+
+
+def log_text(p):
+    """What a process started with `log=` has written to stderr so far."""
+    return Path(p.log_path).read_text(errors="replace") if p.log_path else ""
