@@ -138,3 +138,18 @@ class Server:
 def job_state(server, jid):
     """The state of job `jid` on `server` (RUNNING, FINISHED, ...)."""
     return server.get(f"/jobs/{jid}")["state"]
+
+
+def post_ingest(port, source, body, key=None, timeout=30):
+    """(status, headers, json) of POST /ingest/{source}."""
+    h = {"Content-Type": "application/x-ndjson"}
+    if key:
+        h["Idempotency-Key"] = key
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout * SCALE)
+    try:
+        c.request("POST", f"/ingest/{source}", body=body.encode(), headers=h)
+        r = c.getresponse()
+        data = r.read()
+        return r.status, dict(r.getheaders()), json.loads(data) if data else None
+    finally:
+        c.close()
