@@ -10,10 +10,14 @@ options below are what it passes. A test names the fixtures it needs:
   repo                      the source tree (this file's parent)
   work                      an empty temporary directory (a Path), kept
                             only when the test fails
+  sandbox                   weirtest.Sandbox: `work` with weir run in it
   procs                     weirtest.Processes: processes started through it
                             are SIGKILLed and reaped when the test ends
   seed                      --seed, else WEIR_SEED, else a new one (printed)
   kills                     --kills, else the test module's KILLS
+  sweep                     --sweep: a fault test's longer sweep
+  serve                     serve(pipelines, args, token): `weir serve` on a
+                            free port (weirtest.server.Server), stopped at the end
   kafka_broker, redis_server, postgres_server, opensearch_node
                             a real server, started once per pytest session
                             and stopped at its end
@@ -107,6 +111,12 @@ def work(tmp_path):
 
 
 @pytest.fixture
+def sandbox(weir, work):
+    """weirtest.Sandbox: the test's directory with weir run in it."""
+    return weirtest.Sandbox(weir, work)
+
+
+@pytest.fixture
 def procs(work):
     """weirtest.Processes: what a test starts through it is stopped at its end."""
     p = weirtest.Processes(work)
@@ -122,6 +132,12 @@ def seed(pytestconfig):
         random.randrange(1, 1 << 30)
     print(f"seed {s} (replay with --seed {s} or WEIR_SEED={s})")
     return s
+
+
+@pytest.fixture
+def sweep(pytestconfig):
+    """--sweep: the longer fault sweeps (minutes) instead of CI's."""
+    return pytestconfig.getoption("sweep")
 
 
 @pytest.fixture
@@ -157,10 +173,10 @@ def opensearch_node(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def redis_server(tmp_path_factory):
+def redis_server():
     """A real redis-server on a free port, started once per session."""
     from weirtest.servers import RedisServer
-    server = RedisServer(str(tmp_path_factory.mktemp("redis")))
+    server = RedisServer()
     try:
         server.start()
         yield server
@@ -169,12 +185,43 @@ def redis_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory):
+def postgres_server():
     """A real PostgreSQL 15 cluster on a free port, started once per session."""
     from weirtest.servers import PostgresServer
-    server = PostgresServer(str(tmp_path_factory.mktemp("postgres")))
+    server = PostgresServer()
     try:
         server.start()
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def serve(weir, work):
+    """`serve(pipelines=(), args=(), token=None)`: a weirtest.server.Server
+    (`weir serve` on a free loopback port, running those pipelines) that is
+    SIGKILLed when the test ends unless the test stopped it."""
+    from weirtest.server import Server
+    servers = []
+
+    def start(pipelines=(), args=(), token=None):
+        s = Server(weir, work, pipelines, args=args, token=token)
+        servers.append(s)
+        return s
+    yield start
+    for s in servers:
+        s.kill()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report ends with the tails of the logs its processes
+    wrote in its directory (serve.log, run-N.log, ...)."""
+    report = yield
+    work = item.funcargs.get("work") if hasattr(item, "funcargs") else None
+    if report.failed and call.when == "call" and work is not None:
+        for log in sorted(Path(work).rglob("*.log"))[-6:]:
+            text = log.read_text(errors="replace")
+            if text.strip():
+                report.sections.append((f"log {log.relative_to(work)} (tail)", text[-3000:]))
+    return report
