@@ -57,10 +57,19 @@ def run(argv, timeout=120.0, expect=0, what=None, **kw):
     return p
 
 
-def read_jsonl(path):
-    """The rows of a JSON Lines file, blank lines skipped."""
+def read_jsonl(path, missing_ok=False):
+    """The rows of a JSON Lines file, blank lines skipped (`missing_ok`: a
+    file that does not exist has none)."""
+    if missing_ok and not os.path.exists(path):
+        return []
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def read_lines(path):
+    """The lines of a text file, without their line ends."""
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()
 
 
 def write_jsonl(path, rows):
@@ -84,6 +93,47 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class Sandbox:
+    """A test's directory with the weir binary run in it (the `sandbox`
+    fixture): files written by relative path, `weir` started with the
+    directory as its working directory."""
+
+    def __init__(self, weir, work):
+        self.weir = weir
+        self.work = Path(work)
+
+    def path(self, *parts):
+        """The path of `parts` under the directory, a str."""
+        return os.path.join(self.work, *parts)
+
+    def write(self, rel, text):
+        """Writes `text` to `rel` (folders made as needed); returns its path."""
+        p = Path(self.path(rel))
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        return str(p)
+
+    def run(self, *weir_args, expect=0, toml_text=None, timeout=300.0, **kw):
+        """`weir weir_args` in the directory to completion (`toml_text`, when
+        given, written to pipeline.toml first); the test fails on another
+        exit code than `expect` (None: any), with both outputs' tails."""
+        if toml_text is not None:
+            self.write("pipeline.toml", toml_text)
+        argv = [self.weir, *map(str, weir_args)]
+        p = subprocess.run(argv, cwd=self.work, capture_output=True, text=True,
+                           timeout=timeout * SCALE, **kw)
+        if expect is not None:
+            assert p.returncode == expect, (
+                f"{' '.join(argv)} exited {p.returncode}, expected {expect}\n"
+                f"stdout:\n{tail(p.stdout)}\nstderr:\n{tail(p.stderr)}")
+        return p
+
+    def run_toml(self, toml_text, *flags, expect=0, name="pipeline.toml", timeout=300.0):
+        """Writes `toml_text` to `name` and runs `weir run name -q flags`."""
+        toml = self.write(name, toml_text)
+        return self.run("run", toml, "-q", *flags, expect=expect, timeout=timeout)
 
 
 class Processes:
