@@ -126,7 +126,7 @@ def test_enrich_order(weir, seed, work):
                       ("accounts declared first", swapped)):
         got = out["enriched.jsonl"]
         assert got == want, (f"{name}: not the latest account row before each transaction: "
-                           + first_difference(got, want))
+            + first_difference(got, want))
     print(f"ok: {len(want)} transactions, {enriched} with an account row, "
           "the same in both declaration orders")
 
@@ -238,6 +238,6 @@ def test_union_window_order(weir, seed, work):
     # Rows of one batch reach the union branch by branch (the late output
     # keeps that order), so only the windows' order is the same in both.
     assert declared["windows.jsonl"] == swapped["windows.jsonl"], (
-          "the two declaration orders fired the windows in a different order")
+        "the two declaration orders fired the windows in a different order")
     print(f"ok: {len(want_windows)} windows, {len(late)} late records, "
           "the same in both declaration orders")

@@ -138,8 +138,8 @@ class JoinJob(CheckpointedJob):
         want = independent_pairs(self.work)
         got = sorted((r["order"], r["payment"]) for r in map(json.loads, ref["pairs"]))
         assert got == want, (f"the uninterrupted run joined {len(got)} pairs, the test finds "
-                           f"{len(want)}; first differences: "
-                           f"{sorted(set(got) ^ set(want))[:5]}")
+            f"{len(want)}; first differences: "
+            f"{sorted(set(got) ^ set(want))[:5]}")
         assert len(want) > ROWS // 20, f"only {len(want)} pairs: the test joins almost nothing"
         assert len(ref["windows"]) > KEYS, "the uninterrupted run wrote almost no windows"
         return ref
@@ -290,7 +290,7 @@ class EnrichPatternJob(CheckpointedJob):
                      for r in map(json.loads, ref["matches"]))
         want = self.predict()
         assert got == want, (f"the uninterrupted run found {len(got)} matches, the test predicts "
-                           f"{len(want)}; first differences: {sorted(set(got) ^ set(want))[:5]}")
+            f"{len(want)}; first differences: {sorted(set(got) ^ set(want))[:5]}")
         assert len(want) > 100 / SCALE, (
             f"only {len(want)} matches: the test matches almost nothing")
         return ref
