@@ -22,17 +22,19 @@ from pathlib import Path
 SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 
 
-def wait_until(condition, what, timeout=30.0, interval=0.05):
+def wait_until(condition, what, timeout=30.0, interval=0.05, scaled=True):
     """Calls `condition()` every `interval` seconds until it returns a true
     value, and returns that value; fails the test once `timeout` seconds
-    (times SCALE) have passed, naming `what` was waited for."""
-    deadline = time.monotonic() + timeout * SCALE
+    (times SCALE, unless `scaled` is false: a bound the test measures) have
+    passed, naming `what` was waited for."""
+    limit = timeout * SCALE if scaled else timeout
+    deadline = time.monotonic() + limit
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout * SCALE:g} s waiting for {what}")
+            raise AssertionError(f"timed out after {limit:g} s waiting for {what}")
         time.sleep(interval)
 
 
