@@ -57,13 +57,12 @@ import os
 import pathlib
 import random
 import re
-import resource
 import shutil
 import signal
 import subprocess
 import time
 
-from weirtest import SCALE, wait_until
+from weirtest import SCALE, file_size_limit, run, wait_until
 from weirtest.server import post_ingest
 
 COUNT = 6000
@@ -200,12 +199,9 @@ class Store:
         return sorted(ids)
 
     def run(self, *flags, fsize=None):
-        def limit():
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.RLIM_INFINITY))
-        return subprocess.run([self.weir, "run", str(self.toml), "-q", *flags],
-                              capture_output=True, text=True, timeout=120 * SCALE,
-                              preexec_fn=limit if fsize is not None else None)
+        """`weir run` of the pipeline, its files limited to `fsize` bytes."""
+        return run([self.weir, "run", self.toml, "-q", *flags], timeout=120, expect=None,
+                   preexec_fn=file_size_limit(fsize))
 
 
 def manifest_offsets(data, ids=None):
