@@ -142,8 +142,9 @@ def sweep(pytestconfig):
 
 @pytest.fixture
 def kills(pytestconfig, request):
-    """How many SIGKILLs a crash test deals: --kills, else its module's KILLS."""
-    return pytestconfig.getoption("kills") or request.module.KILLS
+    """How many SIGKILLs a crash test deals: --kills, else its module's KILLS
+    (None where the module has none: the test picks its own)."""
+    return pytestconfig.getoption("kills") or getattr(request.module, "KILLS", None)
 
 
 @pytest.fixture(scope="session")

@@ -59,6 +59,21 @@ def run(argv, timeout=120.0, expect=0, what=None, **kw):
     return p
 
 
+def file_size_limit(fsize):
+    """A preexec_fn for subprocess that limits the files the child writes to
+    `fsize` bytes (RLIMIT_FSIZE, SIGXFSZ ignored): beyond it write() fails
+    with EFBIG as it fails with ENOSPC on a full disk, instead of the
+    process being killed. None for no limit."""
+    if fsize is None:
+        return None
+
+    def limit():
+        import resource
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.RLIM_INFINITY))
+    return limit
+
+
 def read_jsonl(path, missing_ok=False):
     """The rows of a JSON Lines file, blank lines skipped (`missing_ok`: a
     file that does not exist has none)."""
