@@ -24,6 +24,7 @@ options below are what it passes. A test names the fixtures it needs:
 """
 import os
 import random
+import signal
 import sys
 from pathlib import Path
 
@@ -39,6 +40,14 @@ TESTS = Path(__file__).resolve().parent
 for folder in ("kafka", "opensearch"):
     if str(TESTS / folder) not in sys.path:
         sys.path.append(str(TESTS / folder))
+
+
+def pytest_configure(config):
+    """A SIGTERM (CTest's timeout) ends the session as Ctrl-C does: the
+    session fixtures' teardown still stops the servers it started."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def pytest_addoption(parser):
@@ -60,6 +69,8 @@ def pytest_addoption(parser):
     # tests/install/install_test.py: the generator and compiler of the tree.
     g.addoption("--generator", help="install: the CMake generator")
     g.addoption("--compiler", help="install: the C++ compiler")
+    g.addoption("--no-processing-time", action="store_true",
+                help="property: leave out the processing-time windows")
     g.addoption("--events", type=int, default=20000,
                 help="embedded service: the events pushed")
 
@@ -161,11 +172,13 @@ def kafka_broker(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def opensearch_node(tmp_path_factory):
+def opensearch_node():
     """A real OpenSearch node (tests/opensearch/opensearch_node.py:
-    single-node, free ports), started once per session."""
+    single-node, free ports), started once per session. It keeps its own
+    directory: run as root, the node runs as nobody, who cannot enter
+    pytest's temporary directories."""
     from opensearch_node import OpenSearchNode
-    node = OpenSearchNode(str(tmp_path_factory.mktemp("opensearch")))
+    node = OpenSearchNode()
     try:
         node.start()
         yield node
