@@ -16,8 +16,9 @@ options below are what it passes. A test names the fixtures it needs:
   seed                      --seed, else WEIR_SEED, else a new one (printed)
   kills                     --kills, else the test module's KILLS
   sweep                     --sweep: a fault test's longer sweep
-  serve                     serve(pipelines, args, token): `weir serve` on a
-                            free port (weirtest.server.Server), stopped at the end
+  serve                     serve(pipelines, args, token, home): `weir serve`
+                            on a free port (weirtest.server.Server), stopped at
+                            the end
   kafka_broker, redis_server, postgres_server, opensearch_node
                             a real server, started once per pytest session
                             and stopped at its end
@@ -158,17 +159,23 @@ def kills(pytestconfig, request):
     return pytestconfig.getoption("kills") or getattr(request.module, "KILLS", None)
 
 
+def _running(server):
+    """Starts `server`, hands it to the session, stops it at the end (also
+    when its start fails half-way)."""
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
     """A real Kafka broker (tests/kafka/kafka_broker.py: KRaft, one node,
     free ports), started once per session."""
     from kafka_broker import KafkaBroker
     broker = KafkaBroker(str(tmp_path_factory.mktemp("kafka")))
-    try:
-        broker.start()
-        yield broker
-    finally:
-        broker.stop()
+    yield from _running(broker)
 
 
 @pytest.fixture(scope="session")
@@ -179,11 +186,7 @@ def opensearch_node():
     pytest's temporary directories."""
     from opensearch_node import OpenSearchNode
     node = OpenSearchNode()
-    try:
-        node.start()
-        yield node
-    finally:
-        node.stop()
+    yield from _running(node)
 
 
 @pytest.fixture(scope="session")
@@ -191,11 +194,7 @@ def redis_server():
     """A real redis-server on a free port, started once per session."""
     from weirtest.servers import RedisServer
     server = RedisServer()
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    yield from _running(server)
 
 
 @pytest.fixture(scope="session")
@@ -203,23 +202,20 @@ def postgres_server():
     """A real PostgreSQL 15 cluster on a free port, started once per session."""
     from weirtest.servers import PostgresServer
     server = PostgresServer()
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    yield from _running(server)
 
 
 @pytest.fixture
 def serve(weir, work):
-    """`serve(pipelines=(), args=(), token=None)`: a weirtest.server.Server
-    (`weir serve` on a free loopback port, running those pipelines) that is
-    SIGKILLed when the test ends unless the test stopped it."""
+    """`serve(pipelines=(), args=(), token=None, home=work)`: a
+    weirtest.server.Server (`weir serve` on a free loopback port, running
+    those pipelines, in `home`) that is SIGKILLed when the test ends unless
+    the test stopped it."""
     from weirtest.server import Server
     servers = []
 
-    def start(pipelines=(), args=(), token=None):
-        s = Server(weir, work, pipelines, args=args, token=token)
+    def start(pipelines=(), args=(), token=None, home=None):
+        s = Server(weir, home or work, pipelines, args=args, token=token)
         servers.append(s)
         return s
     yield start

@@ -38,7 +38,7 @@ import threading
 import time
 
 from weirtest import SCALE, read_jsonl, wait_until
-from weirtest.server import Server, post_ingest
+from weirtest.server import post_ingest
 
 
 def lines(records):
@@ -92,14 +92,14 @@ rate = 100
 """
 
 
-def test_basics(weir, work):
+def test_basics(weir, work, serve):
     out = work / "out"
     out.mkdir()
     p1 = work / "ingest.toml"
     p1.write_text(BASICS.format(out=out))
     p2 = work / "throttled.toml"
     p2.write_text(THROTTLED.format())
-    srv = Server(weir, work, [p1, p2])
+    srv = serve([p1, p2])
     try:
         port = srv.port
         # The source answers once its subtask reads (503 before).
@@ -235,7 +235,7 @@ path = "{out}/counts"
 """
 
 
-def test_exactly_once(weir, work):
+def test_exactly_once(weir, work, serve):
     out = work / "out"
     out.mkdir()
     pipeline = work / "eo.toml"
@@ -281,7 +281,7 @@ def test_exactly_once(weir, work):
         except Exception as e:  # noqa: BLE001
             failures.append(f"client {t}: {e}")
 
-    srv = Server(weir, work, [pipeline])
+    srv = serve([pipeline])
     current["port"] = srv.port
     workers = [threading.Thread(target=client, args=(t,)) for t in range(threads)]
     for w in workers:
@@ -299,7 +299,7 @@ def test_exactly_once(weir, work):
             (work / "serve.log").rename(work / f"serve-{kills}.log")
             with lock:
                 before = acked[-1] if acked else None
-            srv = Server(weir, work, [pipeline])
+            srv = serve([pipeline])
             current["port"] = srv.port
             if before:
                 # A request acknowledged before the kill, sent again: its key
