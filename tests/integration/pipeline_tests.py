@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 
 from weirtest import SCALE, Sandbox, read_jsonl
+from weirtest.click_counter import check_click_counter
 
 LOG = "data/apache_access_logs/apache_logs_anon.log"
 JSONL = "data/apache_access_logs/apache_logs_anon.jsonl"
@@ -204,26 +205,8 @@ def test_embedded_example(weir, work, repo, example):
     assert "read 9999 records (1 bad)" in proc.stdout, f"unexpected report: {proc.stdout}"
 
 
-def test_click_counter(weir, work, repo, example):
-    box = data_sandbox(weir, work, repo)
-    out = box.work / "clicks.jsonl"
-    proc = subprocess.run([example("click_counter"), str(box.work / LOG), str(out), "2"],
-                          capture_output=True, text=True, timeout=300 * SCALE)
-    assert proc.returncode == 0, f"example exited {proc.returncode}: {proc.stderr}"
-    rows = read_jsonl(out)
-    want = collections.Counter(r["client"] for r in read_jsonl(pathlib.Path(repo) / JSONL))
-    final = {}
-    seen = collections.Counter()
-    for r in rows:
-        client = r["client"]
-        seen[client] += 1
-        # Per client the counts arrive in order: 1, 2, 3, ...
-        assert r["clicks"] == seen[client], (
-            f"client {client}: count {r['clicks']} where {seen[client]} was expected")
-        final[client] = r["clicks"]
-    assert final == dict(want), f"click counts differ: {len(final)} clients vs {len(want)}"
-    assert len(rows) == sum(want.values()), "one running count per request expected"
-    assert "read 9999 records (1 bad)" in proc.stdout, f"unexpected report: {proc.stdout}"
+def test_click_counter(work, repo, example):
+    check_click_counter(example("click_counter"), repo, work)
 
 
 RESTART_TOML = """
