@@ -25,6 +25,7 @@ options below are what it passes. A test names the fixtures it needs:
 """
 import os
 import random
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -116,10 +117,13 @@ def repo():
 
 
 @pytest.fixture
-def work(tmp_path):
+def work(tmp_path, request):
     """An empty directory for the test's files (a Path); removed when the
     test passes, kept under /tmp/pytest-of-$USER/ when it fails."""
-    return tmp_path
+    yield tmp_path
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.passed:
+        shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -223,15 +227,17 @@ def serve(weir, work):
         s.kill()
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed test's report ends with the tails of the logs its processes
-    wrote in its directory (serve.log, run-N.log, ...)."""
-    report = yield
+    """Keeps each phase's report on the test (the `work` fixture removes a
+    passed test's directory), and ends a failed test's report with the tails
+    of the logs its processes wrote in its directory (serve.log, run-N.log)."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "report_" + report.when, report)
     work = item.funcargs.get("work") if hasattr(item, "funcargs") else None
     if report.failed and call.when == "call" and work is not None:
         for log in sorted(Path(work).rglob("*.log"))[-6:]:
             text = log.read_text(errors="replace")
             if text.strip():
                 report.sections.append((f"log {log.relative_to(work)} (tail)", text[-3000:]))
-    return report
