@@ -55,7 +55,7 @@ def test_click_dashboard(weir, repo, work, redis_server):
         missing = sorted(set(want_hashes) - set(hashes))
         wrong = sorted(k for k in want_hashes if k in hashes and hashes[k] != want_hashes[k])
         raise AssertionError(f"event time: {len(hashes)} hashes vs {len(want_hashes)} minutes; "
-                      f"missing {missing[:3]}, different {wrong[:3]}")
+                             f"missing {missing[:3]}, different {wrong[:3]}")
     want_tops = {f"top:{ws}": sorted((p, float(n)) for p, n in pages.items())
                  for ws, pages in want.items()}
     assert tops == want_tops, ("event time: the top:<minute> sorted sets differ from the "

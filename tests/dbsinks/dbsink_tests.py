@@ -276,8 +276,8 @@ def test_redis_kill(weir, tmp_path, seed, kills, redis_server):
             missing = sorted(set(want) - set(got))
             diff = sorted(k for k in want if k in got and got[k] != want[k])
             raise AssertionError(f"{what}: Redis differs from the uninterrupted run: "
-                          f"{len(got)} keys vs {len(want)}, missing {missing[:3]}, "
-                          f"different {diff[:3]}")
+                                 f"{len(got)} keys vs {len(want)}, missing {missing[:3]}, "
+                                 f"different {diff[:3]}")
 
     def reset():
         redis.cli("FLUSHDB", db=0)
@@ -432,9 +432,9 @@ def test_postgres_exactly_once(weir, tmp_path, seed, kills, postgres_server):
                 missing = list((wc - gc).elements())
                 extra = list((gc - wc).elements())
                 raise AssertionError(f"{what}: table {t}: {len(g)} rows vs {len(w)} of the "
-                              f"uninterrupted run, {len(missing)} missing, {len(extra)} "
-                              f"extra (duplicates); first missing {missing[:3]}, first "
-                              f"extra {extra[:3]}")
+                                     f"uninterrupted run, {len(missing)} missing, {len(extra)} "
+                                     f"extra (duplicates); first missing {missing[:3]}, first "
+                                     f"extra {extra[:3]}")
         left = pg.sql("SELECT gid FROM pg_prepared_xacts")
         assert not left, f"{what}: prepared transactions left: {left}"
 

@@ -197,9 +197,9 @@ class Test:
             missing = set(self.expected) - set(got)
             wrong = [k for k in got if k in self.expected and got[k] != self.expected[k]]
             raise AssertionError(f"the uninterrupted run is not the windows computed from the input: "
-                          f"{len(got)} vs {len(self.expected)} windows, {len(missing)} missing "
-                          f"(first {sorted(missing)[:3]}), {len(wrong)} with other values "
-                          f"(first {sorted(wrong)[:3]})")
+                                 f"{len(got)} vs {len(self.expected)} windows, {len(missing)} missing "
+                                 f"(first {sorted(missing)[:3]}), {len(wrong)} with other values "
+                                 f"(first {sorted(wrong)[:3]})")
         shutil.rmtree(os.path.join(self.work, "state"), ignore_errors=True)
         print(f"reference: {RECORDS} records from {PARTITIONS_A} partitions of topic A, "
               f"{len(ref)} windows, as computed from the input; the run took {self.took:.1f} s")
@@ -267,9 +267,9 @@ class Test:
             took = time.monotonic() - t0
             if was_fresh and kill_at is not None and took < PACED_SECONDS / 2:
                 raise AssertionError(f"a fresh run ended after {took:.2f} s, before its kill at "
-                              f"{kill_at:.2f} s, although its input is paced to last "
-                              f"{PACED_SECONDS} s: the source's rate did not pace it "
-                              f"({log_path})")
+                                     f"{kill_at:.2f} s, although its input is paced to last "
+                                     f"{PACED_SECONDS} s: the source's rate did not pace it "
+                                     f"({log_path})")
             return kills, commit_kills, runs, resumed, err
 
 
@@ -279,9 +279,9 @@ def compare_exactly_once(got, want, what):
     missing = want - got
     extra = got - want
     raise AssertionError(f"{what}: topic differs from the uninterrupted run: "
-                  f"{sum(got.values())} records vs {sum(want.values())}, "
-                  f"{sum(missing.values())} missing, {sum(extra.values())} extra\n"
-                  f"  first missing: {list(missing)[:3]}\n  first extra: {list(extra)[:3]}")
+                         f"{sum(got.values())} records vs {sum(want.values())}, "
+                         f"{sum(missing.values())} missing, {sum(extra.values())} extra\n"
+                         f"  first missing: {list(missing)[:3]}\n  first extra: {list(extra)[:3]}")
 
 
 def check_start_errors(t):
@@ -415,7 +415,7 @@ def run_broker_restart(weir, work, broker, seed):
               f"exactly once")
     else:
         raise AssertionError(f"in {ATTEMPTS} attempts the job always ended before the "
-                      f"broker could be killed")
+                             f"broker could be killed")
     print(f"{time.monotonic() - t0:.0f} s in all")
 
 
