@@ -200,11 +200,11 @@ dir = "{box.path('state')}"
         box.write("logs/.incoming", records("bc"[i], 1000 * (i + 1), 50))
         os.rename(box.path("logs", ".incoming"), box.path("logs", name))
     rows = wait_for(200, "two files added while running")
-    time.sleep(0.5)
+    time.sleep(0.5)  # the next file comes some monitor intervals later
     box.write("logs/.incoming", records("d", 5000, 25))
     os.rename(box.path("logs", ".incoming"), box.path("logs", "003.jsonl"))
     rows = wait_for(225, "a file added later")
-    time.sleep(0.3)
+    time.sleep(0.3)  # an observation window: nothing more may come
     rows = committed()
     keys = [json.loads(r)["key"] for r in rows]
     assert len(rows) == 225, f"{len(rows)} rows committed, expected 225"

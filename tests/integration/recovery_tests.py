@@ -355,10 +355,7 @@ def test_rollback(weir, work, serve):
                 if "restoring from checkpoint" in text or "failed" in text:
                     return text
                 return None
-            deadline = time.monotonic() + 20 * SCALE
-            while time.monotonic() < deadline and not settled():
-                time.sleep(0.05)
-            text = settled() or srv.stderr()
+            text = wait_until(settled, "the job to restore or to fail", 20)
             if "failed" in text:
                 # The API says why too.
                 exc = srv.get(f"/jobs/{srv.ids[0]}/exceptions")

@@ -36,7 +36,7 @@ import signal
 import subprocess
 import time
 
-from weirtest import SCALE, run
+from weirtest import SCALE, run, wait_until
 
 
 RECORDS = 200_000
@@ -436,12 +436,10 @@ def broker_restart_attempt(weir, t, broker, topic, want, window):
         p = subprocess.Popen([weir, "run", toml, "--fresh"],
                              stdout=subprocess.DEVNULL, stderr=log)
         # Once the sink's producers are up (their transactions initialised).
-        deadline = time.monotonic() + 120 * SCALE
-        while p.poll() is None and time.monotonic() < deadline:
+        def producers_up():
             with open(log_path) as f:
-                if f.read().count("transactional id '") >= 2:
-                    break
-            time.sleep(0.01)
+                return p.poll() is not None or f.read().count("transactional id '") >= 2
+        wait_until(producers_up, "the sink's two producers", 120, interval=0.01)
         up = time.monotonic()
         time.sleep(t.rnd.uniform(0.0, window))
         if p.poll() is None:
