@@ -198,7 +198,7 @@ delivery = "exactly_once"
 SINKS = {"file": FileSink, "kafka": KafkaSink, "postgres": PostgresSink}
 
 
-class Test:
+class Scenarios:
     def __init__(self, weir, work, procs, sink, server=None):
         self.weir = weir
         self.procs = procs
@@ -325,12 +325,12 @@ def run_scenarios(test):
 
 
 def test_file(weir, work, procs):
-    run_scenarios(Test(weir, work, procs, "file"))
+    run_scenarios(Scenarios(weir, work, procs, "file"))
 
 
 def test_kafka(weir, work, procs, kafka_broker):
-    run_scenarios(Test(weir, work, procs, "kafka", kafka_broker))
+    run_scenarios(Scenarios(weir, work, procs, "kafka", kafka_broker))
 
 
 def test_postgres(weir, work, procs, postgres_server):
-    run_scenarios(Test(weir, work, procs, "postgres", postgres_server))
+    run_scenarios(Scenarios(weir, work, procs, "postgres", postgres_server))

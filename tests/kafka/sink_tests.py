@@ -151,7 +151,7 @@ def as_windows(lines, what):
     return out
 
 
-class Test:
+class SinkJob:
     def __init__(self, weir, work, broker, seed):
         self.weir = weir
         self.broker = broker
@@ -328,7 +328,7 @@ def check_retention_warning(t):
 
 def run_guarantee(weir, work, broker, seed, kills, delivery):
     t0 = time.monotonic()
-    t = Test(weir, work, broker, seed)
+    t = SinkJob(weir, work, broker, seed)
     if delivery == "exactly_once":
         check_start_errors(t)
         check_retention_warning(t)
@@ -398,7 +398,7 @@ def run_broker_restart(weir, work, broker, seed):
     draws its moment from a window half as long; the test fails
     unless one of them had the broker killed under the running job."""
     t0 = time.monotonic()
-    t = Test(weir, work, broker, seed)
+    t = SinkJob(weir, work, broker, seed)
     want = t.reference()
     # The kill's moment is drawn from [0, window) s after the producers
     # are up: 40% of the reference run at first, then half of what the
