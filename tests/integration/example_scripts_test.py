@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The runnable examples with a server, end to end: each example's own run.sh
 (which starts the real server the way the tests do, runs the example's
@@ -48,9 +47,12 @@ computed here from the input in data/, independently of weir.
               pattern: once); the index holding the same alerts under their
               ids; both servers stopped at the end.
 
-usage: example_scripts_test.py --repo DIR --weir BIN postgres|opensearch|kafka|redis|fraud
+Each is the test function test_<name> (run one with `python3 -m pytest
+tests/integration/example_scripts_test.py::test_redis --weir build/weir`).
+The examples start their servers themselves; the test only runs run.sh (in
+its own directory, the weir under test as $WEIR), stops what a failed or
+timed-out run.sh left running, and checks that a passing one left nothing.
 """
-import argparse
 import collections
 import csv
 import datetime
@@ -62,9 +64,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
-import tempfile
-from pathlib import Path
+
+import pytest
+
+from weirtest import SCALE, free_port, log_text, read_jsonl
+from weirtest.servers import PG_BIN
 
 ACCESS_LOG = "data/apache_access_logs/apache_logs_anon.log"
 ACCESS_JSONL = "data/apache_access_logs/apache_logs_anon.jsonl"
@@ -77,36 +81,40 @@ REGIONS = {"ak": "Alaska", "av": "Alaska volcanoes", "nc": "Northern California"
            "ci": "Southern California", "hv": "Hawaii", "uu": "Utah", "nn": "Nevada",
            "pr": "Puerto Rico", "uw": "Pacific Northwest", "tx": "Texas", "ok": "Oklahoma",
            "nm": "New Mexico", "se": "Southeastern US", "us": "World (NEIC)"}
-PG_BIN = os.environ.get("WEIR_PG_BIN", "/usr/lib/postgresql/15/bin")
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+# What run.sh prints (stdout) and its diagnostics (stderr), in the test's
+# directory: a failed test's report ends with their tails.
+STDOUT, STDERR = "run.sh.out.log", "run.sh.log"
 
 
-class Failure(Exception):
-    pass
+@pytest.fixture
+def run_sh(weir, repo, work, procs):
+    """`run_sh(name, *flags, env=None, timeout=60)`: examples/<name>/run.sh
+    run to its end as a user would, from another directory (`work`: run.sh
+    finds the repository itself) with $WEIR the binary under test; returns
+    (stdout, stderr). The test fails when it exits non-zero or runs longer
+    than `timeout` seconds (times SCALE; then it is SIGKILLed with what it
+    started in its process group). What it printed stays readable in
+    `work`/STDOUT for the test's clean-up, also after a failure."""
+    def run(name, *flags, env=None, timeout=60):
+        with open(work / STDOUT, "w") as out:
+            p = procs.start([repo / "examples" / name / "run.sh", *flags], log=STDERR,
+                            stdout=out, cwd=work, start_new_session=True,
+                            env={**os.environ, "WEIR": weir, **(env or {})})
+        try:
+            rc = p.wait(timeout=timeout * SCALE)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            rc = f"nothing: killed after {timeout * SCALE:g} s"
+        assert rc == 0, f"examples/{name}/run.sh exited {rc} (its output: {STDOUT}, {STDERR})"
+        return script_output(work), log_text(p)
+    return run
 
 
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run_script(args, name, *flags, env=None, timeout=60):
-    """Runs examples/<name>/run.sh; its output. `timeout` in seconds, stretched
-    by WEIR_TEST_TIME_SCALE."""
-    script = Path(args.repo) / "examples" / name / "run.sh"
-    # From another directory: run.sh finds the repository itself.
-    p = subprocess.run([str(script), *flags], cwd=tempfile.gettempdir(),
-                       env={**os.environ, "WEIR": args.weir, **(env or {})},
-                       capture_output=True, text=True, timeout=timeout * SCALE)
-    check(p.returncode == 0, f"{script} exited {p.returncode}:\n{p.stdout[-3000:]}\n"
-                             f"{p.stderr[-3000:]}")
-    return p
+def script_output(work):
+    """What run.sh has printed so far (its stdout)."""
+    path = work / STDOUT
+    return path.read_text(errors="replace") if path.exists() else ""
 
 
 def section(out, heading):
@@ -114,7 +122,7 @@ def section(out, heading):
     or the next heading ('-- ' or '== ')."""
     lines = out.splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith(heading)]
-    check(len(starts) == 1, f"run.sh printed {len(starts)} lines starting {heading!r}:\n{out}")
+    assert len(starts) == 1, f"run.sh printed {len(starts)} lines starting {heading!r}:\n{out}"
     body = []
     for line in lines[starts[0] + 1:]:
         if not line.strip() or line.startswith(("-- ", "== ")):
@@ -126,17 +134,17 @@ def section(out, heading):
 def psql_rows(out, heading):
     """The rows of the psql table after `heading`: lists of stripped cells."""
     body = section(out, heading)
-    check(len(body) >= 2 and set(body[1]) <= set("-+"), f"no psql table after {heading!r}")
+    assert len(body) >= 2 and set(body[1]) <= set("-+"), f"no psql table after {heading!r}"
     return [[c.strip() for c in line.split("|")] for line in body[2:]
             if not re.fullmatch(r"\(\d+ rows?\)", line.strip())]
 
 
-def test_postgres(args):
+def test_postgres(repo, work, run_sh):
     # Expected, from the raw log.
     per_minute = collections.Counter()          # (minute, status) -> requests
     bytes_sent = collections.defaultdict(int)   # status -> bytes ('-' adds none)
     bad_lines = []
-    with open(Path(args.repo) / ACCESS_LOG, encoding="utf-8") as f:
+    with open(repo / ACCESS_LOG, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             m = COMBINED.match(line.rstrip("\n"))
             if not m:
@@ -148,8 +156,8 @@ def test_postgres(args):
             if m.group(9) != "-":
                 bytes_sent[int(m.group(8))] += int(m.group(9))
     total = sum(per_minute.values())
-    check(total == 9999 and bad_lines == [8899],
-          f"the access log changed: {total} requests, bad lines {bad_lines[:5]}")
+    assert total == 9999 and bad_lines == [8899], (
+        f"the access log changed: {total} requests, bad lines {bad_lines[:5]}")
     statuses = collections.defaultdict(lambda: [0, 0, 0])  # minutes, requests, peak
     days = collections.defaultdict(lambda: [0, 0])          # requests, errors
     minutes = collections.defaultdict(dict)                  # minute -> {status: requests}
@@ -173,45 +181,46 @@ def test_postgres(args):
                                                                     decimal.ROUND_HALF_UP))]
                  for day, v in sorted(days.items())]
 
-    work = tempfile.mkdtemp(prefix="weir-example-pg-")
-    os.chmod(work, 0o755)
+    # The server's directory is the one run.sh prints (under /tmp: the server
+    # runs as the postgres user, who cannot enter the test's directory).
+    where = re.compile(r"^== PostgreSQL 15 on 127\.0\.0\.1:\d+ \((\S+)\)$", re.M)
     try:
-        # TMPDIR: the server's directory lands in `work`, stopped below even
-        # if run.sh was killed.
-        p = run_script(args, "status-per-minute-postgres", env={"TMPDIR": work}, timeout=90)
-        out = p.stdout
+        out, _ = run_sh("status-per-minute-postgres", timeout=90)
         got = psql_rows(out, "-- requests per status")
-        check(got == want_status, f"requests per status: printed {got}, counted {want_status}")
+        assert got == want_status, f"requests per status: printed {got}, counted {want_status}"
         got = psql_rows(out, "-- the five busiest minutes")
-        check(got == want_busiest, f"busiest minutes: printed {got}, counted {want_busiest}")
+        assert got == want_busiest, f"busiest minutes: printed {got}, counted {want_busiest}"
         got = psql_rows(out, "-- requests and errors")
-        check(got == want_days, f"per day: printed {got}, counted {want_days}")
+        assert got == want_days, f"per day: printed {got}, counted {want_days}"
         got = psql_rows(out, "-- rows, requests")
         want = [[str(len(per_minute)), str(total), "0"]]
-        check(got == want, f"rows, requests, prepared transactions left: printed {got}, "
-                           f"expected {want}")
-        dead = Path(args.repo) / "out/status-per-minute-postgres/bad_records.jsonl"
+        assert got == want, (f"rows, requests, prepared transactions left: printed {got}, "
+                             f"expected {want}")
+        dead = repo / "out/status-per-minute-postgres/bad_records.jsonl"
         records = [json.loads(line) for line in dead.read_text().splitlines() if line.strip()]
-        check([r.get("line") for r in records] == [8899],
-              f"dead letters: {[r.get('origin') for r in records]}, expected line 8899 only")
-        left = [d for d in Path(work).glob("weir-pg-*")]
-        check(not left, f"run.sh left its server directory behind: {left}")
+        assert [r.get("line") for r in records] == [8899], (
+            f"dead letters: {[r.get('origin') for r in records]}, expected line 8899 only")
+        m = where.search(out)
+        assert m is not None, f"run.sh printed no server directory:\n{out}"
+        assert not os.path.exists(m[1]), f"run.sh left its server directory behind: {m[1]}"
         print(f"ok: status-per-minute-postgres: {len(want_status)} statuses, {len(want_days)} "
               f"days, {len(per_minute)} rows, {total} requests as counted from the log; no "
               "prepared transaction left; line 8899 dead-lettered")
     finally:
-        for data in Path(work).glob("weir-pg-*/data"):
-            argv = [f"{PG_BIN}/pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop"]
+        # The server run.sh started, if it could not stop it itself.
+        m = where.search(script_output(work))
+        if m and os.path.isdir(m[1]):
+            argv = [f"{PG_BIN}/pg_ctl", "-D", f"{m[1]}/data", "-m", "immediate", "-w", "stop"]
             if os.geteuid() == 0:
                 argv = ["runuser", "-u", "postgres", "--"] + argv
             subprocess.run(argv, capture_output=True, timeout=60)
-        shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(m[1], ignore_errors=True)
 
 
-def test_opensearch(args):
-    with open(Path(args.repo) / EARTHQUAKES, newline="", encoding="utf-8") as f:
+def test_opensearch(repo, work, run_sh):
+    with open(repo / EARTHQUAKES, newline="", encoding="utf-8") as f:
         events = list(csv.DictReader(f))
-    check(len(events) == 12569, f"the earthquakes file changed: {len(events)} events")
+    assert len(events) == 12569, f"the earthquakes file changed: {len(events)} events"
     regions = collections.defaultdict(lambda: [0, 0, None])  # events, earthquakes, max mag
     daily = collections.defaultdict(lambda: [0, None])       # (day, region) -> events, max mag
     for e in events:
@@ -231,43 +240,41 @@ def test_opensearch(args):
     busiest = sorted(daily.items(), key=lambda kv: (-kv[1][0], kv[0][0], kv[0][1]))[:5]
     want_busiest = [(day, region, v[0], v[1]) for (day, region), v in busiest]
 
-    work = tempfile.mkdtemp(prefix="weir-example-os-")
-    state = os.path.join(work, "node.json")
-    env = {"WEIR_OPENSEARCH_STATE": state}
+    # A node of its own: node.sh keeps its pid and URL in this state file.
+    state = work / "node.json"
+    env = {"WEIR_OPENSEARCH_STATE": str(state)}
     try:
-        p = run_script(args, "earthquakes-opensearch", "--port", str(free_port()), env=env,
-                       timeout=240)
-        out = p.stdout
+        out, _ = run_sh("earthquakes-opensearch", "--port", str(free_port()), env=env,
+                        timeout=240)
         m = re.search(r"^== index earthquakes: (\d+) documents, index earthquakes-daily: "
                       r"(\d+) documents$", out, re.M)
-        check(m is not None, f"no document counts printed:\n{out}")
-        check((int(m[1]), int(m[2])) == (len(events), len(daily)),
-              f"documents: printed {m[1]} events and {m[2]} region-days, expected "
-              f"{len(events)} and {len(daily)}")
+        assert m is not None, f"no document counts printed:\n{out}"
+        assert (int(m[1]), int(m[2])) == (len(events), len(daily)), (
+            f"documents: printed {m[1]} events and {m[2]} region-days, expected "
+            f"{len(events)} and {len(daily)}")
         body = section(out, "== events per region")
         got = []
         for line in body[1:]:
             m = re.fullmatch(r"(.+?)\s+(\d+)\s+(\d+)\s+([\d.]+)", line)
-            check(m is not None, f"events per region: unexpected line {line!r}")
+            assert m is not None, f"events per region: unexpected line {line!r}"
             got.append((m[1], int(m[2]), int(m[3]), float(m[4])))
-        check(got == want_regions, f"events per region: printed {got}, counted {want_regions}")
+        assert got == want_regions, f"events per region: printed {got}, counted {want_regions}"
         got = [(line.split()[0], float(line.split()[1]))
                for line in section(out, "== the five strongest events")[1:]]
-        check(got == want_strongest, f"strongest: printed {got}, expected {want_strongest}")
+        assert got == want_strongest, f"strongest: printed {got}, expected {want_strongest}"
         got = []
         for line in section(out, "== the five busiest region-days")[1:]:
             m = re.fullmatch(r"(\S+)\s+(.+?)\s+(\d+)\s+([\d.]+)", line)
-            check(m is not None, f"busiest region-days: unexpected line {line!r}")
+            assert m is not None, f"busiest region-days: unexpected line {line!r}"
             got.append((m[1], m[2], int(m[3]), float(m[4])))
-        check(got == want_busiest, f"busiest region-days: printed {got}, counted {want_busiest}")
-        check(not os.path.exists(state), "run.sh left the node it started running")
+        assert got == want_busiest, f"busiest region-days: printed {got}, counted {want_busiest}"
+        assert not state.exists(), "run.sh left the node it started running"
         print(f"ok: earthquakes-opensearch: {len(events)} documents, {len(want_regions)} regions, "
               f"{len(daily)} region-days, the strongest and the busiest as computed from the CSV")
     finally:
         # The node run.sh started, if it could not stop it itself.
-        subprocess.run([str(Path(args.repo) / "tests/opensearch/node.sh"), "stop"],
+        subprocess.run([repo / "tests/opensearch/node.sh", "stop"],
                        env={**os.environ, **env}, capture_output=True, timeout=60)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def utc_minute(ms):
@@ -275,21 +282,21 @@ def utc_minute(ms):
         "%Y-%m-%d %H:%M")
 
 
-def read_jsonl_log(args):
-    with open(Path(args.repo) / ACCESS_JSONL, encoding="utf-8") as f:
-        clicks = [json.loads(line) for line in f if line.strip()]
-    check(len(clicks) == 9999, f"the JSONL access log changed: {len(clicks)} records")
+def read_jsonl_log(repo):
+    """The JSON Lines access log's records."""
+    clicks = read_jsonl(repo / ACCESS_JSONL)
+    assert len(clicks) == 9999, f"the JSONL access log changed: {len(clicks)} records"
     return clicks
 
 
 def columns(line, pattern, what):
     m = re.fullmatch(pattern, line.strip())
-    check(m is not None, f"{what}: unexpected line {line!r}")
+    assert m is not None, f"{what}: unexpected line {line!r}"
     return m.groups()
 
 
-def test_kafka(args):
-    records = read_jsonl_log(args)
+def test_kafka(repo, work, run_sh):
+    records = read_jsonl_log(repo)
     per_window = collections.Counter((r["ts"] // 60_000 * 60_000, r["status"]) for r in records)
     statuses = collections.defaultdict(lambda: [0, 0, 0])  # minutes, requests, peak
     minutes = collections.defaultdict(dict)
@@ -311,81 +318,78 @@ def test_kafka(args):
     view_windows = {(r["ts"] // 60_000, r["path"]) for r in records}
     errors = sum(r["status"] >= 400 for r in records)
 
-    work = tempfile.mkdtemp(prefix="weir-example-kafka-")
     try:
         # TMPDIR: the broker's directory and state file land in `work`, where
         # the finally below finds them if run.sh could not stop the broker.
-        p = run_script(args, "kafka-dashboard", env={"TMPDIR": work}, timeout=180)
-        out = p.stdout
+        out, err = run_sh("kafka-dashboard", env={"TMPDIR": str(work)}, timeout=180)
         parts = [columns(l, r"partition (\d+)\s+(\d+)", "records per partition")
                  for l in section(out, "== topic access-log")[:-1]]
         total = columns(section(out, "== topic access-log")[-1], r"total\s+(\d+)", "produced")
-        check(int(total[0]) == len(records) and sum(int(n) for _, n in parts) == len(records)
-              and all(0 <= int(pt) < 4 for pt, _ in parts),
-              f"produced: printed {parts} and total {total[0]}, expected {len(records)} "
-              "records over partitions 0-3")
+        assert (int(total[0]) == len(records) and sum(int(n) for _, n in parts) == len(records)
+                and all(0 <= int(pt) < 4 for pt, _ in parts)), (
+            f"produced: printed {parts} and total {total[0]}, expected {len(records)} "
+            "records over partitions 0-3")
 
         # The job's summary sink: the ten pages with the most views.
         body = section(out, "Top pages")
-        check(len(body) == 13 and body[12] == f"({len(views) - 10} more rows)",
-              f"top pages: expected a header, 10 rows and '({len(views) - 10} more rows)', "
-              f"printed {body}")
+        assert len(body) == 13 and body[12] == f"({len(views) - 10} more rows)", (
+            f"top pages: expected a header, 10 rows and '({len(views) - 10} more rows)', "
+            f"printed {body}")
         ranked = sorted(views.values(), reverse=True)
         printed = []
         for line in body[2:12]:
             path, n, b, share = columns(line, r"(\S+)\s+(\d+)\s+(\d+|null)\s+([\d.]+)%",
                                         "top pages")
             want_bytes = str(path_bytes[path]) if path in path_bytes else "null"
-            check(int(n) == views[path] and b == want_bytes
-                  and abs(float(share) - 100 * views[path] / len(records)) <= 0.05 + 1e-9,
-                  f"top pages: {path}: printed {n} views, {b} bytes, {share}%; counted "
-                  f"{views[path]} views, {want_bytes} bytes")
+            assert (int(n) == views[path] and b == want_bytes
+                    and abs(float(share) - 100 * views[path] / len(records)) <= 0.05 + 1e-9), (
+                f"top pages: {path}: printed {n} views, {b} bytes, {share}%; counted "
+                f"{views[path]} views, {want_bytes} bytes")
             printed.append(int(n))
-        check(printed == ranked[:10] and len({l.split()[0] for l in body[2:12]}) == 10,
-              f"top pages: printed views {printed}, the ten largest counted {ranked[:10]}")
+        assert printed == ranked[:10] and len({l.split()[0] for l in body[2:12]}) == 10, (
+            f"top pages: printed views {printed}, the ten largest counted {ranked[:10]}")
 
         # The output topic, read committed.
         m = re.search(r"^messages (\d+), keyed by their status (\d+), \(minute, status\) more "
                       r"than once (\d+)$", out, re.M)
-        check(m is not None, f"no message count printed for status-per-minute:\n{out}")
-        check((int(m[1]), int(m[2]), int(m[3])) == (len(per_window), len(per_window), 0),
-              f"status-per-minute: printed {m[1]} messages, {m[2]} keyed by status, {m[3]} "
-              f"windows twice; expected {len(per_window)}, {len(per_window)}, 0")
+        assert m is not None, f"no message count printed for status-per-minute:\n{out}"
+        assert (int(m[1]), int(m[2]), int(m[3])) == (len(per_window), len(per_window), 0), (
+            f"status-per-minute: printed {m[1]} messages, {m[2]} keyed by status, {m[3]} "
+            f"windows twice; expected {len(per_window)}, {len(per_window)}, 0")
         got = [tuple(int(c) for c in columns(l, r"(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", "per status"))
                for l in section(out, "-- requests per status")[1:]]
-        check(got == want_status, f"per status: printed {got}, counted {want_status}")
+        assert got == want_status, f"per status: printed {got}, counted {want_status}"
         got = [columns(l, r"(\S+ \S+)\s+(\d+)\s+(.+)", "busiest minutes")
                for l in section(out, "-- the five busiest minutes")[1:]]
         got = [(a, int(b), c) for a, b, c in got]
-        check(got == want_busiest, f"busiest minutes: printed {got}, counted {want_busiest}")
-        check(f"-- total: {len(records)} requests in {len(minutes)} minutes" in out.splitlines(),
-              f"no line '-- total: {len(records)} requests in {len(minutes)} minutes'")
+        assert got == want_busiest, f"busiest minutes: printed {got}, counted {want_busiest}"
+        want = f"-- total: {len(records)} requests in {len(minutes)} minutes"
+        assert want in out.splitlines(), f"no line {want!r}"
 
         # The file sinks' committed parts.
         got = dict(columns(l, r"(\w+)\s+(\d+) rows", "files") for l in
                    section(out, "== files committed")[:4])
         want = {"views": len(view_windows), "views_late": 0, "status_per_minute": len(per_window),
                 "errors": errors}
-        check({k: int(v) for k, v in got.items()} == want, f"files: printed {got}, counted {want}")
-        check(f"views in out/kafka-dashboard/views: {len(records)}" in out.splitlines(),
-              f"the views in out/kafka-dashboard/views do not sum to {len(records)}")
-        check("retention" not in p.stderr,
-              f"weir warned about the output topic's retention:\n{p.stderr[-2000:]}")
-        left = list(Path(work).glob("weir-kafka-*"))
-        check(not left, f"run.sh left its broker behind: {left}")
+        assert {k: int(v) for k, v in got.items()} == want, f"files: printed {got}, counted {want}"
+        assert f"views in out/kafka-dashboard/views: {len(records)}" in out.splitlines(), (
+            f"the views in out/kafka-dashboard/views do not sum to {len(records)}")
+        assert "retention" not in err, (f"weir warned about the output topic's retention:\n"
+                                        f"{err[-2000:]}")
+        left = list(work.glob("weir-kafka-*"))
+        assert not left, f"run.sh left its broker behind: {left}"
         print(f"ok: kafka-dashboard: {len(records)} records produced; {len(per_window)} messages "
               f"read committed, each once, {len(want_status)} statuses, the busiest minutes, "
               f"the top pages and {len(view_windows)} view windows as counted from the log")
     finally:
-        for state in Path(work).glob("weir-kafka-dashboard-*.json"):
-            subprocess.run([str(Path(args.repo) / "tests/kafka/broker.sh"), "stop"],
+        for state in work.glob("weir-kafka-dashboard-*.json"):
+            subprocess.run([repo / "tests/kafka/broker.sh", "stop"],
                            env={**os.environ, "WEIR_KAFKA_STATE": str(state)},
                            capture_output=True, timeout=60)
-        shutil.rmtree(work, ignore_errors=True)
 
 
-def test_redis(args):
-    clicks = read_jsonl_log(args)
+def test_redis(repo, work, run_sh):
+    clicks = read_jsonl_log(repo)
     minutes = collections.defaultdict(collections.Counter)  # minute start -> page -> clicks
     for c in clicks:
         minutes[c["ts"] // 60_000 * 60_000][c["path"]] += 1
@@ -400,83 +404,73 @@ def test_redis(args):
         ptime[clock // 60_000 * 60_000][c["path"]] += 1
     del ptime[clock // 60_000 * 60_000]
 
-    work = tempfile.mkdtemp(prefix="weir-example-redis-")
     try:
-        p = run_script(args, "click-dashboard-redis", env={"TMPDIR": work}, timeout=60)
-        out = p.stdout
+        # TMPDIR: the server's directory lands in `work`, where the finally
+        # below finds it if run.sh could not stop the server.
+        out, _ = run_sh("click-dashboard-redis", env={"TMPDIR": str(work)}, timeout=60)
         want = (f"hashes {len(minutes)}, fields {sum(len(v) for v in minutes.values())}, "
                 f"clicks {len(clicks)}")
         got = section(out, "== event time")[0]
-        check(got == want, f"event time: printed {got!r}, counted {want!r}")
+        assert got == want, f"event time: printed {got!r}, counted {want!r}"
         got = [columns(l, r"(\S+ \S+)\s+(\S+)\s+(\d+)\s+(\d+)", "busiest minutes")
                for l in section(out, "-- the five busiest minutes")]
         got = [(a, b, int(c), int(d)) for a, b, c, d in got]
-        check(got == want_busiest, f"busiest minutes: printed {got}, counted {want_busiest}")
-        check(f"-- sorted sets top:<minute start>: {len(minutes)}" in out.splitlines(),
-              f"not {len(minutes)} top:<minute> sorted sets")
+        assert got == want_busiest, f"busiest minutes: printed {got}, counted {want_busiest}"
+        assert f"-- sorted sets top:<minute start>: {len(minutes)}" in out.splitlines(), (
+            f"not {len(minutes)} top:<minute> sorted sets")
         start, pages = busiest[0]
         heading = f"-- ZREVRANGE top:{start} 0 4 WITHSCORES ({utc_minute(start)}, the busiest"
         got = [columns(l, r"(\d+)\s+(\S+)", "ZREVRANGE") for l in section(out, heading)]
         ranked = sorted(pages.values(), reverse=True)
-        check(len(got) == 5 and len({page for _, page in got}) == 5
-              and all(int(n) == pages[page] for n, page in got)
-              and [int(n) for n, _ in got] == ranked[:5],
-              f"top pages of {utc_minute(start)}: printed {got}, counted the five largest "
-              f"{ranked[:5]} ({ {page: pages[page] for _, page in got} })")
+        assert (len(got) == 5 and len({page for _, page in got}) == 5
+                and all(int(n) == pages[page] for n, page in got)
+                and [int(n) for n, _ in got] == ranked[:5]), (
+            f"top pages of {utc_minute(start)}: printed {got}, counted the five largest "
+            f"{ranked[:5]} ({ {page: pages[page] for _, page in got} })")
         want = (f"hashes {len(ptime)}, fields {sum(len(v) for v in ptime.values())}, "
                 f"clicks {sum(sum(v.values()) for v in ptime.values())}")
         got = section(out, "== processing time")[0]
-        check(got == want, f"processing time: printed {got!r}, counted {want!r}")
+        assert got == want, f"processing time: printed {got!r}, counted {want!r}"
         last = max(ptime)
         want = f"-- the last window fired: pclicks:{last} ({utc_minute(last)})"
-        check(want in out.splitlines(), f"no line {want!r}:\n{out}")
+        assert want in out.splitlines(), f"no line {want!r}:\n{out}"
         want = f"== keys in Redis: {2 * len(minutes) + len(ptime)}"
-        check(want in out.splitlines(), f"no line {want!r}:\n{out}")
-        left = list(Path(work).glob("weir-redis-*"))
-        check(not left, f"run.sh left its server directory behind: {left}")
+        assert want in out.splitlines(), f"no line {want!r}:\n{out}"
+        left = list(work.glob("weir-redis-*"))
+        assert not left, f"run.sh left its server directory behind: {left}"
         print(f"ok: click-dashboard-redis: {len(minutes)} minutes, {len(clicks)} clicks in event "
               f"time; {len(ptime)} processing-time windows; the busiest minutes and pages as "
               "counted from the log")
     finally:
         # The server run.sh started, if it could not stop it itself.
-        for pidfile in Path(work).glob("weir-redis-*/redis.pid"):
+        for pidfile in work.glob("weir-redis-*/redis.pid"):
             try:
                 os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
             except (OSError, ValueError):
                 pass
-        shutil.rmtree(work, ignore_errors=True)
 
 
-def test_fraud(args):
-    # run.sh's servers keep their state under the directory it prints first:
-    # read it even from a run.sh that failed or timed out, to stop them below.
-    script = Path(args.repo) / "examples/fraud-detection/run.sh"
+def test_fraud(repo, work, run_sh):
+    # run.sh's servers keep their state under the directory it prints first
+    # (not under `work`: as root the OpenSearch node runs as nobody, who
+    # cannot enter it): read even from a run.sh that failed or timed out, to
+    # stop them below.
+    where = re.compile(r"^== the servers' state files: (\S+)$", re.M)
     try:
-        p = subprocess.run([str(script)], cwd=tempfile.gettempdir(),
-                           env={**os.environ, "WEIR": args.weir}, capture_output=True,
-                           text=True, timeout=300 * SCALE)
-        out, err, rc = p.stdout, p.stderr, p.returncode
-    except subprocess.TimeoutExpired as e:
-        def text(b):
-            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
-        out, err, rc = text(e.stdout), text(e.stderr), f"nothing: timed out after {e.timeout} s"
-    m = re.search(r"^== the servers' state files: (\S+)$", out, re.M)
-    state = m[1] if m else None
-    try:
-        check(rc == 0, f"{script} exited {rc}:\n{out[-3000:]}\n{err[-3000:]}")
-        check("retention" not in err, f"weir warned about the topic's retention:\n{err[-2000:]}")
-        inp = Path(args.repo) / "out/fraud-detection/input"
+        out, err = run_sh("fraud-detection", timeout=300)
+        assert "retention" not in err, f"weir warned about the topic's retention:\n{err[-2000:]}"
+        inp = repo / "out/fraud-detection/input"
         txns = [json.loads(l) for l in (inp / "transactions.jsonl").read_text().splitlines()]
         accounts = (inp / "accounts.jsonl").read_text().splitlines()
         planted = {a["alert_id"]: a for a in
                    map(json.loads, (inp / "planted.jsonl").read_text().splitlines())}
         kinds = collections.Counter(a["kind"] for a in planted.values())
-        check(len(planted) == 16 and kinds == {"velocity": 8, "pattern": 8},
-              f"the generator planted {dict(kinds)}, expected 8 of each kind")
+        assert len(planted) == 16 and kinds == {"velocity": 8, "pattern": 8}, (
+            f"the generator planted {dict(kinds)}, expected 8 of each kind")
         want = (f"{len(txns)} transactions, {len(accounts)} account updates, {len(planted)} "
                 f"planted frauds ({kinds['velocity']} velocity, {kinds['pattern']} pattern)")
-        check(any(l.startswith(want) for l in out.splitlines()),
-              f"no line {want!r} from generate.py:\n{out[:2000]}")
+        assert any(l.startswith(want) for l in out.splitlines()), (
+            f"no line {want!r} from generate.py:\n{out[:2000]}")
         # Velocity: per card, the 30-minute windows sliding by 5 (aligned to
         # the epoch) that hold 3 or more transactions over $1,000; each raises
         # the alert named by the card and its first large transaction.
@@ -495,63 +489,45 @@ def test_fraud(args):
         want_rows = sorted(((a["kind"], i, a["account_id"], a["owner"],
                              raised[i] if a["kind"] == "velocity" else 1)
                             for i, a in planted.items()))
-        check(f"messages {len(planted)}, keyed by their alert id {len(planted)}, alert ids more "
-              f"than once 0; velocity {kinds['velocity']}, pattern {kinds['pattern']}"
-              in out.splitlines(), f"topic fraud-alerts: not {len(planted)} alerts each once, "
-                                   f"keyed by its id:\n{out}")
+        want = (f"messages {len(planted)}, keyed by their alert id {len(planted)}, alert ids "
+                f"more than once 0; velocity {kinds['velocity']}, pattern {kinds['pattern']}")
+        assert want in out.splitlines(), (
+            f"topic fraud-alerts: not {len(planted)} alerts each once, keyed by its id:\n{out}")
         body = section(out, "messages ")
         got = sorted((k, i, acc, owner, int(n)) for i, k, acc, owner, n in
                      (columns(l, r"(\S+)\s+(velocity|pattern)\s+(A\d+)\s+(.+?)\s+(\d+)",
                               "alerts") for l in body[1:]))
-        check(got == want_rows, f"alerts: printed {got}, planted and counted {want_rows}")
+        assert got == want_rows, f"alerts: printed {got}, planted and counted {want_rows}"
         want = (f"== index fraud-alerts: {len(planted)} documents, under their alert id "
                 f"{len(planted)}, the topic's alerts: yes")
-        check(want in out.splitlines(), f"no line {want!r}:\n{out}")
+        assert want in out.splitlines(), f"no line {want!r}:\n{out}"
         want = (f"== planted frauds (out/fraud-detection/input/planted.jsonl): {len(planted)}; "
                 f"alerted with their account and owner {len(planted)}, not alerted 0; alerts "
                 "for nothing planted 0")
-        check(want in out.splitlines(), f"no line {want!r}:\n{out}")
+        assert want in out.splitlines(), f"no line {want!r}:\n{out}"
         m = re.search(r"^== Kafka at 127\.0\.0\.1:(\d+), OpenSearch at http://127\.0\.0\.1:(\d+)$",
                       out, re.M)
-        check(m is not None, f"no server addresses printed:\n{out}")
+        assert m is not None, f"no server addresses printed:\n{out}"
         for port in (int(m[1]), int(m[2])):
             with socket.socket() as s:
-                check(s.connect_ex(("127.0.0.1", port)) != 0,
-                      f"run.sh left a server listening on port {port}")
-        check(state is not None and not os.path.exists(state),
-              f"run.sh left its servers' state files behind: {state}")
+                assert s.connect_ex(("127.0.0.1", port)) != 0, (
+                    f"run.sh left a server listening on port {port}")
+        m = where.search(out)
+        assert m is not None, f"run.sh printed no state directory:\n{out}"
+        assert not os.path.exists(m[1]), f"run.sh left its servers' state files behind: {m[1]}"
         print(f"ok: fraud-detection: {len(planted)} planted frauds alerted once each in the topic "
               f"and the index, raised {sorted(n for *_, n in want_rows)} times as counted from "
               f"the {len(txns)} transactions; both servers stopped")
     finally:
         # The servers run.sh started, if it could not stop them itself.
-        if state and os.path.isdir(state):
-            repo = Path(args.repo)
-            subprocess.run([str(repo / "tests/kafka/broker.sh"), "stop"], capture_output=True,
+        m = where.search(script_output(work))
+        if m and os.path.isdir(m[1]):
+            state = m[1]
+            subprocess.run([repo / "tests/kafka/broker.sh", "stop"], capture_output=True,
                            env={**os.environ, "WEIR_KAFKA_STATE": f"{state}/kafka.json"},
                            timeout=60)
-            subprocess.run([str(repo / "tests/opensearch/node.sh"), "stop"], capture_output=True,
+            subprocess.run([repo / "tests/opensearch/node.sh", "stop"], capture_output=True,
                            env={**os.environ, "WEIR_OPENSEARCH_STATE": f"{state}/opensearch.json"},
                            timeout=60)
             shutil.rmtree(state, ignore_errors=True)
 
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repo", required=True)
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("example", choices=["postgres", "opensearch", "kafka", "redis", "fraud"])
-    args = ap.parse_args()
-    args.repo = os.path.abspath(args.repo)
-    args.weir = os.path.abspath(args.weir)
-    try:
-        {"postgres": test_postgres, "opensearch": test_opensearch, "kafka": test_kafka,
-         "redis": test_redis, "fraud": test_fraud}[args.example](args)
-    except Failure as e:
-        print(f"FAIL example {args.example}: {e}")
-        sys.exit(1)
-
-
-if __name__ == "__main__":
-    main()
