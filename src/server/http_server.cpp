@@ -9,7 +9,7 @@
 #include "json_writer.hpp"
 #include "request_body.hpp"
 #include "weir/config/loader.hpp"
-#include "weir/connectors/http_source.hpp"
+#include "weir/http/source.hpp"
 #include "weir/core/log.hpp"
 #include "weir/format/format.hpp"
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// job::from_generator, job::from_nexmark and data_stream::sink_to_blackhole,
+// generator::add_source, nexmark::add_source and blackhole::add_sink,
 // built and run through the public API.
 #include "api/internal/projection.hpp"
 #include "kinds/sources/generator/generator.hpp"
 #include "kinds/sources/nexmark/nexmark.hpp"
 #include "weir/api/job.hpp"
-#include "weir/connectors/blackhole_sink.hpp"
-#include "weir/connectors/file_sink.hpp"
+#include "weir/blackhole/sink.hpp"
+#include "weir/file/sink.hpp"
 #include "weir/expr/random.hpp"
 
 #include "weir/runtime/execution_plan.hpp"
@@ -30,15 +30,15 @@ TEST_CASE("a generated job runs to completion and its sink receives every row") 
     opts.batch_size = 100;
     opts.status_interval = std::chrono::milliseconds{0};
     weir::job j{opts};
-    weir::generator_source_spec g;
+    weir::generator::source g;
     g.count = 10'000;
     g.fields = {{"id", "seq"}, {"ts", "to_timestamp(seq)"}, {"k", "rand_int(seq, 1, 0, 3)"}};
     g.event_time_field = "ts";
-    auto src = j.from_generator(g, {"gen", 0});
+    auto src = j.from(g, {"gen", 0});
     REQUIRE(src);
     auto kept = src->filter(std::string_view{"k = 0"});
     REQUIRE(kept);
-    REQUIRE(kept->sink_to_blackhole({}, {"out", 0}));
+    REQUIRE(kept->sink_to(weir::blackhole::sink{}, {"out", 0}));
     auto r = j.execute();
     REQUIRE_MESSAGE(r.ok, r.error);
     CHECK(r.records_read == 10'000);
@@ -51,13 +51,13 @@ TEST_CASE("a nexmark job reads events and writes the bids") {
   weir::job_options opts;
   opts.status_interval = std::chrono::milliseconds{0};
   weir::job j{opts};
-  weir::nexmark_source_spec n;
+  weir::nexmark::source n;
   n.events = 5000;
-  auto bids = j.from_nexmark(n, {"bids", 2});
+  auto bids = j.from(n, {"bids", 2});
   REQUIRE(bids);
   CHECK(j.graph()->nodes[0].parallelism == 2);
   CHECK(j.graph()->nodes[0].kind == "nexmark_source");
-  REQUIRE(bids->sink_to_blackhole());
+  REQUIRE(bids->sink_to(weir::blackhole::sink{}));
   auto r = j.execute();
   REQUIRE_MESSAGE(r.ok, r.error);
   CHECK(r.records_read == 4600);
@@ -66,32 +66,32 @@ TEST_CASE("a nexmark job reads events and writes the bids") {
 
 TEST_CASE("generated sources and the blackhole reject bad specs through the API") {
   weir::job j;
-  weir::generator_source_spec g;
+  weir::generator::source g;
   g.fields = {{"a", "seq"}};
-  REQUIRE(j.from_generator(g, {"dup", 0}));
-  auto dup = j.from_generator(g, {"dup", 0});
+  REQUIRE(j.from(g, {"dup", 0}));
+  auto dup = j.from(g, {"dup", 0});
   REQUIRE_FALSE(dup);
   CHECK(dup.error().message == "duplicate stream name 'dup'");
   g.fields = {{"a", "sq"}};
-  auto bad = j.from_generator(g);
+  auto bad = j.from(g);
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message == "field 'a': unknown field 'sq', did you mean 'seq'?");
 
-  weir::nexmark_source_spec n;
+  weir::nexmark::source n;
   n.generator.bid_proportion = 0;
-  CHECK_FALSE(j.from_nexmark(n));
+  CHECK_FALSE(j.from(n));
   n = {};
   n.rate = -3;
-  CHECK_FALSE(j.from_nexmark(n));
+  CHECK_FALSE(j.from(n));
 
   auto s = j.stream("dup");
   REQUIRE(s);
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.latency_field = "a";
   spec.rate = -1;
-  CHECK_FALSE(s->sink_to_blackhole(spec));
+  CHECK_FALSE(s->sink_to(spec));
   spec.rate = 0;
-  CHECK(s->sink_to_blackhole(spec));
+  CHECK(s->sink_to(spec));
 }
 
 namespace {
@@ -173,22 +173,22 @@ TEST_CASE("generated fields that nothing reads are not evaluated (projection pus
     weir::job_options opts;
     opts.name = "prune";
     auto j = std::make_unique<weir::job>(opts);
-    weir::generator_source_spec g;
+    weir::generator::source g;
     g.count = 100;
     g.fields = {{"a", "rand_int(seq, 1, 0, 3)"}, {"b", "seq * 2"}, {"c", "rand_int(seq, 2, 0, 9)"},
                 {"ts", "to_timestamp(seq)"}, {"d", "seq + 1"}};
     g.event_time_field = "ts";
     g.projection_push_down = push_down;
-    auto src = j->from_generator(g, {"gen", 0});
+    auto src = j->from(g, {"gen", 0});
     REQUIRE(src);
     auto kept = src->filter(std::string_view{"a = 0"});
     REQUIRE(kept);
     if (sink_reads_all) {
-      REQUIRE(kept->sink_to_blackhole({}, {"out", 0}));
+      REQUIRE(kept->sink_to(weir::blackhole::sink{}, {"out", 0}));
     } else {
       auto picked = kept->select({{"twice", "b + 1"}});
       REQUIRE(picked);
-      REQUIRE(picked->sink_to_file({out_path.string()}, {"out", 0}));
+      REQUIRE(picked->sink_to(weir::file::sink{out_path.string()}, {"out", 0}));
     }
     return j;
   };
@@ -253,12 +253,12 @@ TEST_CASE("a splittable window gets a local phase chained into its input's task"
     opts.name = "two-phase";
     opts.parallelism = 2;
     auto j = std::make_unique<weir::job>(opts);
-    weir::generator_source_spec g;
+    weir::generator::source g;
     g.count = 20000;
     g.fields = {{"k", "rand_int(seq, 1, 0, 9)"}, {"v", "rand_int(seq, 2, 0, 99)"},
                 {"ts", "to_timestamp(seq)"}};
     g.event_time_field = "ts";
-    auto src = j->from_generator(g, {"gen", 0});
+    auto src = j->from(g, {"gen", 0});
     REQUIRE(src);
     auto keyed = src->key_by({"k"});
     REQUIRE(keyed);
@@ -270,7 +270,7 @@ TEST_CASE("a splittable window gets a local phase chained into its input's task"
         *weir::window::tumbling_event_time_windows::make(std::chrono::milliseconds{1000})),
       {{"n", "count(*)"}, {"total", "sum(v)"}}, w, {"per_k", 0});
     REQUIRE(win);
-    REQUIRE(win->sink_to_blackhole({}, {"out", 0}));
+    REQUIRE(win->sink_to(weir::blackhole::sink{}, {"out", 0}));
     return j;
   };
   SUBCASE("when asked: source -> per_k/local (chained) -> hash on the partial key -> per_k") {
