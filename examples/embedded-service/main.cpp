@@ -16,6 +16,7 @@
 // Prints the live answers and the final totals; exits 1 if a query failed,
 // or if the totals differ from what was pushed.
 #include "weir/api/job.hpp"
+#include "weir/blackhole/sink.hpp"
 #include "weir/connectors/push_source.hpp"
 #include "weir/server/http_server.hpp"
 #include "weir/window/tumbling_windows.hpp"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // generator::add_source, nexmark::add_source and blackhole::add_sink,
-// built and run through the public API.
+// built and run through the public API; job::from and data_stream::sink_to
+// with a kind defined outside weir.
 #include "api/internal/projection.hpp"
 #include "kinds/sources/generator/generator.hpp"
 #include "kinds/sources/nexmark/nexmark.hpp"
@@ -15,12 +16,69 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <unistd.h>
 
+// A sink kind of a program's own: its spec and `add_sink` in its namespace,
+// nothing in weir's headers. `sink_to` finds it by argument-dependent lookup.
+namespace app {
+struct counting_sink {
+  std::shared_ptr<std::atomic<std::uint64_t>> rows;
+  std::int64_t only_k = -1; ///< count only rows whose k is this; -1: all
+};
+weir::expected<std::monostate> add_sink(const weir::data_stream& in, counting_sink spec,
+                                        weir::operator_options opts = {}) {
+  if (!spec.rows)
+    return weir::make_error(weir::errc::invalid_argument, "counting_sink needs a counter");
+  return in.sink_to_callback(
+    [spec](const weir::row_view& row) {
+      if (spec.only_k < 0 || row.get_int("k") == spec.only_k)
+        ++*spec.rows;
+    },
+    std::move(opts));
+}
+} // namespace app
+
+// What `from` and `sink_to` accept: a kind's spec, and nothing else.
+static_assert(weir::sink_spec<weir::blackhole::sink>);
+static_assert(weir::sink_spec<weir::file::sink>);
+static_assert(weir::sink_spec<app::counting_sink>);
+static_assert(!weir::sink_spec<weir::generator::source>);
+static_assert(!weir::sink_spec<std::string>);
+static_assert(weir::source_spec<weir::generator::source>);
+static_assert(weir::source_spec<weir::nexmark::source>);
+static_assert(!weir::source_spec<weir::file::sink>);
+static_assert(!weir::source_spec<int>);
+
 TEST_SUITE("connectors") {
+
+TEST_CASE("sink_to runs a sink kind defined outside weir and reports its errors") {
+  weir::job_options opts;
+  opts.parallelism = 2;
+  opts.status_interval = std::chrono::milliseconds{0};
+  weir::job j{opts};
+  weir::generator::source g;
+  g.count = 3'000;
+  g.fields = {{"id", "seq"}, {"k", "seq % 3"}};
+  auto src = j.from(g, {"gen", 0});
+  REQUIRE(src);
+  auto none = src->sink_to(app::counting_sink{}, {"none", 0});
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message == "counting_sink needs a counter");
+  auto rows = std::make_shared<std::atomic<std::uint64_t>>(0);
+  REQUIRE(src->sink_to(app::counting_sink{rows, 1}, {"ones", 0}));
+  auto dup = src->sink_to(app::counting_sink{rows, 1}, {"ones", 0});
+  REQUIRE_FALSE(dup);
+  CHECK(dup.error().message == "duplicate stream name 'ones'");
+  auto r = j.execute();
+  REQUIRE_MESSAGE(r.ok, r.error);
+  CHECK(r.records_read == 3'000);
+  CHECK(rows->load() == 1'000);
+}
 
 TEST_CASE("a generated job runs to completion and its sink receives every row") {
   for (std::size_t p : {1u, 2u}) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 using weir::make_summary_sink_factory;
-using weir::summary::sink;
+namespace summary = weir::summary;
 using weir::type_id;
 using weir::test::make_batch;
 using weir::test::recording_collector;

@@ -13,7 +13,7 @@
 #include <stdexcept>
 
 using namespace std::chrono_literals;
-using weir::generator::source;
+namespace generator = weir::generator;
 using weir::record_batch_ptr;
 using weir::type_id;
 
