@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", clicks.error().message.c_str());
     return 2;
   }
-  if (auto sunk = clicks->sink_to(weir::file::sink{argv[2], weir::format::format_kind::jsonl}); !sunk) {
+  if (auto sunk = clicks->sink_to(weir::file::sink{argv[2], weir::format::format_kind::jsonl});
+      !sunk) {
     std::fprintf(stderr, "error: %s\n", sunk.error().message.c_str());
     return 2;
   }

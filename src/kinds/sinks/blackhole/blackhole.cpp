@@ -59,12 +59,14 @@ namespace weir {
 // The API's entry point for this kind (`data_stream::sink_to`; the
 // operator is in blackhole_sink.cpp).
 expected<std::monostate> blackhole::add_sink(const data_stream& in, sink spec,
-                                         operator_options opts) {
+                                             operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
   auto factory = make_blackhole_sink_factory(in.output_schema(), spec);
   if (!factory)
     return factory.error();
   auto id = internal::add_operator_node(
-    *internal::stream_access::graph(in), opts, {"blackhole_sink", nullptr, std::move(*factory), true}, {internal::stream_access::input(in)});
+    graph, opts, {"blackhole_sink", nullptr, std::move(*factory), true}, {input});
   if (!id)
     return id.error();
   return std::monostate{};

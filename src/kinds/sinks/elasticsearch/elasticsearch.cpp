@@ -142,7 +142,9 @@ namespace weir {
 
 // The API's entry point for this kind (`data_stream::sink_to`).
 expected<std::monostate> elasticsearch::add_sink(const data_stream& in, sink spec,
-                                         operator_options opts) {
+                                                 operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
   // Checked now for the caller, and again when each subtask's sink is made.
   auto probe = make_elasticsearch_sink(spec, in.output_schema());
   if (!probe)
@@ -153,9 +155,9 @@ expected<std::monostate> elasticsearch::add_sink(const data_stream& in, sink spe
       throw std::runtime_error(op.error().message);
     return std::move(*op);
   };
-  auto id = internal::add_operator_node(*internal::stream_access::graph(in), opts,
+  auto id = internal::add_operator_node(graph, opts,
                                         {"elasticsearch_sink", nullptr, factory, true},
-                                        {internal::stream_access::input(in)});
+                                        {input});
   if (!id)
     return id.error();
   return std::monostate{};

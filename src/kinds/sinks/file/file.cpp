@@ -72,7 +72,9 @@ namespace weir {
 
 // The API's entry point for this kind (`data_stream::sink_to`).
 expected<std::monostate> file::add_sink(const data_stream& in, sink spec,
-                                         operator_options opts) {
+                                        operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
   if (spec.path.empty())
     return make_error(errc::invalid_argument, "a file sink needs a path");
   if (spec.format == format::format_kind::apache_combined)
@@ -91,10 +93,10 @@ expected<std::monostate> file::add_sink(const data_stream& in, sink spec,
   };
   // One output file (or one directory of committed parts): parallelism 1.
   auto id = internal::add_operator_node(
-    *internal::stream_access::graph(in), opts, {"file_sink", nullptr, factory(false), true, 1}, {internal::stream_access::input(in)});
+    graph, opts, {"file_sink", nullptr, factory(false), true, 1}, {input});
   if (!id)
     return id.error();
-  internal::stream_access::graph(in)->nodes[*id].make_transactional_operator = factory(true);
+  graph.nodes[*id].make_transactional_operator = factory(true);
   return std::monostate{};
 }
 

@@ -158,14 +158,16 @@ namespace weir {
 // The API's entry point for this kind (`data_stream::sink_to`).
 expected<std::monostate> kafka::add_sink(const data_stream& in, sink spec,
                                          operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
   // Checked now for the caller, and again when each subtask's sink is made.
   auto probe = make_kafka_sink(spec, kafka_sink_job{}, in.output_schema());
   if (!probe)
     return probe.error();
-  std::weak_ptr<runtime::job_graph> graph = internal::stream_access::graph(in);
-  auto factory = [spec, schema = in.output_schema(), graph]() -> stream_operator_ptr {
+  std::weak_ptr<runtime::job_graph> weak_graph = internal::stream_access::graph(in);
+  auto factory = [spec, schema = in.output_schema(), weak_graph]() -> stream_operator_ptr {
     kafka_sink_job job;
-    if (auto g = graph.lock()) {
+    if (auto g = weak_graph.lock()) {
       job.job_name = g->options.name;
       job.checkpoints = g->options.checkpoint.enabled;
       job.checkpoint_interval = g->options.checkpoint.interval;
@@ -175,8 +177,8 @@ expected<std::monostate> kafka::add_sink(const data_stream& in, sink spec,
       throw std::runtime_error(op.error().message);
     return std::move(*op);
   };
-  auto id = internal::add_operator_node(*internal::stream_access::graph(in), opts, {"kafka_sink", nullptr, factory, true},
-                                        {internal::stream_access::input(in)});
+  auto id = internal::add_operator_node(graph, opts, {"kafka_sink", nullptr, factory, true},
+                                        {input});
   if (!id)
     return id.error();
   return std::monostate{};

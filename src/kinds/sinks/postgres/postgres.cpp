@@ -153,8 +153,10 @@ namespace weir {
 
 // The API's entry point for this kind (`data_stream::sink_to`).
 expected<std::monostate> postgres::add_sink(const data_stream& in, sink spec,
-                                         operator_options opts) {
-  std::weak_ptr<runtime::job_graph> graph = internal::stream_access::graph(in);
+                                            operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
+  std::weak_ptr<runtime::job_graph> weak_graph = internal::stream_access::graph(in);
   postgres_sink_job probe_job;
   // Checked now for the caller, and again when each subtask's sink is made
   // (checkpoints then: the job's options may be set after the graph).
@@ -162,9 +164,9 @@ expected<std::monostate> postgres::add_sink(const data_stream& in, sink spec,
   auto probe = make_postgres_sink(spec, probe_job, in.output_schema());
   if (!probe)
     return probe.error();
-  auto factory = [spec, schema = in.output_schema(), graph]() -> stream_operator_ptr {
+  auto factory = [spec, schema = in.output_schema(), weak_graph]() -> stream_operator_ptr {
     postgres_sink_job job;
-    if (auto g = graph.lock()) {
+    if (auto g = weak_graph.lock()) {
       job.job_name = g->options.name;
       job.checkpoints = g->options.checkpoint.enabled;
     }
@@ -173,9 +175,9 @@ expected<std::monostate> postgres::add_sink(const data_stream& in, sink spec,
       throw std::runtime_error(op.error().message);
     return std::move(*op);
   };
-  auto id = internal::add_operator_node(*internal::stream_access::graph(in), opts,
+  auto id = internal::add_operator_node(graph, opts,
                                         {"postgres_sink", nullptr, factory, true},
-                                        {internal::stream_access::input(in)});
+                                        {input});
   if (!id)
     return id.error();
   return std::monostate{};

@@ -141,6 +141,8 @@ namespace weir {
 // The API's entry point for this kind (`data_stream::sink_to`).
 expected<std::monostate> redis::add_sink(const data_stream& in, sink spec,
                                          operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
   // Checked now for the caller, and again when each subtask's sink is made.
   auto probe = make_redis_sink(spec, in.output_schema());
   if (!probe)
@@ -151,8 +153,8 @@ expected<std::monostate> redis::add_sink(const data_stream& in, sink spec,
       throw std::runtime_error(op.error().message);
     return std::move(*op);
   };
-  auto id = internal::add_operator_node(*internal::stream_access::graph(in), opts, {"redis_sink", nullptr, factory, true},
-                                        {internal::stream_access::input(in)});
+  auto id = internal::add_operator_node(graph, opts, {"redis_sink", nullptr, factory, true},
+                                        {input});
   if (!id)
     return id.error();
   return std::monostate{};

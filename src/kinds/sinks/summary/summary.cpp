@@ -158,15 +158,17 @@ namespace weir {
 
 // The API's entry point for this kind (`data_stream::sink_to`) (summary_sink.cpp).
 expected<std::monostate> summary::add_sink(const data_stream& in, sink spec,
-                                         operator_options opts) {
-  auto board = internal::stream_access::graph(in)->end_output;
+                                           operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
+  auto board = graph.end_output;
   const auto slot = board->reserve();
   auto factory = make_summary_sink_factory(
     in.output_schema(), spec, [board, slot](const std::string& text) { board->put(slot, text); });
   if (!factory)
     return factory.error();
   auto id = internal::add_operator_node(
-    *internal::stream_access::graph(in), opts, {"summary_sink", nullptr, std::move(*factory), true, 1}, {internal::stream_access::input(in)});
+    graph, opts, {"summary_sink", nullptr, std::move(*factory), true, 1}, {input});
   if (!id)
     return id.error();
   return std::monostate{};

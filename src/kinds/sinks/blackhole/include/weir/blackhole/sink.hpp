@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+// The blackhole sink (`type = "blackhole"`): its spec `weir::blackhole::sink`
+// and `weir::blackhole::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/blackhole/).
 
 #include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of an Elasticsearch-compatible sink (`type = "elasticsearch"`), for
-// `elasticsearch::add_sink` (`data_stream::sink_to`) (src/kinds/sinks/elasticsearch/).
+// The Elasticsearch-compatible sink (`type = "elasticsearch"`): its spec
+// `weir::elasticsearch::sink` and `weir::elasticsearch::add_sink`, which
+// `data_stream::sink_to` calls (src/kinds/sinks/elasticsearch/).
 
 #include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+// The file sink (`type = "file"`): its spec `weir::file::sink`
+// and `weir::file::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/file/).
 
 #include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a Kafka sink (`type = "kafka"`), for `kafka::add_sink` (`data_stream::sink_to`)
-// (src/kinds/sinks/kafka/).
+// The Kafka sink (`type = "kafka"`): its spec `weir::kafka::sink`
+// and `weir::kafka::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/kafka/).
 
 #include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"

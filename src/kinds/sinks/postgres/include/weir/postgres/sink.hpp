@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a PostgreSQL sink (`type = "postgres"`), for
-// `postgres::add_sink` (`data_stream::sink_to`) (src/kinds/sinks/postgres/).
+// The PostgreSQL sink (`type = "postgres"`): its spec `weir::postgres::sink`
+// and `weir::postgres::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/postgres/).
 
 #include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a Redis sink (`type = "redis"`), for `redis::add_sink` (`data_stream::sink_to`)
-// (src/kinds/sinks/redis/).
+// The Redis sink (`type = "redis"`): its spec `weir::redis::sink`
+// and `weir::redis::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/redis/).
 
 #include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+// The summary sink (`type = "summary"`): its spec `weir::summary::sink`
+// and `weir::summary::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/summary/).
 
 #include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"

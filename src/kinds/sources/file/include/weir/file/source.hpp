@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a file source (`type = "file"`), for `file::add_source` (`job::from`)
-// (src/kinds/sources/file/).
+// The file source (`type = "file"`): its spec `weir::file::source`
+// and `weir::file::add_source`, which `job::from` calls (src/kinds/sources/file/).
 
 #include "weir/api/job.hpp"
 #include "weir/api/source_options.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a Kafka source (`type = "kafka"`), for `kafka::add_source` (`job::from`)
-// (src/kinds/sources/kafka/).
+// The Kafka source (`type = "kafka"`): its spec `weir::kafka::source`
+// and `weir::kafka::add_source`, which `job::from` calls (src/kinds/sources/kafka/).
 
 #include "weir/api/job.hpp"
 #include "weir/api/source_options.hpp"
