@@ -17,8 +17,9 @@ built optimised (-O2, weir's default RelWithDebInfo) while the example's
 keep the program's (empty) choice, builds it and runs it through the
 embedded-example end-to-end test, which checks every crawler's count.
 
-The prefix and the examples' build folders are at fixed paths under the build
-tree (emptied first), so a compiler cache sees the same command lines.
+The prefix and the examples' build folders are at fixed paths (under the build
+tree; the add_subdirectory one beside it, <build>-add-subdirectory), emptied
+first, so a compiler cache sees the same command lines.
 
 usage: install_test.py --build DIR --weir BIN --repo DIR --generator G --compiler CXX
                        [find-package | add-subdirectory]
@@ -67,7 +68,10 @@ def compile_flags(build_dir, source):
 
 
 def add_subdirectory(args, build, repo, launch):
-    example_build = build / "tests" / "install" / "add-subdirectory"
+    # Beside the build tree, at its depth: the compile commands of weir's objects
+    # then match the main build's (relative to the repository through ccache's
+    # base_dir), so a compiler cache serves most of them.
+    example_build = build.parent / f"{build.name}-add-subdirectory"
     shutil.rmtree(example_build, ignore_errors=True)
     # No CMAKE_BUILD_TYPE: the program sets none, and weir must still be optimised.
     configure = ["cmake", "-S", repo / "examples" / "embedded-bot-counter", "-B", example_build,
