@@ -271,7 +271,6 @@ const METRICS = [
   ["write-records", "records out", fmtInt],
   ["source-lag", "source lag (records)", fmtInt],
 ];
-const KEEP_MS = 300000;
 const PALETTE = ["#1f6feb", "#d97706", "#1a7f37", "#8250df", "#b42318", "#0e7490", "#9a6700", "#57606a"];
 
 /// The server's metric history of every charted operator (GET
