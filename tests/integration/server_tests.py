@@ -517,7 +517,7 @@ def test_history(weir, work, build_dir):
         check(h["jid"] == jid and h["id"] == 1 and h["name"] == "per_key"
               and h["parallelism"] == 2, f"history header {sorted(h)}")
         times = h["times"]
-        check(all(0 < b - a < 3000 for a, b in zip(times, times[1:])),
+        check(all(0 < b - a < 3000 * SCALE for a, b in zip(times, times[1:])),
               f"samples about a second apart: {times}")
         check(times[-1] <= h["now"], f"times {times[-1]} after now {h['now']}")
         check(sorted(h["metrics"]) == sorted(HISTORY_METRICS), f"metrics {sorted(h['metrics'])}")
@@ -558,7 +558,8 @@ def test_history(weir, work, build_dir):
         job = s.get(f"/jobs/{jid}")
         check(job["throughput"][-1]["in"] == 0 and job["throughput"][-1]["out"] == 0,
               f"a stopped job's throughput ends at {job['throughput'][-2:]}")
-        check(job["throughput"][-2]["out"] > 0, f"throughput before the stop {job['throughput'][-3:]}")
+        check(max(p["out"] for p in job["throughput"][:-1]) > 0,
+              f"throughput before the stop {job['throughput'][-3:]}")
         for v in job["vertices"]:
             for k in ("read-records-per-second", "write-records-per-second", "backpressure-ratio"):
                 check(v["metrics"][k] == 0, f"stopped {v['name']} {k} = {v['metrics'][k]}")
