@@ -220,6 +220,11 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
       cp += " (" + with_commas(r.checkpoints_failed) + " failed)";
     if (r.last_checkpoint_id > 0)
       cp += ", last #" + std::to_string(r.last_checkpoint_id);
+    // Ids are never reused: after --fresh too, they continue after those
+    // already in the checkpoint dir (docs/concepts/checkpoints.md).
+    if (r.checkpoint_ids_after > r.restored_checkpoint_id)
+      cp += " (ids continue after #" + std::to_string(r.checkpoint_ids_after)
+            + ", the highest in " + o.checkpoint.dir + ")";
     if (r.stopped)
       cp += r.stop_checkpoint_id > 0 && r.stop_checkpoint_id == r.last_checkpoint_id
               ? " (final, on stop)"
