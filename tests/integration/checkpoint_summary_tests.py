@@ -73,7 +73,7 @@ SUMMARY = re.compile(
     r"^  checkpoints +(?P<completed>[\d,]+) completed"
     r"(?:, (?P<aborted>[\d,]+) aborted)?(?: \((?P<failed>[\d,]+) failed\))?"
     r"(?:, last #(?P<last>\d+))?"
-    r"(?: \(ids continue after #(?P<after>\d+), the highest in (?P<dir>\S+)\))?$",
+    r"(?:; ids continue after #(?P<after>\d+), the highest in (?P<dir>\S+))?$",
     re.M)
 
 
