@@ -261,6 +261,9 @@ struct job_context {
     std::uint64_t checkpoints_failed = 0;
     std::uint64_t last_checkpoint_id = 0;
     std::uint64_t restored_checkpoint_id = 0;
+    /// The highest checkpoint id in the checkpoint dir (or the savepoint
+    /// restored) when the job started: its ids follow it (0 = from #1).
+    std::uint64_t checkpoint_ids_after = 0;
     std::size_t restarts = 0;
     std::vector<std::string> warnings;
     bool stopped = false;                ///< stopped gracefully (job::stop)

@@ -30,7 +30,8 @@ computed here from the input in data/, independently of weir.
               busiest minute, the five busiest minutes, the total; the rows
               the file sinks committed (views, no late views, status per
               minute, errors); no retention warning (the topic keeps 2015's
-              timestamps).
+              timestamps); the summary's last checkpoint is the newest complete
+              one in state/kafka-dashboard.
   redis       examples/click-dashboard-redis/run.sh: a redis-server of its
               own on a free port. From the JSONL log: event time, the
               clicks:<minute> hashes, their fields and clicks, the five
@@ -371,6 +372,22 @@ def test_kafka(args):
               f"the views in out/kafka-dashboard/views do not sum to {len(records)}")
         check("retention" not in p.stderr,
               f"weir warned about the output topic's retention:\n{p.stderr[-2000:]}")
+        # The summary's checkpoints: at least the final one completed, and
+        # its last is the newest complete checkpoint of the directory (none
+        # completed after the summary counted).
+        m = re.search(r"^  checkpoints +(\d+) completed(?:, \d+ aborted)?(?: \(\d+ failed\))?"
+                      r", last #(\d+)", p.stderr, re.M)
+        check(m is not None and int(m[1]) >= 1,
+              f"no completed checkpoint in the summary:\n{p.stderr[-2000:]}")
+        listed = subprocess.run([args.weir, "checkpoints", "list",
+                                 str(Path(args.repo) / "state/kafka-dashboard")],
+                                capture_output=True, text=True, timeout=60)
+        complete = [int(l.split()[0]) for l in listed.stdout.splitlines()
+                    if len(l.split()) > 1 and l.split()[0].isdigit()
+                    and l.split()[1] == "complete"]
+        check(listed.returncode == 0 and complete and max(complete) == int(m[2]),
+              f"summary: '{m[0].strip()}', but state/kafka-dashboard holds complete "
+              f"checkpoints {complete}\n{listed.stderr}")
         left = list(Path(work).glob("weir-kafka-*"))
         check(not left, f"run.sh left its broker behind: {left}")
         print(f"ok: kafka-dashboard: {len(records)} records produced; {len(per_window)} messages "
