@@ -145,6 +145,7 @@ job_result job::execute_with(runtime::background_run* control) {
   result.checkpoints_failed = ctx->result.checkpoints_failed;
   result.last_checkpoint_id = ctx->result.last_checkpoint_id;
   result.restored_checkpoint_id = ctx->result.restored_checkpoint_id;
+  result.checkpoint_ids_after = ctx->result.checkpoint_ids_after;
   result.restarts = ctx->result.restarts;
   result.warnings = ctx->result.warnings;
   result.counts = ctx->metrics.counts();

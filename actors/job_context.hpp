@@ -12,11 +12,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include <unistd.h>
 
 namespace weir::runtime {
 
@@ -75,11 +78,35 @@ public:
     r->failure_reason = reason;
   }
 
+  /// A subtask of operator `task_name` failed with `message` (as it is
+  /// passed to `job_context::fail`): an exception of that message recorded
+  /// later names the subtask.
+  void subtask_failed(const std::string& message, std::string task_name,
+                      std::size_t subtask_index) {
+    std::lock_guard lock{mutex_};
+    origins_.push_back({message, std::move(task_name), subtask_index});
+    if (origins_.size() > max_origins)
+      origins_.pop_front();
+  }
+
+  /// A failure of the job (`restarted`: it restarts from its last
+  /// checkpoint). When a subtask reported `message` (`subtask_failed`),
+  /// the entry names its operator, index and location.
   void exception(std::int64_t now_ms, std::string message, bool restarted) {
     std::lock_guard lock{mutex_};
-    exceptions_.push_back(job_exception{now_ms, std::move(message), restarted});
-    if (exceptions_.size() > max_entries)
+    job_exception e{now_ms, std::move(message), restarted, {}, std::nullopt, {}};
+    for (auto it = origins_.rbegin(); it != origins_.rend(); ++it)
+      if (it->message == e.message) {
+        e.task_name = it->task_name;
+        e.subtask_index = it->subtask_index;
+        e.location = process_location();
+        break;
+      }
+    exceptions_.push_back(std::move(e));
+    if (exceptions_.size() > max_entries) {
       exceptions_.pop_front();
+      truncated_ = true;
+    }
   }
 
   /// Fills the history part of `out`.
@@ -87,6 +114,7 @@ public:
     std::lock_guard lock{mutex_};
     out.checkpoints.assign(checkpoints_.begin(), checkpoints_.end());
     out.exceptions.assign(exceptions_.begin(), exceptions_.end());
+    out.exceptions_truncated = truncated_;
     out.checkpoints_completed = completed_;
     out.checkpoints_failed = failed_;
     out.checkpoint_stats.end_to_end_duration = summary_of(summary_.end_to_end_duration);
@@ -118,6 +146,22 @@ private:
     return {s.min, s.sum / static_cast<std::int64_t>(s.count), s.max};
   }
 
+  /// This process as `host:pid`: where every subtask runs.
+  static std::string process_location() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+      std::snprintf(host, sizeof host, "localhost");
+    return std::string{host} + ":" + std::to_string(::getpid());
+  }
+
+  /// Subtask failures remembered to name the subtask of an exception.
+  static constexpr std::size_t max_origins = 16;
+  struct failure_origin {
+    std::string message;
+    std::string task_name;
+    std::size_t subtask_index = 0;
+  };
+
   checkpoint_record* find(std::uint64_t id) {
     for (auto it = checkpoints_.rbegin(); it != checkpoints_.rend(); ++it)
       if (it->checkpoint_id == id)
@@ -129,6 +173,8 @@ private:
   mutable std::mutex mutex_;
   std::deque<checkpoint_record> checkpoints_;
   std::deque<job_exception> exceptions_;
+  bool truncated_ = false;
+  std::deque<failure_origin> origins_;
   std::uint64_t completed_ = 0;
   std::uint64_t failed_ = 0;
   running_summary summary_;
@@ -159,6 +205,14 @@ struct job_context {
       if (n.processing_time_field)
         return true;
     return false;
+  }
+
+  /// Records the first failure as `fail(message)`, and that subtask
+  /// `subtask_index` (0-based) of operator `task_name` reported it, for the
+  /// exception history (`job_journal::subtask_failed`).
+  void fail(std::string message, std::string task_name, std::size_t subtask_index) {
+    journal.subtask_failed(message, std::move(task_name), subtask_index);
+    fail(std::move(message));
   }
 
   /// Records the first failure; later ones are dropped (they are usually
@@ -207,6 +261,9 @@ struct job_context {
     std::uint64_t checkpoints_failed = 0;
     std::uint64_t last_checkpoint_id = 0;
     std::uint64_t restored_checkpoint_id = 0;
+    /// The highest checkpoint id in the checkpoint dir (or the savepoint
+    /// restored) when the job started: its ids follow it (0 = from #1).
+    std::uint64_t checkpoint_ids_after = 0;
     std::size_t restarts = 0;
     std::vector<std::string> warnings;
     bool stopped = false;                ///< stopped gracefully (job::stop)

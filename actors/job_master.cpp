@@ -360,6 +360,8 @@ void job_master::deploy() {
     failed_ = true;
     return;
   }
+  if (coordinator_ && attempt_ == 0)
+    ctx_->result.checkpoint_ids_after = coordinator_->latest_id();
   if (auto& dlq = ctx_->dead_letters) {
     // Exactly-once dead letters: back to what the restored checkpoint
     // committed (a no-op for directly written ones).
@@ -528,7 +530,7 @@ void job_master::on_final_state(task_final_state f) {
   // Beyond a source's positions, a final state holds only what
   // two-phase-commit sinks pre-committed after their input ended.
   if (f.request.operators.size() > (tasks_[task].is_source ? 1u : 0u))
-    awaiting_final_.insert(task);
+    awaiting_final_[task] = f.request.checkpoint_id;
   final_states_[task] = std::move(f.request);
   for (auto id : coordinator_->task_finished_with_state(task))
     acknowledge_with_final_state(id, task);
@@ -559,6 +561,13 @@ void job_master::trigger_final_checkpoint() {
   acknowledge_finished_tasks(r.checkpoint_id);
 }
 
+/// Every task has ended its input and none waits for a checkpoint to
+/// commit its final snapshot: the subtasks are ending, and a checkpoint
+/// triggered now could only be left in flight when the job ends.
+bool job_master::nothing_left_to_checkpoint() const {
+  return !tasks_.empty() && final_states_.size() == tasks_.size() && awaiting_final_.empty();
+}
+
 /// Sends the trigger of checkpoint `id` to every source that has not ended.
 void job_master::trigger_sources(std::uint64_t id, std::int64_t now_ms) {
   for (std::uint32_t t = 0; t < tasks_.size(); ++t)
@@ -579,6 +588,8 @@ void job_master::trigger_checkpoint_now() {
   if (stopping_ && final_states_.size() < tasks_.size())
     return; // the stop triggers the last one (once every task has ended,
             // checkpoints go on for those waiting for a completed one)
+  if (nothing_left_to_checkpoint())
+    return;
   auto r = coordinator_->trigger(now);
   if (!r.triggered())
     return;
@@ -897,6 +908,11 @@ void job_master::on_checkpoint_committed(std::size_t attempt, std::uint64_t id,
   }
   for (std::uint32_t t = 0; t < tasks_.size(); ++t)
     env_.notify_checkpoint_complete(t, id);
+  // The tasks whose final snapshot this checkpoint commits end on this
+  // notification: no final checkpoint is owed to them any more (one
+  // triggered for them would be left in flight when the job ends).
+  for (auto it = awaiting_final_.begin(); it != awaiting_final_.end();)
+    it = it->second != 0 && it->second <= id ? awaiting_final_.erase(it) : std::next(it);
   trigger_final_checkpoint();
 }
 
@@ -1012,6 +1028,21 @@ void job_master::redeploy() {
 }
 
 void job_master::finish() {
+  if (coordinator_ && std::any_of(commits_in_doubt_.begin(), commits_in_doubt_.end(),
+                                  [&](std::uint64_t id) { return coordinator_->is_in_flight(id); })) {
+    // A manifest commit sent after the drain was asked for (the last
+    // acknowledgements came in meanwhile): its answer follows once the
+    // writer's mailbox is drained again, so the summary counts the
+    // checkpoint the store holds.
+    env_.drain_state_writer(drain_purpose::finish);
+    return;
+  }
+  if (coordinator_) {
+    // Checkpoints still waiting for acknowledgements can no longer
+    // complete: aborted, so that every id this run handed out is counted
+    // (Flink aborts pending checkpoints when a job reaches a terminal state).
+    abort_checkpoints(coordinator_->abort_waiting("the job ended before it completed"));
+  }
   record_outcome();
   env_.finished();
 }
@@ -1046,6 +1077,8 @@ void job_master::on_subtask_ended(std::uint32_t task, std::optional<std::string>
   if (running_ > 0)
     return;
   if (restarting_) {
+    if (coordinator_)
+      abort_checkpoints(coordinator_->abort_waiting("the job restarted before it completed"));
     record_outcome();
     env_.schedule(job_master_timer::redeploy, ctx_->graph->options.restart.delay);
     return;

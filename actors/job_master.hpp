@@ -280,6 +280,7 @@ private:
   void acknowledge_with_final_state(std::uint64_t id, std::uint32_t task);
   void acknowledge_finished_tasks(std::uint64_t id);
   void trigger_final_checkpoint();
+  bool nothing_left_to_checkpoint() const;
   void trigger_checkpoint_now();
   void trigger_sources(std::uint64_t id, std::int64_t now_ms);
   void stop_sources();
@@ -311,9 +312,11 @@ private:
   /// every later checkpoint (FLIP-147; `task_final_state`).
   std::map<std::uint32_t, write_snapshot_request> final_states_;
   /// Tasks of this attempt whose final state holds a two-phase-commit
-  /// sink's final snapshot: each ends once a checkpoint holding it
-  /// completes (the job's final checkpoint).
-  std::set<std::uint32_t> awaiting_final_;
+  /// sink's final snapshot, each with the lowest checkpoint id whose
+  /// completion commits it (`task_final_state`; 0 if the subtask did not
+  /// say): each ends once a checkpoint holding it completes (the job's
+  /// final checkpoint), and is no longer waited for from that completion.
+  std::map<std::uint32_t, std::uint64_t> awaiting_final_;
   /// The latest checkpoint id when every task of this attempt had ended
   /// its input (none until then): a checkpoint with a higher id holds every
   /// task's final state.

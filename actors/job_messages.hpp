@@ -73,7 +73,10 @@ struct discard_result {
 /// and all they emitted is in their consumers' state, so a restored one
 /// receives only its end of input.
 struct task_final_state {
-  write_snapshot_request request; ///< checkpoint_id unset
+  /// `checkpoint_id`: with a two-phase-commit sink's final snapshot, the
+  /// lowest checkpoint id whose completion commits it (the subtask ends on
+  /// the notification of any checkpoint that high); 0 when nothing waits.
+  write_snapshot_request request;
 };
 
 } // namespace weir::runtime

@@ -228,6 +228,11 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
       cp += ", restored from #" + std::to_string(r.restored_checkpoint_id);
     if (r.restarts > 0)
       cp += ", " + std::to_string(r.restarts) + " restart" + (r.restarts == 1 ? "" : "s");
+    // Ids are never reused: after --fresh too, they continue after those
+    // already in the checkpoint dir (docs/concepts/checkpoints.md).
+    if (r.checkpoint_ids_after > r.restored_checkpoint_id)
+      cp += "; ids continue after #" + std::to_string(r.checkpoint_ids_after)
+            + ", the highest in " + o.checkpoint.dir;
     std::fprintf(stderr, "  checkpoints      %s\n", cp.c_str());
   } else {
     std::fprintf(stderr, "  checkpoints      off\n");

@@ -84,7 +84,8 @@ public:
 
   void fail(const std::string& what) {
     auto msg = subtask_.failure_message(what);
-    spec_.ctx->fail(msg);
+    auto& chain = subtask_.chain();
+    spec_.ctx->fail(msg, chain.node(chain.current()).name, spec_.subtask);
     self_->quit(caf::make_error(caf::sec::runtime_error, msg));
   }
 

@@ -120,6 +120,17 @@ checkpoint_coordinator::expire(std::chrono::milliseconds now) {
   return out;
 }
 
+std::vector<aborted_checkpoint> checkpoint_coordinator::abort_waiting(const std::string& reason) {
+  std::vector<aborted_checkpoint> out;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    auto next = std::next(it);
+    if (!it->second.finalizing)
+      out.push_back(abort(it, reason));
+    it = next;
+  }
+  return out;
+}
+
 std::optional<std::chrono::milliseconds> checkpoint_coordinator::next_timeout() const {
   std::optional<std::chrono::milliseconds> t;
   for (const auto& [id, p] : pending_) {

@@ -409,6 +409,9 @@ write_snapshot_request subtask::final_snapshot() {
     req.operators.push_back(std::move(e));
   }
   final_checkpoint_ = id;
+  // Tells the job manager which completed checkpoint lets this subtask end
+  // (`task_final_state`): it triggers no final checkpoint for it after one.
+  req.checkpoint_id = id;
   return req;
 }
 

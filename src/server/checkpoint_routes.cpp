@@ -112,14 +112,36 @@ std::string checkpoint_routes::exceptions(served_job& j) {
       .field("timestamp", st.exceptions.back().timestamp_ms);
   else
     w.key("root-exception").null().key("timestamp").null();
-  w.key("entries").begin_array();
-  for (auto it = st.exceptions.rbegin(); it != st.exceptions.rend(); ++it)
-    w.begin_object()
-      .field("timestamp", it->timestamp_ms)
-      .field("message", it->message)
-      .field("restarted", it->restarted)
-      .end_object();
-  w.end_array().end_object();
+  // Flink's entry: exceptionName, stacktrace, timestamp, taskName,
+  // location; weir adds the subtask's index and whether the job restarted.
+  auto entries = [&] {
+    w.begin_array();
+    for (auto it = st.exceptions.rbegin(); it != st.exceptions.rend(); ++it) {
+      w.begin_object()
+        .field("timestamp", it->timestamp_ms)
+        .field("message", it->message)
+        .field("exceptionName", "weir::error")
+        .field("stacktrace", it->message)
+        .field("restarted", it->restarted);
+      if (it->task_name.empty())
+        w.key("taskName").null().key("subtaskIndex").null().key("location").null();
+      else
+        w.field("taskName", it->task_name)
+          .field("subtaskIndex", it->subtask_index.has_value()
+                                   ? std::optional<std::uint64_t>{*it->subtask_index}
+                                   : std::nullopt)
+          .field("location", it->location);
+      w.end_object();
+    }
+    w.end_array();
+  };
+  w.key("entries");
+  entries();
+  w.field("truncated", st.exceptions_truncated);
+  w.key("exceptionHistory").begin_object().key("entries");
+  entries();
+  w.field("truncated", st.exceptions_truncated).end_object();
+  w.end_object();
   return w.take();
 }
 

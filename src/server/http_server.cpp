@@ -76,6 +76,7 @@ struct http_server::impl {
   void sample_all() {
     for (const auto& j : ctx.jobs.all())
       j->sample(ctx.opts.rate_history);
+    savepoint_api.observe();
   }
 };
 

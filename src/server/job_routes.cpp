@@ -8,7 +8,10 @@
 
 #include <spdlog/logger.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <limits>
 #include <filesystem>
 #include <thread>
 
@@ -89,6 +92,66 @@ void write_vertex(json_writer& w, const served_job& j, const operator_status& op
   w.end_object();
 }
 
+/// The vertex `vertex` (its id, or its name) of `st`; `st.operators.size()`
+/// when there is none.
+std::size_t find_vertex(const job_status& st, const std::string& vertex) {
+  std::size_t k = 0;
+  while (k < st.operators.size() && st.operators[k].name != vertex
+         && std::to_string(k) != vertex)
+    ++k;
+  return k;
+}
+
+/// The metrics of the metric history, in the order they are answered.
+constexpr std::array<const char*, 8> history_metrics{
+  "read-records-per-second", "write-records-per-second", "backpressure-ratio", "watermark",
+  "state-size", "read-records", "write-records", "source-lag"};
+
+/// Metric `m` (an index into `history_metrics`) of one subtask point; null
+/// for a watermark or source lag the subtask did not have.
+void write_point(json_writer& w, std::size_t m, const subtask_point& p) {
+  switch (m) {
+  case 0: w.value(p.in_rate); break;
+  case 1: w.value(p.out_rate); break;
+  case 2: w.value(p.backpressure_ratio); break;
+  case 3: p.watermark == subtask_point::no_value ? w.null() : w.value(p.watermark); break;
+  case 4: w.value(p.state_bytes); break;
+  case 5: w.value(p.records_in); break;
+  case 6: w.value(p.records_out); break;
+  default: p.source_lag == subtask_point::no_value ? w.null() : w.value(p.source_lag); break;
+  }
+}
+
+/// Metric `m` of the vertex at sample `t` of `subs`: summed, the watermark
+/// the minimum (null until every subtask has one), the backpressure ratio
+/// the mean, the source lag null when no subtask has one.
+void write_vertex_point(json_writer& w, std::size_t m,
+                        const std::vector<bounded_ring<subtask_point>>& subs, std::size_t t) {
+  subtask_point sum;
+  sum.watermark = std::numeric_limits<std::int64_t>::max();
+  bool lag = false;
+  for (const auto& ring : subs) {
+    const auto& p = ring[t];
+    sum.in_rate += p.in_rate;
+    sum.out_rate += p.out_rate;
+    sum.backpressure_ratio += p.backpressure_ratio / static_cast<double>(subs.size());
+    if (p.watermark == subtask_point::no_value || sum.watermark == subtask_point::no_value)
+      sum.watermark = subtask_point::no_value;
+    else
+      sum.watermark = std::min(sum.watermark, p.watermark);
+    sum.state_bytes += p.state_bytes;
+    sum.records_in += p.records_in;
+    sum.records_out += p.records_out;
+    if (p.source_lag != subtask_point::no_value) {
+      sum.source_lag = (lag ? sum.source_lag : 0) + p.source_lag;
+      lag = true;
+    }
+  }
+  if (subs.empty())
+    sum.watermark = subtask_point::no_value;
+  write_point(w, m, sum);
+}
+
 } // namespace
 
 job_routes::job_routes(server_context& ctx) : ctx_(ctx) {
@@ -118,6 +181,20 @@ job_routes::job_routes(server_context& ctx) : ctx_(ctx) {
               json_reply(res, 200, std::move(*body));
             else
               json_error(res, 404, "job " + j.id + " has no vertex '" + vertex + "'");
+          });
+        });
+  r.get(R"(/jobs/([0-9a-f]+)/vertices/([^/]+)/metrics/history)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          with_job(ctx_.jobs, req, res, [&](served_job& j) {
+            const std::string vertex = req.matches[2];
+            auto body = vertex_metric_history(
+              j, vertex, req.has_param("get") ? req.get_param_value("get") : "");
+            if (!body)
+              json_error(res, 404, "job " + j.id + " has no vertex '" + vertex + "'");
+            else if (!*body)
+              json_error(res, 400, body->error().message);
+            else
+              json_reply(res, 200, std::move(**body));
           });
         });
   r.del(R"(/jobs/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -183,10 +260,7 @@ std::string job_routes::job_list() const {
 std::optional<std::string> job_routes::vertex_subtasks(served_job& j,
                                                        const std::string& vertex) const {
   auto st = j.run->status();
-  std::size_t k = 0;
-  while (k < st.operators.size() && st.operators[k].name != vertex
-         && std::to_string(k) != vertex)
-    ++k;
+  const auto k = find_vertex(st, vertex);
   if (k == st.operators.size())
     return std::nullopt;
   const auto& op = st.operators[k];
@@ -201,6 +275,82 @@ std::optional<std::string> job_routes::vertex_subtasks(served_job& j,
   write_subtasks(w, j, op, k);
   w.end_object();
   return w.take();
+}
+
+/// `GET /jobs/{id}/vertices/{vertex}/metrics/history?get=M,...`:
+/// {"jid", "id", "name", "parallelism", "now", "times": [ms, ...],
+/// "metrics": {M: [v, ...]}, "subtasks": [{"subtask", "metrics": {M: [v,
+/// ...]}}]}, every array aligned with `times` (oldest first). `get` names
+/// the metrics (comma-separated; empty: all of `history_metrics`).
+std::optional<expected<std::string>>
+job_routes::vertex_metric_history(served_job& j, const std::string& vertex,
+                                  const std::string& get) const {
+  auto st = j.run->status();
+  const auto k = find_vertex(st, vertex);
+  if (k == st.operators.size())
+    return std::nullopt;
+  std::vector<std::size_t> wanted;
+  std::size_t from = 0;
+  while (!get.empty() && from <= get.size()) {
+    auto to = std::min(get.find(',', from), get.size());
+    const auto name = get.substr(from, to - from);
+    from = to + 1;
+    if (name.empty())
+      continue;
+    auto it = std::find_if(history_metrics.begin(), history_metrics.end(),
+                           [&](const char* m) { return name == m; });
+    if (it == history_metrics.end()) {
+      std::string known;
+      for (const char* m : history_metrics)
+        known += (known.empty() ? "" : ", ") + std::string{m};
+      return expected<std::string>{
+        make_error(errc::invalid_argument, "get: no metric '" + name + "' in the history (one of "
+                                             + known + ")")};
+    }
+    if (std::find(wanted.begin(), wanted.end(), it - history_metrics.begin()) == wanted.end())
+      wanted.push_back(static_cast<std::size_t>(it - history_metrics.begin()));
+  }
+  if (wanted.empty())
+    for (std::size_t m = 0; m < history_metrics.size(); ++m)
+      wanted.push_back(m);
+  const auto& op = st.operators[k];
+  json_writer w;
+  w.begin_object()
+    .field("jid", j.id)
+    .field("id", static_cast<std::uint64_t>(k))
+    .field("name", op.name)
+    .field("parallelism", static_cast<std::uint64_t>(op.parallelism))
+    .field("now", wall_ms());
+  std::lock_guard lock{j.mutex};
+  static const std::vector<bounded_ring<subtask_point>> none;
+  const auto& subs = k < j.metric_history.size() ? j.metric_history[k] : none;
+  const std::size_t n = subs.empty() ? 0 : j.metric_times.size();
+  w.key("times").begin_array();
+  for (std::size_t t = 0; t < n; ++t)
+    w.value(j.metric_times[t]);
+  w.end_array();
+  w.key("metrics").begin_object();
+  for (auto m : wanted) {
+    w.key(history_metrics[m]).begin_array();
+    for (std::size_t t = 0; t < n; ++t)
+      write_vertex_point(w, m, subs, t);
+    w.end_array();
+  }
+  w.end_object();
+  w.key("subtasks").begin_array();
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    w.begin_object().field("subtask", static_cast<std::uint64_t>(i));
+    w.key("metrics").begin_object();
+    for (auto m : wanted) {
+      w.key(history_metrics[m]).begin_array();
+      for (std::size_t t = 0; t < n && t < subs[i].size(); ++t)
+        write_point(w, m, subs[i][t]);
+      w.end_array();
+    }
+    w.end_object().end_object();
+  }
+  w.end_array().end_object();
+  return expected<std::string>{w.take()};
 }
 
 /// `GET /jobs/{id}/config`: the pipeline text it runs.

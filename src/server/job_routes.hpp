@@ -21,6 +21,9 @@ namespace weir::server::internal {
 ///   operator and subtask, the throughput history, the result once over;
 /// - `GET /jobs/{id}/config`: `{"jid","name","file","toml"}`;
 /// - `GET /jobs/{id}/vertices/{vertex}/subtasks`: one vertex's subtasks;
+/// - `GET /jobs/{id}/vertices/{vertex}/metrics/history[?get=M,...]`: the
+///   vertex's and each subtask's metrics sampled each second, oldest first
+///   (at most `server_options::rate_history` samples);
 /// - `DELETE /jobs/{id}`: cancel, 202 `{"status":"CANCELING"}`.
 class job_routes {
 public:
@@ -38,6 +41,11 @@ private:
   std::string job_list() const;
   std::string job_detail(served_job& j) const;
   std::optional<std::string> vertex_subtasks(served_job& j, const std::string& vertex) const;
+  /// `GET .../metrics/history`; nullopt when the job has no such vertex,
+  /// an error (the 400's text) for an unknown metric in `get`.
+  std::optional<expected<std::string>> vertex_metric_history(served_job& j,
+                                                             const std::string& vertex,
+                                                             const std::string& get) const;
   static std::string job_config(const served_job& j);
   void submit_request(const httplib::Request& req, httplib::Response& res);
   void submit_restored(const httplib::Request& req, httplib::Response& res,

@@ -2,12 +2,12 @@
 #include "savepoint_routes.hpp"
 
 #include "http_util.hpp"
-#include "json_writer.hpp"
 #include "weir/core/log.hpp"
 
 #include <simdjson.h>
 #include <spdlog/logger.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <initializer_list>
@@ -68,6 +68,10 @@ savepoint_routes::savepoint_routes(server_context& ctx) : ctx_(ctx) {
          [this](const httplib::Request& req, httplib::Response& res) {
            savepoint_request(req, res);
          });
+  r.get(R"(/jobs/([0-9a-f]+)/savepoints)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          savepoint_list(req, res);
+        });
   r.get(R"(/jobs/([0-9a-f]+)/savepoints/([^/]+))",
         [this](const httplib::Request& req, httplib::Response& res) {
           savepoint_status(req, res);
@@ -110,6 +114,7 @@ void savepoint_routes::start_savepoint(served_job& j, const std::string& target,
   t.job_id = j.id;
   t.location = path->string();
   t.stop = stop;
+  t.trigger_ms = wall_ms();
   t.result = (stop ? j.owner->stop_with_savepoint(t.location)
                    : j.owner->trigger_savepoint(t.location))
                .share();
@@ -118,9 +123,7 @@ void savepoint_routes::start_savepoint(served_job& j, const std::string& target,
     // Bounded: past 1,000 triggers the finished ones are forgotten (their
     // status then answers 404; the savepoints stay on disk).
     if (triggers_.size() >= 1000)
-      std::erase_if(triggers_, [](const auto& kv) {
-        return kv.second.result.wait_for(std::chrono::seconds{0}) == std::future_status::ready;
-      });
+      std::erase_if(triggers_, [](const auto& kv) { return kv.second.is_done(); });
     triggers_.emplace(trigger, std::move(t));
   }
   log::runtime().info("server: {} of job {} to {} (trigger {})", what, j.id, path->string(),
@@ -156,10 +159,42 @@ void savepoint_routes::savepoint_request(const httplib::Request& req, httplib::R
   });
 }
 
+void savepoint_routes::observe() {
+  std::lock_guard lock{mutex_};
+  const auto now = wall_ms();
+  for (auto& [id, t] : triggers_)
+    if (t.end_ms == 0 && t.is_done())
+      t.end_ms = now;
+}
+
+void savepoint_routes::write_status(json_writer& w, const savepoint_trigger& t) {
+  if (!t.is_done()) {
+    w.key("status").begin_object().field("id", "IN_PROGRESS").end_object();
+    w.key("operation").null();
+  } else if (const auto& r = t.result.get(); r) {
+    w.key("status").begin_object().field("id", "COMPLETED").end_object();
+    w.key("operation").begin_object()
+      .field("location", r->path)
+      .field("checkpoint-id", r->checkpoint_id)
+      .field("size", r->size_bytes)
+      .field("stop", t.stop)
+      .end_object();
+  } else {
+    w.key("status").begin_object().field("id", "FAILED").end_object();
+    w.key("operation").begin_object();
+    w.key("failure-cause").begin_object()
+      .field("class", "weir::error")
+      .field("stack-trace", r.error().message)
+      .end_object();
+    w.field("location", t.location).end_object();
+  }
+}
+
 void savepoint_routes::savepoint_status(const httplib::Request& req, httplib::Response& res) {
   with_job(ctx_.jobs, req, res, [&](served_job& j) {
     const std::string trigger = req.matches[2];
     std::optional<savepoint_trigger> t;
+    observe();
     {
       std::lock_guard lock{mutex_};
       auto it = triggers_.find(trigger);
@@ -172,27 +207,45 @@ void savepoint_routes::savepoint_status(const httplib::Request& req, httplib::Re
     }
     json_writer w;
     w.begin_object();
-    if (t->result.wait_for(std::chrono::seconds{0}) != std::future_status::ready) {
-      w.key("status").begin_object().field("id", "IN_PROGRESS").end_object();
-      w.key("operation").null();
-    } else if (const auto& r = t->result.get(); r) {
-      w.key("status").begin_object().field("id", "COMPLETED").end_object();
-      w.key("operation").begin_object()
-        .field("location", r->path)
-        .field("checkpoint-id", r->checkpoint_id)
-        .field("size", r->size_bytes)
-        .field("stop", t->stop)
-        .end_object();
-    } else {
-      w.key("status").begin_object().field("id", "FAILED").end_object();
-      w.key("operation").begin_object();
-      w.key("failure-cause").begin_object()
-        .field("class", "weir::error")
-        .field("stack-trace", r.error().message)
-        .end_object();
-      w.field("location", t->location).end_object();
-    }
+    write_status(w, *t);
     w.end_object();
+    json_reply(res, 200, w.take());
+  });
+}
+
+/// `GET /jobs/{id}/savepoints`: {"savepoints": [{"request-id", "status":
+/// {"id"}, "operation", "location", "stop", "trigger-timestamp",
+/// "end-timestamp"}]}, newest first; `end-timestamp` null while in
+/// progress. Lists what the server still keeps (see `start_savepoint`).
+void savepoint_routes::savepoint_list(const httplib::Request& req, httplib::Response& res) {
+  with_job(ctx_.jobs, req, res, [&](served_job& j) {
+    observe();
+    std::vector<std::pair<std::string, savepoint_trigger>> mine;
+    {
+      std::lock_guard lock{mutex_};
+      for (const auto& [id, t] : triggers_)
+        if (t.job_id == j.id)
+          mine.emplace_back(id, t);
+    }
+    std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) {
+      return a.second.trigger_ms != b.second.trigger_ms ? a.second.trigger_ms > b.second.trigger_ms
+                                                        : a.first > b.first;
+    });
+    json_writer w;
+    w.begin_object().key("savepoints").begin_array();
+    for (const auto& [id, t] : mine) {
+      w.begin_object().field("request-id", id);
+      write_status(w, t);
+      w.field("location", t.location)
+        .field("stop", t.stop)
+        .field("trigger-timestamp", t.trigger_ms);
+      if (t.end_ms)
+        w.field("end-timestamp", t.end_ms);
+      else
+        w.key("end-timestamp").null();
+      w.end_object();
+    }
+    w.end_array().end_object();
     json_reply(res, 200, w.take());
   });
 }

@@ -5,6 +5,10 @@
 
 #include <httplib.h>
 
+#include "json_writer.hpp"
+
+#include <chrono>
+#include <cstdint>
 #include <future>
 #include <map>
 #include <mutex>
@@ -20,6 +24,10 @@ namespace weir::server::internal {
 ///   "cancel-job"}`, or none): 202 `{"request-id", "location"}`;
 /// - `GET /jobs/{id}/savepoints/{trigger}`: `{"status": {"id":
 ///   "IN_PROGRESS" | "COMPLETED" | "FAILED"}, "operation"}`;
+/// - `GET /jobs/{id}/savepoints`: `{"savepoints": [...]}`, every savepoint
+///   of the job triggered through this server, newest first: each the
+///   answer of `GET .../savepoints/{trigger}` with `request-id`,
+///   `location`, `stop`, `trigger-timestamp` and `end-timestamp`;
 /// - `POST /jobs/{id}/stop`: without a body a graceful stop (202
 ///   `{"status":"STOPPING"}`); with `{"targetDirectory", "drain": false}`
 ///   a stop with a savepoint, answered as `POST .../savepoints`.
@@ -35,6 +43,10 @@ public:
   savepoint_routes(const savepoint_routes&) = delete;
   savepoint_routes& operator=(const savepoint_routes&) = delete;
 
+  /// Notes the end time of savepoints that ended since the last call
+  /// (called once a second by the server's sampler, and by the GETs).
+  void observe();
+
 private:
   /// One savepoint asked through the API (Flink's asynchronous operation
   /// behind a trigger id).
@@ -42,13 +54,25 @@ private:
     std::string job_id;
     std::string location; ///< the resolved target directory
     bool stop = false;    ///< stop-with-savepoint
+    std::int64_t trigger_ms = 0; ///< when it was asked, ms since the epoch
+    /// When the server saw it end (within a second), ms since the epoch; 0
+    /// while in progress.
+    std::int64_t end_ms = 0;
     std::shared_future<expected<savepoint_result>> result;
+
+    bool is_done() const {
+      return result.wait_for(std::chrono::seconds{0}) == std::future_status::ready;
+    }
   };
 
+  /// The status of `t` as `GET .../savepoints/{trigger}` answers it, its
+  /// fields written into the object open in `w`.
+  static void write_status(json_writer& w, const savepoint_trigger& t);
   void start_savepoint(served_job& j, const std::string& target, bool stop,
                        httplib::Response& res);
   void savepoint_request(const httplib::Request& req, httplib::Response& res);
   void savepoint_status(const httplib::Request& req, httplib::Response& res);
+  void savepoint_list(const httplib::Request& req, httplib::Response& res);
   void stop_request(const httplib::Request& req, httplib::Response& res);
 
   server_context& ctx_;

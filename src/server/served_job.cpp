@@ -29,6 +29,37 @@ operator_totals sum(const operator_status& op) {
   return t;
 }
 
+void served_job::record_metrics(const job_status& st, std::int64_t now,
+                                std::size_t max_history) {
+  const auto n = st.operators.size();
+  if (metric_history.size() != n) {
+    metric_history.assign(n, {});
+    for (std::size_t k = 0; k < n; ++k)
+      metric_history[k].assign(st.operators[k].subtasks.size(),
+                               bounded_ring<subtask_point>{max_history});
+    metric_times = bounded_ring<std::int64_t>{max_history};
+  }
+  metric_times.push(now);
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto& subs = st.operators[k].subtasks;
+    for (std::size_t i = 0; i < subs.size() && i < metric_history[k].size(); ++i) {
+      const auto& s = subs[i];
+      subtask_point p;
+      if (k < subtask_rate.size() && i < subtask_rate[k].size()) {
+        p.in_rate = subtask_rate[k][i].in;
+        p.out_rate = subtask_rate[k][i].out;
+        p.backpressure_ratio = subtask_rate[k][i].backpressure_ratio;
+      }
+      p.watermark = s.watermark.value_or(subtask_point::no_value);
+      p.state_bytes = s.state_bytes;
+      p.records_in = s.records_in;
+      p.records_out = s.records_out;
+      p.source_lag = s.source_lag.value_or(subtask_point::no_value);
+      metric_history[k][i].push(p);
+    }
+  }
+}
+
 void served_job::sample(std::size_t max_history) {
   auto st = run->status();
   auto now = wall_ms();
@@ -71,10 +102,24 @@ void served_job::sample(std::size_t max_history) {
            std::min(1.0, d(a.backpressured_ms, b.backpressured_ms) / 1000.0)});
       }
     }
-    if (!is_terminal(st.state)) {
+    const bool over = is_terminal(st.state);
+    if (over) {
+      // A job that is over moves nothing: its rates are 0 from the sample
+      // that sees it over, not those of its last interval.
+      std::fill(in_rate.begin(), in_rate.end(), 0.0);
+      std::fill(out_rate.begin(), out_rate.end(), 0.0);
+      std::fill(backpressure_ratio.begin(), backpressure_ratio.end(), 0.0);
+      for (auto& subs : subtask_rate)
+        for (auto& r : subs)
+          r = {};
+      src_out = sink_in = 0;
+    }
+    if (!over || !ended_) {
+      ended_ = over;
       history.push_back({now, sink_in, src_out});
       while (history.size() > max_history)
         history.pop_front();
+      record_metrics(st, now, max_history);
     }
   }
   last = std::move(cur);

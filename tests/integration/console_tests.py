@@ -16,9 +16,10 @@ picker, clicks) and its effect checked on the REST state:
   tail        a sink's Server-Sent Events shown as rows with the job's fields
   charts      the throughput chart and charts added from the metric picker
               (one subtask; one line per subtask) have time axes (UTC clock
-              labels) and lines
+              labels) and lines; a page opened late draws the server's
+              history (as many points as it kept)
   savepoint   triggered from the page: COMPLETED in the page and in REST,
-              data.mdb on disk
+              data.mdb on disk; one triggered over REST listed in the page
   stop        stop with a savepoint from the page: the job STOPPED (listed
               under Completed Jobs), the savepoint COMPLETED on disk; its
               checkpoint summary in the page equals REST's; a savepoint into
@@ -28,7 +29,9 @@ picker, clicks) and its effect checked on the REST state:
               it per GET /jobs/{id}/checkpoints (latest.restored), shown in
               its Checkpoints tab; its Configuration tab shows the TOML
   cancel      the new job cancelled from the page: CANCELED in REST
-  exceptions  a job failing on a bad record: the page lists REST's exception
+  exceptions  a job failing on a bad record: the page lists REST's exception,
+              its operator, subtask and location
+  rates       the stopped job's rates and the end of its throughput chart 0
 
 A screenshot of the console is kept as server-console.png in the build
 directory.
@@ -408,16 +411,23 @@ def test_console(weir, work, build_dir):
         b.click("#tail-stop")
         print(f"tail: {len(rows)} rows of raw")
 
-        # charts: the throughput chart and one from the metric picker.
-        b.js(f"location.hash = '#/jobs/{jid}/metrics'")
+        # charts: the throughput chart and one from the metric picker. They
+        # draw the server's history: a page opened now starts 8 s back.
+        hist = wait_until(lambda: (lambda h: h if len(h["times"]) >= 8 else None)(
+            s.get(f"/jobs/{jid}/vertices/per_key/metrics/history?get=read-records")),
+            "8 samples of per_key in the server's history")
+        b.goto(base + f"&opened=late#/jobs/{jid}/metrics")  # a new document, not a hash change
         b.wait_js("document.getElementById('metric-operator').options.length == 4", "the metric picker")
         b.set_value("#metric-operator", "per_key")
         b.set_value("#metric-subtask", "1")
         b.set_value("#metric-name", "read-records")
         b.click("#metric-add")
         chart = '.metric-chart[data-chart="per_key|1|read-records"] svg'
-        b.wait_js(f"Number((document.querySelector('{chart} path.series') || {{dataset: {{}}}}).dataset.points) >= 3",
-                  "the picked metric's line")
+        points = b.wait_js(f"Number((document.querySelector('{chart} path.series') || {{dataset: {{}}}}).dataset.points) >= 3"
+                           f" && Number(document.querySelector('{chart} path.series').dataset.points)",
+                           "the picked metric's line")
+        check(points >= len(hist["times"]),
+              f"a chart opened now has {points} points, the server kept {len(hist['times'])}")
         b.set_value("#metric-subtask", "each")
         b.set_value("#metric-name", "write-records-per-second")
         b.click("#metric-add")
@@ -450,13 +460,25 @@ def test_console(weir, work, build_dir):
         check(b.js("document.querySelectorAll('#savepoints tr.savepoint').length") == 1,
               "a refused savepoint listed")
 
+        # a savepoint asked with curl (not from this page): listed by the page.
+        status, body = s.request("POST", f"/jobs/{jid}/savepoints", '{"target-directory": "sp-curl"}')
+        check(status == 202, f"savepoint over REST: {status} {body!r}")
+        curl_trig = json.loads(body)["request-id"]
+        b.wait_js(f"document.querySelector('#savepoints tr.savepoint[data-trigger=\"{curl_trig}\"][data-status=\"COMPLETED\"]')"
+                  f"?.querySelector('.location').textContent === {json.dumps(str(root / 'sp-curl'))}",
+                  "the savepoint triggered with curl COMPLETED in the page")
+        check(b.js("Array.from(document.querySelectorAll('#savepoints tr.savepoint')).map(r => r.dataset.trigger)")
+              == [curl_trig, trig], "the page lists the savepoints newest first")
+
         # stop with a savepoint from the page.
         b.set_value("#savepoint-target", "sp-stop")
         b.click("#stop-button")
-        b.wait_js("document.querySelector('#savepoints tr.savepoint[data-status=\"COMPLETED\"]')"
-                  "?.dataset.trigger !== " + json.dumps(trig), "the stop savepoint COMPLETED in the page",
-                  timeout=30)
+        b.wait_js("document.querySelectorAll('#savepoints tr.savepoint[data-status=\"COMPLETED\"]').length === 3",
+                  "the stop savepoint COMPLETED in the page", timeout=30)
         trig2 = b.js("document.querySelector('#savepoints tr.savepoint').dataset.trigger")
+        check(trig2 not in (trig, curl_trig) and b.js(
+            "document.querySelector('#savepoints tr.savepoint td:nth-child(3)').textContent") == "stop with savepoint",
+            f"the newest savepoint {trig2} is the stop's")
         st = s.get(f"/jobs/{jid}/savepoints/{trig2}")
         check(st["status"]["id"] == "COMPLETED" and st["operation"]["stop"] is True
               and (root / "sp-stop/data.mdb").exists(), f"stop with savepoint: {st}")
@@ -530,12 +552,22 @@ def test_console(weir, work, build_dir):
         msg = b.wait_js("(document.querySelector('#exceptions td.message') || {}).textContent",
                         "the exception in the page")
         check(msg == entries[0]["message"], f"page shows {msg!r}, REST {entries[0]['message']!r}")
+        where = b.js("['task', 'subtask', 'location'].map(c => document.querySelector('#exceptions td.' + c).textContent)")
+        check(where == ["in", "0", entries[0]["location"]] and entries[0]["location"],
+              f"page shows operator, subtask, location {where}, REST {entries[0]}")
         print(f"exceptions: {msg[:100]}")
 
         shot = pathlib.Path(build_dir) / "server-console.png"
         b.js(f"location.hash = '#/jobs/{jid}/overview'")
         b.wait_js(f"document.getElementById('job-title').textContent.includes('{jid}')"
                   " && document.querySelector('#graph g.operator') !== null", "the first job redrawn")
+        # The stopped job moves nothing: its rates and the end of its
+        # throughput chart are 0.
+        rates = b.wait_js("document.querySelectorAll('#chart path.series').length == 2 && "
+                          "Array.from(document.querySelectorAll('#operators .rate-in, #operators .rate-out, #chart path.series title'))"
+                          ".map(e => e.textContent)", "the stopped job's rates")
+        check(rates and all(r == "0.0" or r.endswith(": 0.0/s") for r in rates),
+              f"the stopped job shows rates {rates}")
         data = b.send("Page.captureScreenshot", {}, b.session)["data"]
         shot.write_bytes(base64.b64decode(data))
         check(s.stop() == 0, "weir serve exit 0")

@@ -29,7 +29,8 @@ computed here from the input in data/, independently of weir.
               busiest minute, the five busiest minutes, the total; the rows
               the file sinks committed (views, no late views, status per
               minute, errors); no retention warning (the topic keeps 2015's
-              timestamps).
+              timestamps); the summary's last checkpoint is the newest complete
+              one in state/kafka-dashboard.
   redis       examples/click-dashboard-redis/run.sh: a redis-server of its
               own on a free port. From the JSONL log: event time, the
               clicks:<minute> hashes, their fields and clicks, the five
@@ -67,7 +68,7 @@ import subprocess
 
 import pytest
 
-from weirtest import SCALE, free_port, log_text, read_jsonl
+from weirtest import SCALE, free_port, log_text, read_jsonl, run
 from weirtest.servers import PG_BIN
 
 ACCESS_LOG = "data/apache_access_logs/apache_logs_anon.log"
@@ -95,7 +96,7 @@ def run_sh(weir, repo, work, procs):
     than `timeout` seconds (times SCALE; then it is SIGKILLed with what it
     started in its process group). What it printed stays readable in
     `work`/STDOUT for the test's clean-up, also after a failure."""
-    def run(name, *flags, env=None, timeout=60):
+    def run_script(name, *flags, env=None, timeout=60):
         with open(work / STDOUT, "w") as out:
             p = procs.start([repo / "examples" / name / "run.sh", *flags], log=STDERR,
                             stdout=out, cwd=work, start_new_session=True,
@@ -108,7 +109,7 @@ def run_sh(weir, repo, work, procs):
             rc = f"nothing: killed after {timeout * SCALE:g} s"
         assert rc == 0, f"examples/{name}/run.sh exited {rc} (its output: {STDOUT}, {STDERR})"
         return script_output(work), log_text(p)
-    return run
+    return run_script
 
 
 def script_output(work):
@@ -295,7 +296,7 @@ def columns(line, pattern, what):
     return m.groups()
 
 
-def test_kafka(repo, work, run_sh):
+def test_kafka(weir, repo, work, run_sh):
     records = read_jsonl_log(repo)
     per_window = collections.Counter((r["ts"] // 60_000 * 60_000, r["status"]) for r in records)
     statuses = collections.defaultdict(lambda: [0, 0, 0])  # minutes, requests, peak
@@ -376,6 +377,20 @@ def test_kafka(repo, work, run_sh):
             f"the views in out/kafka-dashboard/views do not sum to {len(records)}")
         assert "retention" not in err, (f"weir warned about the output topic's retention:\n"
                                         f"{err[-2000:]}")
+        # The summary's checkpoints: at least the final one completed, and
+        # its last is the newest complete checkpoint of the directory (none
+        # completed after the summary counted).
+        m = re.search(r"^  checkpoints +(\d+) completed(?:, \d+ aborted)?(?: \(\d+ failed\))?"
+                      r", last #(\d+)", err, re.M)
+        assert m is not None and int(m[1]) >= 1, (
+            f"no completed checkpoint in the summary:\n{err[-2000:]}")
+        listed = run([weir, "checkpoints", "list", repo / "state/kafka-dashboard"], timeout=60)
+        complete = [int(l.split()[0]) for l in listed.stdout.splitlines()
+                    if len(l.split()) > 1 and l.split()[0].isdigit()
+                    and l.split()[1] == "complete"]
+        assert complete and max(complete) == int(m[2]), (
+            f"summary: '{m[0].strip()}', but state/kafka-dashboard holds complete "
+            f"checkpoints {complete}")
         left = list(work.glob("weir-kafka-*"))
         assert not left, f"run.sh left its broker behind: {left}"
         print(f"ok: kafka-dashboard: {len(records)} records produced; {len(per_window)} messages "

@@ -9,6 +9,12 @@
              healthz, 404s); at the end /metrics parsed as Prometheus text,
              its counters equal to the job's result and to `weir run`'s
              summary of the same pipeline
+  history    the metric history of a running job's vertex and subtasks
+             (GET .../metrics/history): one value per sample time, the
+             vertex's values the subtasks' sums, get= filters, 400 and 404;
+             once the job stopped its rates 0, its throughput and metric
+             history ending at 0 and growing no more; a failed job's
+             exception naming its operator, subtask (0-based) and location
   sse        a Server-Sent Events client on a sink of a running job: its rows
              equal the file sink's output from the first row it saw (event
              ids number the sink's rows), with no row skipped
@@ -38,7 +44,8 @@
              /jobs?savepointPath= restoring it (latest.restored), its 400s
              (outside the root, missing, a removed operator) and
              allowNonRestoredState; POST
-             /jobs/{id}/stop with a targetDirectory; the stopped job's
+             /jobs/{id}/stop with a targetDirectory; both listed by GET
+             /jobs/{id}/savepoints, newest first; the stopped job's
              checkpoints served again (latest.restored from them); then `weir run
              --from-savepoint` at parallelism 3: the output equals the
              uninterrupted run's
@@ -318,6 +325,122 @@ def test_api(weir, work, serve):
     assert summary_count(p.stderr, "records written") == written, (
         f"weir run's records written {summary_count(p.stderr, 'records written')} "
         f"!= {written}")
+    assert s.stop() == 0, "exit 0"
+
+
+HISTORY_METRICS = ["read-records-per-second", "write-records-per-second", "backpressure-ratio",
+                   "watermark", "state-size", "read-records", "write-records", "source-lag"]
+
+FAILING = """[job]
+name = "failing"
+
+[[source]]
+name = "in"
+type = "file"
+path = "{input}"
+format = "jsonl"
+schema = {{ n = "int64" }}
+
+[[sink]]
+name = "out"
+input = "in"
+type = "file"
+path = "{out}/out.jsonl"
+"""
+
+
+def test_history(weir, work, serve):
+    """The server's metric history per vertex and subtask (GET
+    .../metrics/history): aligned arrays, sums, filters and refusals; a
+    stopped job's rates 0 and its histories closed by one point at 0; an
+    exception entry naming its operator, subtask and location."""
+    text, _ = pipeline_text(work, "history", rate=1000, parallelism=2, checkpoint=True)
+    (work / "history.toml").write_text(text)
+    s = serve([work / "history.toml"])
+    jid = s.ids[0]
+    url = f"/jobs/{jid}/vertices/per_key/metrics/history"
+    # Sampled by the server from the start, whoever asks.
+    h = wait_until(lambda: (lambda h: h if len(h["times"]) >= 4 and
+                            h["metrics"]["read-records-per-second"][-1] > 0 else None)(
+                                s.get(url)), "4 samples with records flowing")
+    assert (h["jid"] == jid and h["id"] == 1 and h["name"] == "per_key"
+            and h["parallelism"] == 2), f"history header {sorted(h)}"
+    times = h["times"]
+    assert all(0 < b - a < 3000 * SCALE for a, b in zip(times, times[1:])), (
+        f"samples about a second apart: {times}")
+    assert times[-1] <= h["now"], f"times {times[-1]} after now {h['now']}"
+    assert sorted(h["metrics"]) == sorted(HISTORY_METRICS), f"metrics {sorted(h['metrics'])}"
+    assert [x["subtask"] for x in h["subtasks"]] == [0, 1], f"subtasks {h['subtasks']}"
+    for m in HISTORY_METRICS:
+        assert len(h["metrics"][m]) == len(times), f"vertex {m}: {len(h['metrics'][m])} values"
+        for x in h["subtasks"]:
+            assert len(x["metrics"][m]) == len(times), f"subtask {x['subtask']} {m}"
+    for m in ("read-records-per-second", "write-records-per-second", "read-records",
+              "write-records", "state-size"):
+        for t in range(len(times)):
+            total = sum(x["metrics"][m][t] for x in h["subtasks"])
+            assert abs(h["metrics"][m][t] - total) < 1e-6 * max(1, total), (
+                f"vertex {m} at {t}: {h['metrics'][m][t]} != subtasks' {total}")
+    counts = h["metrics"]["read-records"]
+    assert counts == sorted(counts) and counts[-1] > 0, f"records in grow: {counts}"
+    assert all(v is None for v in h["metrics"]["source-lag"]), "a window has no source lag"
+    live = s.get(f"/jobs/{jid}")["vertices"][1]
+    assert live["metrics"]["read-records"] >= counts[-1], "history ahead of the job's counters"
+    # get= picks metrics; by id too; unknown metric 400, vertex 404.
+    g = s.get(f"/jobs/{jid}/vertices/0/metrics/history?get=write-records,watermark")
+    assert (g["name"] == "gen" and sorted(g["metrics"]) == ["watermark", "write-records"]
+            and sorted(g["subtasks"][1]["metrics"]) == ["watermark", "write-records"]), (
+        f"get= filter: {sorted(g['metrics'])}")
+    assert any(v is not None for v in g["metrics"]["watermark"]), "the source's watermark"
+    e = s.json("GET", f"/jobs/{jid}/vertices/0/metrics/history?get=bogus", expect=400)
+    assert "bogus" in e["errors"][0] and "write-records" in e["errors"][0], f"400 {e}"
+    s.json("GET", f"/jobs/{jid}/vertices/nosuch/metrics/history", expect=404)
+    s.json("GET", "/jobs/0123456789abcdef0123456789abcdef/vertices/0/metrics/history",
+           expect=404)
+
+    # A stopped job's rates are 0 and its histories end with a point at 0.
+    assert s.json("POST", f"/jobs/{jid}/stop", expect=202)["status"] == "STOPPING", "stop"
+    wait_until(lambda: job_state(s, jid) == "STOPPED", "STOPPED")
+    last = len(s.get(url)["times"])
+    h = wait_until(lambda: (lambda h: h if len(h["times"]) > last else None)(s.get(url)),
+                   "the sample after the stop")
+    job = s.get(f"/jobs/{jid}")
+    assert job["throughput"][-1]["in"] == 0 and job["throughput"][-1]["out"] == 0, (
+        f"a stopped job's throughput ends at {job['throughput'][-2:]}")
+    assert max(p["out"] for p in job["throughput"][:-1]) > 0, (
+        f"throughput before the stop {job['throughput'][-3:]}")
+    for v in job["vertices"]:
+        for k in ("read-records-per-second", "write-records-per-second", "backpressure-ratio"):
+            assert v["metrics"][k] == 0, f"stopped {v['name']} {k} = {v['metrics'][k]}"
+            assert all(x[k] == 0 for x in v["subtasks"]), f"stopped {v['name']} subtask {k}"
+    assert (h["metrics"]["read-records-per-second"][-1] == 0
+            and all(x["metrics"]["read-records-per-second"][-1] == 0 for x in h["subtasks"])), (
+        f"history ends at {h['metrics']['read-records-per-second'][-3:]}")
+    n = len(h["times"])
+    # Two more rounds of the sampler (a running job's throughput grows by
+    # two points) add nothing to the stopped job's histories.
+    t2, _ = pipeline_text(work, "ticker", rate=10)
+    tid = s.json("POST", "/jobs", body=t2.encode(), expect=202)["jobid"]
+    wait_until(lambda: len(s.get(f"/jobs/{tid}")["throughput"]) >= 3, "two sampler rounds")
+    assert (len(s.get(url)["times"]) == n and len(s.get(f"/jobs/{jid}")["throughput"])
+            == len(job["throughput"])), "a stopped job's histories stopped growing"
+
+    # An exception names its operator, subtask (0-based) and location.
+    (work / "bad.jsonl").write_text('{"n": 1}\nnot json\n{"n": 3}\n')
+    (work / "out-failing").mkdir()
+    fid = s.json("POST", "/jobs?file=failing.toml", expect=202, body=FAILING.format(
+        input=work / "bad.jsonl", out=work / "out-failing").encode())["jobid"]
+    wait_until(lambda: job_state(s, fid) == "FAILED", "the failing job FAILED")
+    ex = s.get(f"/jobs/{fid}/exceptions")
+    assert ex["exceptionHistory"]["entries"] == ex["entries"] and ex["truncated"] is False, (
+        f"exceptionHistory {ex}")
+    e = ex["entries"][0]
+    assert e["taskName"] == "in" and e["subtaskIndex"] == 0 and e["restarted"] is False, (
+        f"exception entry {e}")
+    assert e["location"] == f"{socket.gethostname()}:{s.proc.pid}", f"location {e['location']}"
+    assert e["stacktrace"] == e["message"] and "bad.jsonl:2" in e["message"], f"entry {e}"
+    print(f"history: {n} samples of per_key; exception at {e['taskName']} "
+          f"subtask {e['subtaskIndex']} on {e['location']}")
     assert s.stop() == 0, "exit 0"
 
 
@@ -858,6 +981,7 @@ def test_savepoint(weir, work, serve):
     trig = s.json("POST", f"/jobs/{jid}/savepoints",
                   body=json.dumps({"target-directory": "first", "cancel-job": False}),
                   expect=202)["request-id"]
+    first = trig
     op = poll_savepoint(s, jid, trig)
     assert op["location"] == str(root / "first") and (root / "first/data.mdb").exists(), (
         f"savepoint location {op}")
@@ -873,6 +997,16 @@ def test_savepoint(weir, work, serve):
                   expect=202)["request-id"]
     op = poll_savepoint(s, jid, trig)
     assert op["location"] == str(root / "final") and op["stop"] is True, f"stop {op}"
+    # Both listed by the server, newest first, whoever asked.
+    sps = s.get(f"/jobs/{jid}/savepoints")["savepoints"]
+    assert ([(x["request-id"], x["stop"], x["location"]) for x in sps]
+            == [(trig, True, str(root / "final")), (first, False, str(root / "first"))]), (
+        f"savepoint list {sps}")
+    for x in sps:
+        assert (x["status"]["id"] == "COMPLETED" and x["operation"]["location"] == x["location"]
+                and x["operation"]["checkpoint-id"] >= 1 and x["operation"]["size"] > 0
+                and 0 < x["trigger-timestamp"] <= x["end-timestamp"]), f"listed {x}"
+    assert sps[0]["trigger-timestamp"] >= sps[1]["trigger-timestamp"], f"order {sps}"
     wait_until(lambda: job_state(s, jid) == "STOPPED", "STOPPED after the savepoint")
     raw_before = len(sp.committed(run_dir / "out/raw.jsonl"))
     assert 0 < raw_before < sp.COUNT, f"{raw_before} rows before the stop"

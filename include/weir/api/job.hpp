@@ -587,6 +587,10 @@ struct job_result {
   std::uint64_t checkpoints_failed = 0;
   std::uint64_t last_checkpoint_id = 0;   ///< 0 = none
   std::uint64_t restored_checkpoint_id = 0; ///< where the last attempt started; 0 = fresh
+  /// The highest checkpoint id already in the checkpoint dir (or of the
+  /// savepoint restored) when the job started: this run's ids follow it,
+  /// also after --fresh (ids are never reused). 0 = this run's ids start at 1.
+  std::uint64_t checkpoint_ids_after = 0;
   std::size_t restarts = 0;
   std::vector<std::string> warnings;      ///< e.g. a damaged checkpoint skipped
   /// Each source (lines read, records decoded, bad records) and each

@@ -111,6 +111,15 @@ struct job_exception {
   std::int64_t timestamp_ms = 0; ///< wall clock, ms since the epoch
   std::string message;           ///< names the operator and subtask when known
   bool restarted = false;        ///< the job restarted from its last checkpoint
+  /// The operator whose subtask failed (Flink's `taskName`); empty for a
+  /// failure of the job itself (a refused restore, too many failed
+  /// checkpoints).
+  std::string task_name;
+  /// That subtask's index, 0-based; nullopt with no operator.
+  std::optional<std::size_t> subtask_index;
+  /// Where the subtask ran, `host:pid` of the process (Flink's `location`,
+  /// the TaskManager's `host:port`); empty with no operator.
+  std::string location;
 };
 
 /// Everything known about a job at one moment: a copy, safe to keep.
@@ -133,6 +142,8 @@ struct job_status {
   std::optional<restored_checkpoint> restored;
   /// The most recent failures (at most 100), oldest first.
   std::vector<job_exception> exceptions;
+  /// True once older failures were dropped from `exceptions`.
+  bool exceptions_truncated = false;
   /// Once terminal: the result `wait()` returns.
   std::optional<job_result> result;
 };

@@ -143,6 +143,11 @@ public:
   /// `timeout` or longer after its trigger (`now - trigger >= timeout`).
   std::vector<aborted_checkpoint> expire(std::chrono::milliseconds now);
 
+  /// Aborts every checkpoint still waiting for acknowledgements, `reason`
+  /// for each: the job ended or is restarting, so none of them can
+  /// complete. Those whose manifest is being committed stay in flight.
+  std::vector<aborted_checkpoint> abort_waiting(const std::string& reason);
+
   /// When the earliest in-flight checkpoint times out (ms since the epoch),
   /// if any is waiting for acknowledgements.
   std::optional<std::chrono::milliseconds> next_timeout() const;

@@ -137,7 +137,8 @@ private:
   /// What this subtask leaves for the checkpoints after it ends
   /// (`task_final_state`): a source's final positions, and after a drained
   /// input the final snapshot of every two-phase-commit sink, which then
-  /// waits for a checkpoint holding it (`final_checkpoint_`).
+  /// waits for a checkpoint holding it (`final_checkpoint_`, also in the
+  /// request's `checkpoint_id`; 0 when nothing waits).
   write_snapshot_request final_snapshot();
   void note_blocked() { out_.note_blocked(); }
 

@@ -65,7 +65,9 @@ struct server_options {
   /// Requests served on one keep-alive connection (pipelined or not)
   /// before it is closed.
   std::size_t max_requests_per_connection = 1000;
-  /// Rate samples kept per job for the throughput chart (one a second).
+  /// Samples kept per job (one a second) for the throughput chart and for
+  /// the metric history of each subtask (64 bytes a sample: 19,200 bytes a
+  /// subtask at 300).
   std::size_t rate_history = 300;
   /// Root of every savepoint written through the API (`POST
   /// /jobs/{id}/savepoints`, `POST /jobs/{id}/stop`) or restored through

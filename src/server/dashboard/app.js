@@ -116,8 +116,8 @@ function route() {
     if (selected) a.href = `#/jobs/${selected}/${a.dataset.tab}`;
   }
   if (tab === "configuration" && selected) loadConfig();
-  if (tab === "savepoints") renderSavepoints();
-  if (tab === "metrics") renderMetricCharts();
+  if (tab === "savepoints") { renderSavepoints(); pollSavepoints(); }
+  if (tab === "metrics") loadHistories().then(renderMetricCharts);
   poll();
 }
 
@@ -128,17 +128,16 @@ function go(hash) {
 // ---------------------------------------------------------------- per job state
 
 let job = null;          // the last GET /jobs/{id}
-let samples = new Map(); // "operator|subtask" -> [{t, values}], subtask "all" = the operator's sum
-let previous = new Map();// "operator|subtask" -> {t, read, write, bp}
+let histories = new Map(); // operator -> its last GET .../metrics/history
 let charts = [];         // [{op, subtask, metric}]
 let config = null;       // GET /jobs/{id}/config, once
 
 function selectJob(id) {
   selected = id;
   job = null;
-  samples = new Map();
-  previous = new Map();
+  histories = new Map();
   charts = [];
+  savepoints = [];
   config = null;
   stopTail();
   $("subtask-operator").replaceChildren();
@@ -259,7 +258,7 @@ function renderOperators(job) {
   }
 }
 
-// ---------------------------------------------------------------- samples: per operator and subtask
+// ---------------------------------------------------------------- metric history: per operator and subtask
 
 /// The metrics a chart can show: [key, label, formatter].
 const METRICS = [
@@ -272,44 +271,23 @@ const METRICS = [
   ["write-records", "records out", fmtInt],
   ["source-lag", "source lag (records)", fmtInt],
 ];
-const KEEP_MS = 300000;
 const PALETTE = ["#1f6feb", "#d97706", "#1a7f37", "#8250df", "#b42318", "#0e7490", "#9a6700", "#57606a"];
 
-/// Rates of one subtask (or the sum): the server's when it gives them, else
-/// the difference from the previous poll.
-function rates(key, now, m) {
-  const prev = previous.get(key);
-  const cur = { t: now, read: m["read-records"] || 0, write: m["write-records"] || 0, bp: m["backpressured-ms"] || 0 };
-  previous.set(key, cur);
-  const out = {};
-  const dt = prev ? (now - prev.t) / 1000 : 0;
-  const derived = (k, d) => (k in m ? m[k] : (dt > 0 ? Math.max(0, d) : 0));
-  out["read-records-per-second"] = derived("read-records-per-second", dt > 0 ? (cur.read - prev.read) / dt : 0);
-  out["write-records-per-second"] = derived("write-records-per-second", dt > 0 ? (cur.write - prev.write) / dt : 0);
-  out["backpressure-ratio"] = derived("backpressure-ratio", dt > 0 ? Math.min(1, (cur.bp - prev.bp) / (dt * 1000)) : 0);
-  return out;
-}
-
-function sample(job) {
-  const now = job.now || Date.now();
-  const add = (key, values) => {
-    let s = samples.get(key);
-    if (!s) samples.set(key, s = []);
-    if (s.length && s[s.length - 1].t === now) return;
-    s.push({ t: now, values });
-    while (s.length && s[0].t < now - KEEP_MS) s.shift();
-  };
-  for (const v of job.vertices) {
-    const m = v.metrics;
-    const values = Object.assign({}, m);
-    values["source-lag"] = (v.subtasks || []).reduce((a, s) => a + (s["source-lag"] || 0), 0);
-    add(v.name + "|all", values);
-    for (const s of v.subtasks || []) {
-      const key = v.name + "|" + s.subtask;
-      s.derived = rates(key, now, s);
-      add(key, Object.assign({}, s, s.derived));
-    }
+/// The server's metric history of every charted operator (GET
+/// /jobs/{id}/vertices/{op}/metrics/history, the metrics its charts show):
+/// the charts start 5 minutes back, not when the page was opened.
+async function loadHistories() {
+  const want = new Map();
+  for (const c of charts) {
+    if (!want.has(c.op)) want.set(c.op, new Set());
+    want.get(c.op).add(c.metric);
   }
+  const id = selected;
+  await Promise.all(Array.from(want, async ([op, metrics]) => {
+    const h = await api(`/jobs/${id}/vertices/${encodeURIComponent(op)}/metrics/history?get=${Array.from(metrics).join(",")}`)
+      .catch(() => null);
+    if (h && id === selected) histories.set(op, h);
+  }));
 }
 
 // ---------------------------------------------------------------- subtasks
@@ -336,7 +314,7 @@ function renderSubtasks(job) {
     t.append(el("caption", `${v.name} (${v.kind}), parallelism ${v.parallelism}`), el("thead"), el("tbody"));
     t.tHead.append(head);
     for (const s of v.subtasks || []) {
-      const d = s.derived || {};
+      const d = s;
       const tr = el("tr");
       tr.dataset.subtask = s.subtask;
       tr.append(el("td", String(s.subtask)),
@@ -451,9 +429,14 @@ function renderMetricCharts() {
       div.append(title, svgEl("svg", { width: 900, height: 180, class: "chart" }));
       box.append(div);
     }
-    const points = key => (samples.get(c.op + "|" + key) || [])
-      .map(s => ({ t: s.t, v: s.values[c.metric] }))
-      .filter(p => typeof p.v === "number" && (c.metric !== "watermark" || isSetWatermark(p.v)));
+    const h = histories.get(c.op);
+    const points = key => {
+      if (!h) return [];
+      const m = key === "all" ? h.metrics : ((h.subtasks.find(s => String(s.subtask) === key) || {}).metrics || {});
+      const values = m[c.metric] || [];
+      return h.times.map((t, i) => ({ t, v: values[i] }))
+        .filter(p => typeof p.v === "number" && (c.metric !== "watermark" || isSetWatermark(p.v)));
+    };
     let series;
     if (c.subtask === "each") {
       const v = job && job.vertices.find(v => v.name === c.op);
@@ -480,6 +463,7 @@ $("metric-add").onclick = () => {
   if (!c.op || !c.metric) return;
   if (!charts.some(x => x.op === c.op && x.subtask === c.subtask && x.metric === c.metric)) charts.push(c);
   renderMetricCharts();
+  loadHistories().then(renderMetricCharts);
 };
 
 // ---------------------------------------------------------------- checkpoints
@@ -560,7 +544,9 @@ function renderExceptions(ex) {
   body.replaceChildren();
   for (const e of ex.entries.slice(0, 100)) {
     const tr = el("tr", undefined, "exception");
-    tr.append(el("td", fmtTime(e.timestamp)), el("td", e.restarted ? "yes" : "no"), el("td", e.message, "message"));
+    tr.append(el("td", fmtTime(e.timestamp)), el("td", e.taskName || "-", "task"),
+      el("td", e.subtaskIndex === null || e.subtaskIndex === undefined ? "-" : String(e.subtaskIndex), "subtask"),
+      el("td", e.location || "-", "location mono"), el("td", e.restarted ? "yes" : "no"), el("td", e.message, "message"));
     body.append(tr);
   }
   const a = document.querySelector('#tabs a[data-tab="exceptions"]');
@@ -584,16 +570,9 @@ $("cancel-yes").onclick = async () => {
   poll();
 };
 
-// Savepoints triggered from this browser: localStorage "weir.savepoints",
-// [{job, trigger, kind, status, location, checkpoint, size, failure, started}].
-function loadSavepoints() {
-  try { return JSON.parse(localStorage.getItem("weir.savepoints") || "[]"); } catch (e) { return []; }
-}
-let savepoints = loadSavepoints();
-function saveSavepoints() {
-  savepoints = savepoints.slice(0, 200);
-  try { localStorage.setItem("weir.savepoints", JSON.stringify(savepoints)); } catch (e) { /* private mode */ }
-}
+// The job's savepoints as the server lists them (GET /jobs/{id}/savepoints):
+// those triggered from any browser or with curl, newest first.
+let savepoints = [];
 
 async function triggerSavepoint(stop) {
   const dir = $("savepoint-target").value.trim();
@@ -602,9 +581,6 @@ async function triggerSavepoint(stop) {
     : await call("POST", `/jobs/${selected}/savepoints`, { "target-directory": dir, "cancel-job": false });
   const what = stop ? "stop with savepoint" : "savepoint";
   if (res.status !== 202) { say(`${what}: ${errorText(res)}`, "error"); return; }
-  savepoints.unshift({ job: selected, trigger: res.json["request-id"], kind: stop ? "stop" : "savepoint",
-    status: "IN_PROGRESS", location: res.json.location || dir, started: Date.now() });
-  saveSavepoints();
   say(`${what} triggered: ${res.json["request-id"]}`);
   go(`#/jobs/${selected}/savepoints`);
   pollSavepoints();
@@ -613,51 +589,53 @@ $("savepoint-button").onclick = () => triggerSavepoint(false);
 $("stop-button").onclick = () => triggerSavepoint(true);
 
 let savepointTimer = null;
+/// Reads the list again; four times a second while one is in progress and
+/// the Savepoints tab is shown (else with the once-a-second poll).
 async function pollSavepoints() {
   clearTimeout(savepointTimer);
-  const open = savepoints.filter(s => s.status === "IN_PROGRESS");
-  await Promise.all(open.map(async s => {
-    const res = await call("GET", `/jobs/${s.job}/savepoints/${s.trigger}`).catch(() => null);
-    if (!res) return;
-    if (res.status === 404) { s.status = "UNKNOWN"; s.failure = "the server no longer knows this trigger"; return; }
-    if (res.status !== 200) return;
-    s.status = res.json.status.id;
-    const op = res.json.operation;
-    if (s.status === "COMPLETED") { s.location = op.location; s.checkpoint = op["checkpoint-id"]; s.size = op.size; s.finished = Date.now(); }
-    if (s.status === "FAILED") { s.failure = op["failure-cause"] ? op["failure-cause"]["stack-trace"] : "failed"; s.finished = Date.now(); }
-    if (s.status !== "IN_PROGRESS") say(`savepoint ${s.trigger}: ${s.status}`, s.status === "COMPLETED" ? "ok" : "error");
-  }));
-  if (open.length) saveSavepoints();
-  renderSavepoints();
-  if (savepoints.some(s => s.status === "IN_PROGRESS")) savepointTimer = setTimeout(pollSavepoints, 250);
+  savepointTimer = null;
+  if (!selected) return;
+  const id = selected;
+  const res = await call("GET", `/jobs/${id}/savepoints`).catch(() => null);
+  if (!res || res.status !== 200 || id !== selected) return;
+  const before = new Map(savepoints.map(s => [s["request-id"], s.status.id]));
+  savepoints = res.json.savepoints;
+  for (const s of savepoints)
+    if (before.get(s["request-id"]) === "IN_PROGRESS" && s.status.id !== "IN_PROGRESS")
+      say(`savepoint ${s["request-id"]}: ${s.status.id}`, s.status.id === "COMPLETED" ? "ok" : "error");
+  if (tab === "savepoints") renderSavepoints();
+  if (tab === "savepoints" && savepoints.some(s => s.status.id === "IN_PROGRESS"))
+    savepointTimer = setTimeout(pollSavepoints, 250);
 }
 
 function renderSavepoints() {
   const body = document.querySelector("#savepoints tbody");
   body.replaceChildren();
-  const mine = savepoints.filter(s => s.job === selected);
-  if (!mine.length) { const tr = el("tr", undefined, "none"); tr.append(el("td", "none yet")); body.append(tr); }
-  for (const s of mine) {
+  if (!savepoints.length) { const tr = el("tr", undefined, "none"); tr.append(el("td", "none yet")); body.append(tr); }
+  for (const s of savepoints) {
+    const st = s.status.id, op = s.operation || {};
     const tr = el("tr", undefined, "savepoint");
-    tr.dataset.trigger = s.trigger;
-    tr.dataset.status = s.status;
-    const status = el("td", undefined, "status state-" + s.status);
-    status.append(el("span", s.status));
-    if (s.status === "IN_PROGRESS") {
-      status.append(" ", el("progress"), ` ${((Date.now() - s.started) / 1000).toFixed(1)} s`);
-    } else if (s.finished) {
-      status.append(` in ${fmtDuration(s.finished - s.started)}`);
+    tr.dataset.trigger = s["request-id"];
+    tr.dataset.status = st;
+    const status = el("td", undefined, "status state-" + st);
+    status.append(el("span", st));
+    if (st === "IN_PROGRESS") {
+      status.append(" ", el("progress"), ` ${((Date.now() - s["trigger-timestamp"]) / 1000).toFixed(1)} s`);
+    } else if (s["end-timestamp"]) {
+      status.append(` in ${fmtDuration(s["end-timestamp"] - s["trigger-timestamp"])}`);
     }
-    if (s.failure) status.append(el("div", s.failure, "failure"));
+    if (op["failure-cause"]) status.append(el("div", op["failure-cause"]["stack-trace"], "failure"));
     const act = el("td");
-    if (s.status === "COMPLETED") {
+    if (st === "COMPLETED") {
       const b = el("button", "Restart from it", "small restart");
-      b.onclick = () => restartFrom(s.location);
+      b.onclick = () => restartFrom(op.location || s.location);
       act.append(b);
     }
-    tr.append(el("td", s.trigger, "mono"), el("td", s.kind === "stop" ? "stop with savepoint" : "savepoint"), status,
-      el("td", s.location || "-", "mono location"), el("td", s.checkpoint === undefined ? "-" : String(s.checkpoint)),
-      el("td", s.size === undefined ? "-" : fmtBytes(s.size)), act);
+    tr.append(el("td", s["request-id"], "mono"), el("td", fmtTime(s["trigger-timestamp"]), "triggered"),
+      el("td", s.stop ? "stop with savepoint" : "savepoint"), status,
+      el("td", op.location || s.location || "-", "mono location"),
+      el("td", op["checkpoint-id"] === undefined ? "-" : String(op["checkpoint-id"]), "checkpoint"),
+      el("td", op.size === undefined ? "-" : fmtBytes(op.size), "size"), act);
     body.append(tr);
   }
 }
@@ -881,15 +859,14 @@ async function poll() {
     const st = $("job-state");
     st.textContent = `${j.state}, ${TERMINAL.includes(j.state) ? "ran" : "running for"} ${fmtDuration(j.duration)}, ${j.restarts} restarts`;
     st.className = "state-" + j.state;
-    sample(j);
     renderActions(j);
     fillSelect($("tail-sink"), j.vertices.filter(v => v["is-sink"]).map(v => [v.name, v.name]), true);
     fillMetricPickers(j);
     fillSelect($("subtask-operator"), [["", "all operators"], ...j.vertices.map(v => [v.name, v.name])], true);
     if (tab === "overview") { renderGraph(j); renderOperators(j); renderThroughput(j); }
     if (tab === "subtasks") renderSubtasks(j);
-    if (tab === "metrics") renderMetricCharts();
-    if (tab === "savepoints") renderSavepoints();
+    if (tab === "metrics") { await loadHistories(); if (id === selected) renderMetricCharts(); }
+    if (tab === "savepoints" && !savepointTimer) await pollSavepoints();
     renderCheckpoints(cp);
     renderExceptions(ex);
   } catch (e) {
@@ -904,5 +881,4 @@ $("subtask-operator").onchange = () => { if (job) renderSubtasks(job); };
 window.addEventListener("hashchange", route);
 updateGutter([]);
 route();
-pollSavepoints();
 setInterval(poll, 1000);

@@ -122,6 +122,25 @@ TEST_CASE("a checkpoint whose manifest is being committed does not time out") {
   CHECK(c.manifest_committed(1, 60ms));
 }
 
+TEST_CASE("abort_waiting aborts and counts the checkpoints waiting for acknowledgements, "
+          "not one whose manifest is being committed") {
+  coordinator_options o;
+  o.max_concurrent = 2;
+  checkpoint_coordinator c{o, 1};
+  REQUIRE(c.trigger(0ms).triggered());
+  REQUIRE(c.trigger(1ms).triggered());
+  REQUIRE(c.acknowledge(1, 0, ack_with("a", 0, 1), 2ms).status == ack_status::all_acked);
+  auto gone = c.abort_waiting("the job ended before it completed");
+  REQUIRE(gone.size() == 1);
+  CHECK(gone[0].checkpoint_id == 2);
+  CHECK(gone[0].reason == "the job ended before it completed");
+  CHECK(c.aborted_count() == 1);
+  CHECK(c.is_in_flight(1));
+  CHECK_FALSE(c.is_in_flight(2));
+  CHECK(c.manifest_committed(1, 3ms));
+  CHECK(c.completed_count() == 1);
+}
+
 TEST_CASE("duplicate, unknown and out-of-range acknowledgements are ignored") {
   checkpoint_coordinator c{coordinator_options{}, 2};
   c.trigger(0ms);

@@ -222,6 +222,37 @@ struct fixture {
     }
   }
 
+  /// Task `task` ended its input and leaves `what` as its final state (none
+  /// if empty); a sink's final snapshot waits for checkpoint `commit_at`
+  /// (`task_final_state`).
+  void final_state(std::uint32_t task, const std::string& what, std::uint64_t commit_at = 0) {
+    task_final_state fs;
+    fs.request.task = task;
+    fs.request.checkpoint_id = commit_at;
+    if (!what.empty()) {
+      operator_snapshot_entry e;
+      e.operator_uid = operator_of(task);
+      e.subtask = static_cast<std::uint32_t>(master->vertex_subtask(task).second);
+      e.parallelism = master->is_source(task) ? 1 : 2;
+      e.snapshot.operator_state = what;
+      fs.request.operators.push_back(std::move(e));
+    }
+    master->on_final_state(std::move(fs));
+  }
+
+  /// The state writer answers every final-state write handed to it.
+  void answer_final_state_writes() {
+    auto writes = std::move(env.final_state_writes);
+    env.final_state_writes.clear();
+    for (const auto& [attempt, req] : writes) {
+      write_snapshot_result r;
+      r.checkpoint_id = req.checkpoint_id;
+      r.task = req.task;
+      r.ok = true;
+      master->on_final_state_written(attempt, r);
+    }
+  }
+
   /// Every subtask of this attempt ends (`error` empty: normally).
   void end_all(std::optional<std::string> error = std::nullopt) {
     for (std::uint32_t t = 0; t < master->subtasks(); ++t)
@@ -540,19 +571,8 @@ TEST_CASE("job master: end of input: every subtask leaves its final state, the f
   f.master->start();
   auto src = f.source_task();
   auto sinks = f.sink_tasks();
-  auto final_state = [&](std::uint32_t task, const std::string& what) {
-    task_final_state fs;
-    fs.request.task = task;
-    operator_snapshot_entry e;
-    e.operator_uid = f.operator_of(task);
-    e.subtask = static_cast<std::uint32_t>(f.master->vertex_subtask(task).second);
-    e.parallelism = f.master->is_source(task) ? 1 : 2;
-    e.snapshot.operator_state = what;
-    fs.request.operators.push_back(std::move(e));
-    f.master->on_final_state(std::move(fs));
-  };
   // The source's input ends: its final positions stand in for it.
-  final_state(src, "offset=end");
+  f.final_state(src, "offset=end");
   CHECK(f.env.final_state_writes.empty());
   // A periodic checkpoint now goes on without the source: no trigger to it,
   // its final state is written for it instead.
@@ -568,12 +588,13 @@ TEST_CASE("job master: end of input: every subtask leaves its final state, the f
   f.commit_all();
   CHECK(f.master->last_completed_id() == 1);
 
-  // Both sinks drain their input and pre-commit their last transaction:
-  // once the last has, the final checkpoint is triggered at once.
-  final_state(sinks[0], "txn-0");
+  // Both sinks drain their input and pre-commit their last transaction,
+  // which a checkpoint after their last one (1) commits: once the last has,
+  // the final checkpoint is triggered at once.
+  f.final_state(sinks[0], "txn-0", 2);
   CHECK(f.master->coordinator()->latest_id() == 1);
   f.env.sent.clear();
-  final_state(sinks[1], "txn-1");
+  f.final_state(sinks[1], "txn-1", 2);
   CHECK(f.master->coordinator()->latest_id() == 2);
   CHECK(f.master->coordinator()->is_in_flight(2));
   CHECK(f.env.of_kind(subtask_message::trigger).empty());
@@ -599,10 +620,12 @@ TEST_CASE("job master: end of input: every subtask leaves its final state, the f
   REQUIRE(notified.size() == 3);
   for (const auto& m : notified)
     CHECK(m.checkpoint_id == 2);
-  // No further final checkpoint: one after every input ended completed.
+  // No further checkpoint: one after every input ended completed, and the
+  // subtasks are ending (one triggered now would be left in flight).
   f.env.final_state_writes.clear();
   f.master->on_checkpoint_timer();
-  CHECK(f.master->coordinator()->latest_id() == 3); // the periodic one goes on
+  CHECK(f.master->coordinator()->latest_id() == 2);
+  CHECK(f.master->coordinator()->in_flight() == 0);
   f.end_all();
   REQUIRE(f.env.drains == std::vector<drain_purpose>{drain_purpose::finish});
   f.master->on_state_writer_drained(drain_purpose::finish);
@@ -610,6 +633,122 @@ TEST_CASE("job master: end of input: every subtask leaves its final state, the f
   CHECK(f.ctx->result.checkpoints_completed == 2);
   CHECK(f.ctx->result.last_checkpoint_id == 2);
   CHECK_FALSE(f.ctx->failure());
+}
+
+TEST_CASE("job master: the checkpoint in flight when the last input ends holds every final "
+          "state: the sinks commit on it and no further checkpoint is triggered") {
+  fixture f;
+  f.master->start();
+  auto src = f.source_task();
+  auto sinks = f.sink_tasks();
+  // Checkpoint 1: the source takes it, then its input ends; the sinks'
+  // inputs end before barrier 1 reaches them, so their final snapshots are
+  // committed by checkpoint 1 (they took no snapshot before).
+  f.master->on_checkpoint_timer();
+  REQUIRE(f.master->coordinator()->is_in_flight(1));
+  f.ack(src, 1, "offset=10");
+  f.final_state(src, "offset=end");
+  f.final_state(sinks[0], "txn-0", 1);
+  f.final_state(sinks[1], "txn-1", 1);
+  // Both sinks take part in checkpoint 1 through their final state.
+  REQUIRE(f.env.final_state_writes.size() == 2);
+  for (const auto& [attempt, req] : f.env.final_state_writes)
+    CHECK(req.checkpoint_id == 1);
+  f.answer_final_state_writes();
+  REQUIRE(f.env.commits.size() == 1);
+  f.env.sent.clear();
+  f.commit_all();
+  auto notified = f.env.of_kind(subtask_message::notify_complete);
+  REQUIRE(notified.size() == 3);
+  // The sinks end on this notification: no final checkpoint is owed.
+  CHECK(f.master->coordinator()->latest_id() == 1);
+  CHECK(f.master->coordinator()->in_flight() == 0);
+  CHECK(f.env.final_state_writes.empty());
+  // Nor does the periodic timer trigger one before they have ended.
+  f.master->on_checkpoint_timer();
+  CHECK(f.master->coordinator()->latest_id() == 1);
+  CHECK(f.env.of_kind(subtask_message::trigger).empty());
+  f.end_all();
+  f.master->on_state_writer_drained(drain_purpose::finish);
+  CHECK(f.env.finished_calls == 1);
+  CHECK(f.ctx->result.checkpoints_completed == 1);
+  CHECK(f.ctx->result.checkpoints_aborted == 0);
+  CHECK(f.ctx->result.last_checkpoint_id == 1);
+  auto latest = f.ctx->store->read_latest();
+  REQUIRE(latest);
+  REQUIRE(latest->manifest);
+  CHECK(latest->manifest->checkpoint_id == 1);
+}
+
+TEST_CASE("job master: a sink whose final snapshot a newer checkpoint commits gets its final "
+          "checkpoint after the one in flight completes") {
+  fixture f;
+  f.master->start();
+  auto src = f.source_task();
+  auto sinks = f.sink_tasks();
+  f.master->on_checkpoint_timer();
+  f.ack(src, 1, "offset=10");
+  f.final_state(src, "offset=end");
+  // Sink 0 took checkpoint 1 itself before its input ended: its final
+  // snapshot waits for checkpoint 2. Sink 1's is committed by checkpoint 1.
+  f.ack(sinks[0], 1, "txn-open");
+  f.final_state(sinks[0], "txn-0", 2);
+  f.final_state(sinks[1], "txn-1", 1);
+  f.answer_final_state_writes();
+  f.commit_all();
+  CHECK(f.master->last_completed_id() == 1);
+  // Checkpoint 2, the final one, at once: every task takes part through its
+  // final state.
+  CHECK(f.master->coordinator()->is_in_flight(2));
+  REQUIRE(f.env.final_state_writes.size() == 3);
+  f.answer_final_state_writes();
+  f.commit_all();
+  CHECK(f.master->last_completed_id() == 2);
+  CHECK(f.master->coordinator()->latest_id() == 2);
+  f.master->on_checkpoint_timer();
+  CHECK(f.master->coordinator()->latest_id() == 2);
+  f.end_all();
+  f.master->on_state_writer_drained(drain_purpose::finish);
+  CHECK(f.ctx->result.checkpoints_completed == 2);
+  CHECK(f.ctx->result.checkpoints_aborted == 0);
+}
+
+TEST_CASE("job master: a checkpoint whose commit is sent while the job ends is counted once "
+          "the writer answers it") {
+  fixture f;
+  f.master->start();
+  auto src = f.source_task();
+  auto sinks = f.sink_tasks();
+  f.master->on_checkpoint_timer();
+  REQUIRE(f.master->coordinator()->is_in_flight(1));
+  // No two-phase-commit sink: the sinks' final states hold nothing and
+  // acknowledge checkpoint 1 at once; the source's final positions are
+  // written for it. Every subtask then ends without waiting.
+  f.final_state(sinks[0], "");
+  f.final_state(sinks[1], "");
+  f.final_state(src, "offset=end");
+  REQUIRE(f.env.final_state_writes.size() == 1);
+  f.end_all();
+  REQUIRE(f.env.drains == std::vector<drain_purpose>{drain_purpose::finish});
+  // The writer answers the final-state write before the drain: the last
+  // acknowledgement sends the manifest commit, after the drain.
+  f.answer_final_state_writes();
+  REQUIRE(f.env.commits.size() == 1);
+  f.master->on_state_writer_drained(drain_purpose::finish);
+  // The job waits for that commit's answer before it counts.
+  CHECK(f.env.finished_calls == 0);
+  REQUIRE(f.env.drains.size() == 2);
+  CHECK(f.env.drains[1] == drain_purpose::finish);
+  f.commit_all();
+  f.master->on_state_writer_drained(drain_purpose::finish);
+  CHECK(f.env.finished_calls == 1);
+  CHECK(f.ctx->result.checkpoints_completed == 1);
+  CHECK(f.ctx->result.checkpoints_aborted == 0);
+  CHECK(f.ctx->result.last_checkpoint_id == 1);
+  auto latest = f.ctx->store->read_latest();
+  REQUIRE(latest);
+  REQUIRE(latest->manifest);
+  CHECK(latest->manifest->checkpoint_id == 1);
 }
 
 TEST_CASE("job master: stop with savepoint: the stop's final checkpoint is copied to the "
