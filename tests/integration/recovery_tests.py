@@ -36,8 +36,10 @@ usage: recovery_tests.py --weir BIN TEST [--sweep] [--seed S]
   faults-truncate    the fault-injection sweep: data.mdb cut at every page
                      boundary (0 pages .. its size)
   faults-flip        bytes flipped: in every manifest, in state values, in
-                     every field of both meta pages, and at seeded random
-                     non-zero bytes of data.mdb (40; --sweep: 400)
+                     every field of both meta pages, in the offset, key size
+                     and value size of every node of every branch and leaf
+                     page, and at seeded random non-zero bytes of data.mdb
+                     (40; --sweep: 400)
   faults-missing     data.mdb, lock.mdb, the savepoint's data.mdb or
                      lock.mdb missing
   faults-disk-full   the file size limit (RLIMIT_FSIZE: write() fails with
@@ -62,6 +64,7 @@ import re
 import resource
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -228,6 +231,26 @@ def manifest_offsets(data, ids=None):
         cid = int.from_bytes(data[m.start() + 7:m.start() + 15], "little")
         if ids is None or cid in ids:
             out.append((cid, m.start()))
+    return out
+
+
+def tree_pages(data):
+    """Every page of data.mdb that looks like a branch or leaf page (names
+    itself, flags 1 or 2; stale free ones included): (page number, "branch" or
+    "leaf", [(node index, offset of its pointer, offset of the node)]), offsets
+    into `data` (LMDB 0.9's MDB_page and MDB_node)."""
+    out = []
+    for pg in range(2, len(data) // PAGE):
+        base = pg * PAGE
+        pgno, _, flags, lower, _ = struct.unpack_from("<QHHHH", data, base)
+        if pgno != pg or flags not in (1, 2) or lower < 16 or lower > PAGE:
+            continue
+        nodes = []
+        for i in range((lower - 16) // 2):
+            off = struct.unpack_from("<H", data, base + 16 + 2 * i)[0]
+            if off + 8 <= PAGE:
+                nodes.append((i, base + 16 + 2 * i, base + off))
+        out.append((pg, "branch" if flags == 1 else "leaf", nodes))
     return out
 
 
@@ -544,12 +567,23 @@ def test_faults_flip(args, root):
     for page in (0, 1):  # every meta field: magic, version, sizes, roots, last page, txnid
         for field in range(16, 16 + 136, 4):
             cases.append((f"meta page {page} byte {field}", page * PAGE + field))
+    cases = [(what, off, 0xFF) for what, off in cases]
+    # Every node of every branch and leaf page: a size or offset a few bytes
+    # off still lies inside its page, but no longer fits its neighbours (a
+    # delete on that page then moves memory by a wrong length).
+    for pg, kind, nodes in tree_pages(data):
+        for i, ptr, node in nodes:
+            where = f"{kind} page {pg} node {i}"
+            cases.append((f"{where}: its offset + 2", ptr, 0x02))
+            cases.append((f"{where}: its key size ^ 8", node + 6, 0x08))
+            if kind == "leaf":
+                cases.append((f"{where}: its value size ^ 2", node, 0x02))
     results = collections.Counter()
-    for what, off in cases:
+    for what, off, mask in cases:
         store.reset()
         path = store.state / "data.mdb"
         b = bytearray(path.read_bytes())
-        b[off] ^= 0xFF if "random" not in what else 1 << rnd.randrange(8)
+        b[off] ^= mask if "random" not in what else 1 << rnd.randrange(8)
         path.write_bytes(bytes(b))
         before = digest([store.state, store.out])
         p = store.listing()
