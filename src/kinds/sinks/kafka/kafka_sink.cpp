@@ -545,6 +545,9 @@ private:
     for (std::size_t i = 0; i < n; ++i)
       rows += pending_[i].messages.size();
     producer_->commit_transaction();
+    // Test-only: a kill with the transaction committed and the sink not yet
+    // aware of it (a restore finds its marker and publishes nothing twice).
+    weir::internal::test_fault_kill("kill_in_sink_commit");
     in_transaction_ = false;
     rows_committed_ += rows;
     log::connectors().debug("Kafka sink '{}' subtask {}: committed {} rows up to checkpoint {}",

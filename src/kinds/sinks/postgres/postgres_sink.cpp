@@ -532,6 +532,9 @@ private:
 
   void commit_pending() {
     exec("COMMIT PREPARED " + literal(pending_->gid));
+    // Test-only: a kill with the transaction committed and the sink not yet
+    // aware of it (a restore finds it no longer prepared).
+    weir::internal::test_fault_kill("kill_in_sink_commit");
     rows_committed_ += pending_->rows.rows();
     log::connectors().debug("PostgreSQL sink '{}' subtask {}: committed {} rows of checkpoint {}",
                             name_, subtask_ + 1, pending_->rows.rows(), pending_->checkpoint_id);
