@@ -46,6 +46,10 @@ usage: recovery_tests.py --weir BIN TEST [--sweep] [--seed S]
                      EFBIG as on a full disk) reached at a range of sizes
                      during a run (6; --sweep: 24); every run ends cleanly
                      and a rerun without the limit is exact
+  faults-enospc      a real full disk: state and output on a tmpfs of their
+                     own (needs root to mount it) of a range of sizes (15;
+                     --sweep: 60): each run finishes or fails saying "No
+                     space left on device", and a rerun with room is exact
 Every faults-* case ends in a refusal (exit 1, a message naming --fresh or
 --allow-rollback, store and output byte for byte unchanged) or in a run whose
 output is exact; a signal fails the test. --sweep widens the flip and disk
@@ -642,6 +646,53 @@ def test_faults_disk_full(args, root):
     print(f"ok: {steps} size limits from {size} bytes: {dict(results)}, every rerun exact")
 
 
+def test_faults_enospc(args, root):
+    """A real full disk: state and output on a tmpfs of their own (mount needs
+    root), remounted at a range of sizes so that the disk fills up at
+    different writes (LMDB pages, sink parts, renames)."""
+    store = Store(args, root)
+    store.create()
+    disk = store.work
+    used = sum(p.stat().st_size for p in store.pristine.rglob("*") if p.is_file())
+    # The runs write the rest of the input (~150 KiB of parts) and a few
+    # checkpoints; the last sizes leave room for all of it.
+    step = 4 * PAGE
+    steps = 60 if args.sweep else 15
+    toml = store.toml.read_text()
+    shutil.rmtree(disk)
+    disk.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={used + step}", "weir-enospc",
+                            str(disk)], capture_output=True, text=True)
+    check(mount.returncode == 0, f"mount -t tmpfs failed (this test needs root): {mount.stderr}")
+    results = collections.Counter()
+    try:
+        for i in range(steps):
+            size = used + (i + 1) * step
+            for d in ("state", "out"):
+                shutil.rmtree(disk / d, ignore_errors=True)
+            subprocess.run(["mount", "-o", f"remount,size={size}", str(disk)], check=True)
+            store.toml.write_text(toml)
+            store.reset()
+            p = store.run()
+            check(not signalled(p.returncode), f"{size}-byte disk: died by a signal "
+                                               f"({p.returncode}):\n{p.stderr[-2000:]}")
+            check(p.returncode in (0, 1), f"{size}-byte disk: exit {p.returncode}")
+            if p.returncode == 1:
+                check("No space left on device" in p.stderr,
+                      f"{size}-byte disk: the error does not say the disk is full:\n"
+                      f"{p.stderr[-2000:]}")
+                results["failed cleanly"] += 1
+            else:
+                results["finished"] += 1
+            subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+            expect_exact(store.run(), store, f"rerun after the {size}-byte disk was full")
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
+    check(results["failed cleanly"] > 0, "the disk never filled up")
+    check(results["finished"] > 0, "no disk was large enough to finish")
+    print(f"ok: {steps} disk sizes from {used + step} bytes: {dict(results)}, every rerun exact")
+
+
 TESTS = {
     "truncated-tail": test_truncated_tail,
     "rollback": test_rollback,
@@ -651,6 +702,7 @@ TESTS = {
     "faults-flip": test_faults_flip,
     "faults-missing": test_faults_missing,
     "faults-disk-full": test_faults_disk_full,
+    "faults-enospc": test_faults_enospc,
 }
 
 
