@@ -300,7 +300,7 @@ bool read_restore_points(jm_actor* self,
                                          g.options.max_parallelism);
         if (!r) {
           ctx.fail("cannot restore operator '" + g.nodes[node_id].name + "' subtask "
-                   + std::to_string(s + 1) + " from checkpoint "
+                   + std::to_string(s) + " from checkpoint "
                    + std::to_string(m.checkpoint_id) + ": " + r.error().message);
           return false;
         }
@@ -402,7 +402,7 @@ void deploy(jm_actor* self) {
       for (const auto& t : outputs.channels)
         spec.out_channels.push_back(out_channel_spec{actors[t.vertex][t.subtask], t.channel});
       log::runtime().debug("job '{}': operator '{}' subtask {}/{}: deploying (attempt {})",
-                           g.options.name, vertex.name, s + 1, vertex.parallelism,
+                           g.options.name, vertex.name, s, vertex.parallelism,
                            st.attempt + 1);
       auto a = spawn_subtask(self->system(), std::move(spec));
       self->monitor(a);
@@ -868,7 +868,7 @@ void route_state_query(jm_actor* self, state_query& q) {
       task = t;
   if (!task) {
     q.reply->set(make_error(errc::runtime_error, "operator '" + q.operator_name + "' subtask "
-                                                   + std::to_string(sub + 1)
+                                                   + std::to_string(sub)
                                                    + " is not running (finished or restarting)"));
     return;
   }
@@ -895,7 +895,7 @@ void on_ack(jm_actor* self, write_snapshot_result& r) {
     if (r.task < st.task_subtask.size()) {
       auto [v, s] = st.task_subtask[r.task];
       const auto& vertex = st.ctx->plan.vertices[v];
-      who = "operator '" + vertex.name + "' subtask " + std::to_string(s + 1) + "/"
+      who = "operator '" + vertex.name + "' subtask " + std::to_string(s) + "/"
             + std::to_string(vertex.parallelism);
     }
     auto reason = who + " could not store its state: " + r.error;
@@ -1112,7 +1112,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
         auto [v, s] = st.task_subtask[d.task];
         const auto& vertex = st.ctx->plan.vertices[v];
         log::checkpoint().debug("job '{}': operator '{}' subtask {}/{}: declined checkpoint {}: {}",
-                                st.ctx->graph->options.name, vertex.name, s + 1,
+                                st.ctx->graph->options.name, vertex.name, s,
                                 vertex.parallelism, d.checkpoint_id, d.reason);
       }
       if (auto a = st.coordinator->decline(d.checkpoint_id, d.task, d.reason))

@@ -300,7 +300,7 @@ void operator_chain::finish(bool drain) {
 std::string operator_chain::describe(std::size_t k) const {
   const auto& node = *nodes_[k];
   return "operator '" + node.name + "' (" + node.kind + ") subtask "
-         + std::to_string(subtask_ + 1) + "/" + std::to_string(vertex_->parallelism);
+         + std::to_string(subtask_) + "/" + std::to_string(vertex_->parallelism);
 }
 
 void operator_chain::collector::collect(record_batch_ptr batch) {

@@ -188,7 +188,7 @@ def test_bad_record_fail(args):
         proc = box.run("run", "pipeline.toml", toml_text=text, expect=1)
         check("apache_logs_anon.log:8899" in proc.stderr,
               f"the failure does not name file:line:\n{proc.stderr[-2000:]}")
-        check("operator 'logs'" in proc.stderr and "subtask 1/1" in proc.stderr,
+        check("operator 'logs'" in proc.stderr and "subtask 0/1" in proc.stderr,
               f"the failure does not name the operator and subtask:\n{proc.stderr[-2000:]}")
     finally:
         box.close()
@@ -224,7 +224,7 @@ def test_subtask_failure(args):
             log=LOG, sink_path="out/x.jsonl")
         proc = box.run("run", "pipeline.toml", toml_text=text, expect=1)
         check("operator 'out'" in proc.stderr, f"no operator named:\n{proc.stderr[-2000:]}")
-        check("subtask 1/1" in proc.stderr, f"no subtask named:\n{proc.stderr[-2000:]}")
+        check("subtask 0/1" in proc.stderr, f"no subtask named:\n{proc.stderr[-2000:]}")
         check("injected failure" in proc.stderr, f"no reason given:\n{proc.stderr[-2000:]}")
     finally:
         box.close()
@@ -480,7 +480,7 @@ def test_cli_overrides(args):
         listing = box.run("checkpoints", "list", "state").stdout
         check("no checkpoints" not in listing and listing.strip(),
               f"the parallelism-2 run completed no checkpoint:\n{listing}")
-        check("gen[1/2]: event " in listing, f"generator positions are not event numbers:\n{listing}")
+        check("gen[0/2]: event " in listing, f"generator positions are not event numbers:\n{listing}")
         proc = box.run("run", "pipeline.toml", "-q", "--parallelism", "1", expect=1)
         check("holds source 'gen' at parallelism 2" in proc.stderr
               and "resumes only at the parallelism it ran with" in proc.stderr,
