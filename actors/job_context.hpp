@@ -9,6 +9,7 @@
 #include "weir/runtime/job_graph.hpp"
 #include "weir/runtime/job_metrics.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -50,6 +51,17 @@ public:
       r->size_bytes = size_bytes;
       r->alignment_ms = alignment_ms;
     }
+    add(summary_.end_to_end_duration, duration_ms);
+    add(summary_.state_size, static_cast<std::int64_t>(size_bytes));
+    add(summary_.alignment_duration, alignment_ms);
+  }
+
+  /// The job restored checkpoint `id` (a savepoint's when `is_savepoint`)
+  /// from the directory `path`.
+  void restored(std::uint64_t id, std::int64_t now_ms, bool is_savepoint, std::string path) {
+    std::lock_guard lock{mutex_};
+    ++restores_;
+    restored_ = restored_checkpoint{id, now_ms, is_savepoint, std::move(path)};
   }
 
   void checkpoint_failed(std::uint64_t id, std::int64_t now_ms, const std::string& reason) {
@@ -77,9 +89,35 @@ public:
     out.exceptions.assign(exceptions_.begin(), exceptions_.end());
     out.checkpoints_completed = completed_;
     out.checkpoints_failed = failed_;
+    out.checkpoint_stats.end_to_end_duration = summary_of(summary_.end_to_end_duration);
+    out.checkpoint_stats.state_size = summary_of(summary_.state_size);
+    out.checkpoint_stats.alignment_duration = summary_of(summary_.alignment_duration);
+    out.checkpoints_restored = restores_;
+    out.restored = restored_;
   }
 
 private:
+  struct running_stat {
+    std::int64_t min = 0, max = 0, sum = 0;
+    std::uint64_t count = 0;
+  };
+  struct running_summary {
+    running_stat end_to_end_duration, state_size, alignment_duration;
+  };
+
+  static void add(running_stat& s, std::int64_t v) {
+    s.min = s.count == 0 ? v : std::min(s.min, v);
+    s.max = s.count == 0 ? v : std::max(s.max, v);
+    s.sum += v;
+    ++s.count;
+  }
+
+  static checkpoint_stat_summary summary_of(const running_stat& s) {
+    if (s.count == 0)
+      return {};
+    return {s.min, s.sum / static_cast<std::int64_t>(s.count), s.max};
+  }
+
   checkpoint_record* find(std::uint64_t id) {
     for (auto it = checkpoints_.rbegin(); it != checkpoints_.rend(); ++it)
       if (it->checkpoint_id == id)
@@ -93,6 +131,9 @@ private:
   std::deque<job_exception> exceptions_;
   std::uint64_t completed_ = 0;
   std::uint64_t failed_ = 0;
+  running_summary summary_;
+  std::uint64_t restores_ = 0;
+  std::optional<restored_checkpoint> restored_;
 };
 
 /// What every actor of one job execution shares: the graph, its physical

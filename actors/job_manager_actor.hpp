@@ -14,20 +14,12 @@ namespace weir::runtime {
 /// To the job manager: cancel the job (`running_job::cancel`).
 using cancel_job_atom = caf::atom_constant<caf::atom("cancel_job")>;
 
-/// Spawns the job manager of one execution: it deploys every subtask
+/// Spawns the job manager of one execution, the actor around a
+/// `job_master` (job_master.hpp): it deploys every subtask
 /// (downstream first, so each upstream knows its targets), monitors them,
 /// prints a status line every `status_interval`, and ends when every subtask
 /// has ended. The first subtask failure stops all others and ends the job
 /// with that failure recorded in `ctx`.
 caf::actor spawn_job_manager(caf::actor_system& sys, std::shared_ptr<job_context> ctx);
-
-/// One status line: elapsed time, records/s in and out since the last call,
-/// sink watermark, bad and late records, and the last checkpoint.
-std::string format_status(const job_context& ctx, const job_totals& now,
-                          const job_totals& before, double seconds,
-                          const std::string& checkpoint);
-
-/// Renders a watermark as ISO-8601 UTC ("-inf" / "+inf" at the extremes).
-std::string format_event_time(event_time ts);
 
 } // namespace weir::runtime

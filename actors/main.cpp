@@ -22,6 +22,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <vector>
 #include <cstdio>
@@ -280,6 +282,7 @@ int serve(const std::vector<std::string>& pipelines, const std::string& listen,
     return 2;
   }
   std::vector<std::unique_ptr<weir::job>> jobs;
+  std::vector<weir::server::pipeline_source> sources;
   std::size_t errors = 0;
   for (const auto& path : pipelines) {
     auto loaded = weir::config::load_pipeline_file(path);
@@ -293,6 +296,9 @@ int serve(const std::vector<std::string>& pipelines, const std::string& listen,
     (*loaded)->options().checkpoint.allow_rollback = allow_rollback;
     (*loaded)->options().checkpoint.fresh = fresh;
     jobs.push_back(std::move(*loaded));
+    // The text as read a moment ago, for GET /jobs/{id}/config.
+    std::ifstream in{path, std::ios::binary};
+    sources.push_back({path, std::string{std::istreambuf_iterator<char>{in}, {}}});
   }
   if (errors > 0) {
     std::fprintf(stderr, "%zu error%s; nothing was started\n", errors, errors == 1 ? "" : "s");
@@ -313,9 +319,9 @@ int serve(const std::vector<std::string>& pipelines, const std::string& listen,
   const bool v6 = so.host.find(':') != std::string::npos;
   std::fprintf(stderr, "weir: serving on http://%s%s%s:%d/\n", v6 ? "[" : "", so.host.c_str(),
                v6 ? "]" : "", server.port());
-  for (auto& j : jobs) {
-    auto name = j->options().name;
-    auto id = server.submit(std::move(j));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    auto name = jobs[i]->options().name;
+    auto id = server.submit(std::move(jobs[i]), std::move(sources[i]));
     std::fprintf(stderr, "weir: job '%s' started: %s\n", name.c_str(), id.c_str());
   }
   std::fflush(stderr);

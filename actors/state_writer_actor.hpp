@@ -18,6 +18,7 @@
 //                                                   request sent before it is done)
 // Each handler runs its LMDB transactions to completion inside the call.
 
+#include "job_messages.hpp"
 #include "weir/checkpoint/checkpoint_coordinator.hpp"
 #include "weir/checkpoint/lmdb_checkpoint_store.hpp"
 #include "weir/checkpoint/snapshot_manifest.hpp"
@@ -55,41 +56,6 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;
 /// Sent right after the checkpoint's commit, so retention cannot delete it first.
 using savepoint_atom = caf::atom_constant<caf::atom("savepoint")>;
 
-/// The reply to a write: on success `ack` is what the task sends to the job
-/// manager (`checkpoint_coordinator::acknowledge`); on failure the task
-/// forwards it all the same, and the job manager declines the checkpoint on
-/// the task's behalf and counts it as failed (`tolerable_failures`).
-struct write_snapshot_result {
-  std::uint64_t checkpoint_id = 0;
-  std::uint32_t task = 0;
-  bool ok = false;
-  std::string error;
-  checkpoint::task_ack ack;
-  /// Time spent serializing and writing (ms), off the processing path.
-  std::chrono::milliseconds write_duration{0};
-};
-
-struct commit_manifest_result {
-  std::uint64_t checkpoint_id = 0;
-  bool ok = false;
-  std::string error;
-  /// Checkpoints deleted by `retain`.
-  std::vector<std::uint64_t> deleted;
-};
-
-struct savepoint_write_result {
-  bool ok = false;
-  std::string error;
-  std::uint64_t bytes = 0; ///< state bytes copied
-};
-
-struct discard_result {
-  std::uint64_t checkpoint_id = 0;
-  bool ok = false;
-  std::string error;
-  std::size_t values_deleted = 0;
-};
-
 struct read_latest_result {
   bool ok = false;
   std::string error;
@@ -124,20 +90,6 @@ struct restore_result {
 [[nodiscard]] write_snapshot_result
 write_subtask_snapshot(checkpoint::lmdb_checkpoint_store& store,
                        const write_snapshot_request& req);
-
-/// Subtask -> job manager, once a subtask has ended its input (checkpointing
-/// on): what to store for it in every checkpoint from now on (FLIP-147). A
-/// source leaves its final positions (every split finished), so a restore
-/// does not read its input again. After a drained input a two-phase-commit
-/// sink leaves its final snapshot (the pre-committed last transaction), and
-/// its subtask stays until a checkpoint holding it completes and the sink
-/// commits; the job manager triggers that final checkpoint as soon as every
-/// task has ended. The other members leave no state: their input has ended
-/// and all they emitted is in their consumers' state, so a restored one
-/// receives only its end of input.
-struct task_final_state {
-  write_snapshot_request request; ///< checkpoint_id unset
-};
 
 /// Spawns the state writer of one job: a detached actor (its own thread, so
 /// blocking LMDB I/O never stalls the scheduler) that owns `store`. An

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "weir/server/http_server.hpp"
+
 #include <httplib.h>
 
 #include <chrono>
@@ -11,17 +13,27 @@
 
 namespace weir::server::internal {
 
-/// The limits of one connection (server_options holds the defaults and
-/// their meaning).
+/// The limits of one connection, taken from `server_options` (which holds
+/// the defaults and their meaning).
 struct connection_limits {
-  std::chrono::milliseconds header_timeout{10'000};
-  std::chrono::milliseconds read_timeout{10'000};
-  std::chrono::milliseconds write_timeout{10'000};
-  std::chrono::milliseconds idle_timeout{5'000};
-  std::size_t max_header_bytes = std::size_t{64} << 10;
-  std::size_t max_connections = 512;
-  std::size_t max_connections_per_client = 32;
-  std::size_t max_requests_per_connection = 1000;
+  explicit connection_limits(const server_options& o = server_options{})
+    : header_timeout(o.header_timeout),
+      read_timeout(o.read_timeout),
+      write_timeout(o.write_timeout),
+      idle_timeout(o.idle_timeout),
+      max_header_bytes(o.max_header_bytes),
+      max_connections(o.max_connections),
+      max_connections_per_client(o.max_connections_per_client),
+      max_requests_per_connection(o.max_requests_per_connection) {}
+
+  std::chrono::milliseconds header_timeout;
+  std::chrono::milliseconds read_timeout;
+  std::chrono::milliseconds write_timeout;
+  std::chrono::milliseconds idle_timeout;
+  std::size_t max_header_bytes;
+  std::size_t max_connections;
+  std::size_t max_connections_per_client;
+  std::size_t max_requests_per_connection;
 };
 
 /// One accepted TCP connection as cpp-httplib's `Stream`, read through a

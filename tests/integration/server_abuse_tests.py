@@ -756,6 +756,19 @@ def test_content_type(weir, work):
                                [large], wait_continue=True)
         expect(reply, 202, "a 100-continue ingest body")
         check(field(reply, "accepted") == 18000, f"accepted {reply!r}")
+        # Above the source's max_body (1 MiB, well under the server's
+        # ingest limit): 413 in place of 100 Continue.
+        with socket.create_connection(("127.0.0.1", port), timeout=15 * SCALE) as c:
+            c.sendall(head_for("POST", "/ingest/events",
+                               {**curl, "Expect": "100-continue",
+                                "Content-Length": str(2 << 20)}))
+            first = b""
+            while b"\r\n" not in first:
+                chunk = c.recv(4096)
+                check(chunk, f"closed without an answer: {first!r}")
+                first += chunk
+        check(first.startswith(b"HTTP/1.1 413"),
+              f"a 100-continue body above the source's max_body: {first[:200]!r}")
         for ctype in ("application/x-ndjson", "text/plain", "application/json",
                       "application/octet-stream"):
             r, _ = request(port, "POST", "/ingest/events", jsonl(20000, 1),

@@ -4,7 +4,8 @@
 
   api        every endpoint against a running server: status codes and JSON
              shape (overview, jobs, job detail with per operator and subtask
-             metrics and rates, checkpoints, exceptions, submit with a config
+             metrics and rates, a vertex's subtasks, the job's TOML config,
+             checkpoints with their summary, exceptions, submit with a config
              error answered 400 with file:line:col, submit, stop, cancel,
              healthz, 404s); at the end /metrics parsed as Prometheus text,
              its counters equal to the job's result and to `weir run`'s
@@ -34,8 +35,12 @@
              stamped with watermark and checkpoint; a later file closes the
              windows and the sink's rows equal the answers; 4xx errors; 409
              once the job has stopped
-  savepoint  POST /jobs/{id}/savepoints polled to COMPLETED, POST
-             /jobs/{id}/stop with a targetDirectory, then `weir run
+  savepoint  POST /jobs/{id}/savepoints polled to COMPLETED; POST
+             /jobs?savepointPath= restoring it (latest.restored), its 400s
+             (outside the root, missing, a removed operator) and
+             allowNonRestoredState; POST
+             /jobs/{id}/stop with a targetDirectory; the stopped job's
+             checkpoints served again (latest.restored from them); then `weir run
              --from-savepoint` at parallelism 3: the output equals the
              uninterrupted run's
 
@@ -207,6 +212,22 @@ METRIC_KEYS = {"read-records", "write-records", "read-bytes", "write-bytes", "la
                "bad-records", "backpressured-ms", "watermark", "state-size"}
 
 
+SUBTASK_KEYS = METRIC_KEYS | {"subtask", "source-lag", "read-records-per-second",
+                              "write-records-per-second", "backpressure-ratio"}
+
+
+def check_checkpoint_summary(cps):
+    """Flink's summary: min <= avg <= max over the completed checkpoints,
+    bracketing every completed entry of the history."""
+    done = [c for c in cps["history"] if c["status"] == "COMPLETED"]
+    for k in ("end_to_end_duration", "state_size", "alignment_duration"):
+        v = cps["summary"][k]
+        check(set(v) == {"min", "avg", "max"}, f"summary {k}: {v}")
+        check(0 <= v["min"] <= v["avg"] <= v["max"], f"summary {k}: {v}")
+        for c in done:
+            check(v["min"] <= c[k] <= v["max"], f"summary {k} {v} does not bracket {c}")
+
+
 def check_job_shape(job, names):
     for k in ("jid", "name", "state", "start-time", "end-time", "duration", "now", "restarts",
               "vertices", "throughput", "result"):
@@ -223,8 +244,10 @@ def check_job_shape(job, names):
         check(not missing, f"vertex {v['name']} metrics lack {missing}")
         check(len(v["subtasks"]) == v["parallelism"],
               f"vertex {v['name']}: {len(v['subtasks'])} subtasks, parallelism {v['parallelism']}")
-        for s in v["subtasks"]:
-            check(METRIC_KEYS <= set(s), f"subtask metrics lack {METRIC_KEYS - set(s)}")
+        for i, s in enumerate(v["subtasks"]):
+            check(SUBTASK_KEYS <= set(s), f"subtask metrics lack {SUBTASK_KEYS - set(s)}")
+            check(s["subtask"] == i, f"vertex {v['name']}: subtask {s['subtask']} at {i}")
+            check(0 <= s["backpressure-ratio"] <= 1, f"backpressure ratio {s}")
     by = {v["name"]: v for v in job["vertices"]}
     check(by["per_key"]["inputs"] == ["gen"], f"per_key inputs {by['per_key']['inputs']}")
     check(by["gen"]["is-source"] and by["raw"]["is-sink"], "source / sink flags")
@@ -305,6 +328,9 @@ def test_api(weir, work, build_dir):
     try:
         jid = s.ids[0]
         check(s.get("/healthz") == {"status": "ok"}, "healthz body")
+        cfg = s.get(f"/jobs/{jid}/config")
+        check(cfg == {"jid": jid, "name": "bounded", "file": str(work / "bounded.toml"),
+                      "toml": text}, f"config of the started job: {cfg}")
         wait_until(lambda: job_state(s, jid) == "RUNNING", "the job running")
         ov = s.get("/overview")
         for k in ("taskmanagers", "slots-total", "jobs-running", "jobs-finished",
@@ -325,6 +351,19 @@ def test_api(weir, work, build_dir):
         check(job["state"] == "RUNNING", f"state {job['state']}")
         check(job["result"] is None, "a running job has no result")
         check(len(job["throughput"]) >= 1, "throughput samples")
+        # Per subtask: rates from the same samples, and the vertex's own route.
+        gen = job["vertices"][0]
+        check(sum(x["write-records-per-second"] for x in gen["subtasks"]) > 0,
+              f"per-subtask source rates: {gen['subtasks']}")
+        for vertex in ("1", "per_key"):
+            sub = s.get(f"/jobs/{jid}/vertices/{vertex}/subtasks")
+            check(sub["jid"] == jid and sub["id"] == 1 and sub["name"] == "per_key"
+                  and sub["parallelism"] == 2, f"vertex subtasks: {sub}")
+            check([x["subtask"] for x in sub["subtasks"]] == [0, 1], f"subtasks {sub}")
+            for x in sub["subtasks"]:
+                check(SUBTASK_KEYS <= set(x), f"subtask lacks {SUBTASK_KEYS - set(x)}")
+        s.json("GET", f"/jobs/{jid}/vertices/nosuchvertex/subtasks", expect=404)
+        s.json("GET", f"/jobs/{jid}/vertices/4/subtasks", expect=404)
 
         cps = wait_until(lambda: (lambda c: c if c["counts"]["completed"] >= 1 else None)(
             s.get(f"/jobs/{jid}/checkpoints")), "a completed checkpoint")
@@ -337,6 +376,10 @@ def test_api(weir, work, build_dir):
                   "alignment_duration", "failure_message"):
             check(k in done[0], f"checkpoint entry without {k}")
         check(cps["latest"]["completed"]["id"] == done[0]["id"], "latest completed")
+        check_checkpoint_summary(cps)
+        check(cps["summary"]["state_size"]["max"] > 0, f"summary: {cps['summary']}")
+        check(cps["latest"]["restored"] is None and cps["counts"]["restored"] == 0,
+              f"a fresh job restored nothing: {cps['latest']}, {cps['counts']}")
         ex = s.get(f"/jobs/{jid}/exceptions")
         check(ex["entries"] == [] and ex["root-exception"] is None, f"exceptions: {ex}")
 
@@ -360,6 +403,11 @@ def test_api(weir, work, build_dir):
         t3, out3 = pipeline_text(work, "to-stop", rate=200)
         p_id = s.json("POST", "/jobs", body=t3.encode(), expect=202)["jobid"]
         check(len(c_id) == 32 and c_id != p_id, f"job ids {c_id} {p_id}")
+        cfg = s.get(f"/jobs/{c_id}/config")
+        check(cfg == {"jid": c_id, "name": "to-cancel", "file": "cancel.toml", "toml": t2},
+              f"config of a submitted job: {cfg}")
+        check(s.get(f"/jobs/{p_id}/config")["file"] == "submitted.toml", "default file name")
+        s.json("GET", "/jobs/0123456789abcdef0123456789abcdef/config", expect=404)
         wait_until(lambda: job_state(s, c_id) == "RUNNING", "the submitted job running")
         wait_until(lambda: job_state(s, p_id) == "RUNNING", "the second job running")
         check(s.json("DELETE", f"/jobs/{c_id}", expect=202)["status"] == "CANCELING", "cancel")
@@ -919,6 +967,53 @@ def poll_savepoint(s, jid, trigger):
     return r["operation"]
 
 
+def restore_through_http(s, work, root, op):
+    """POST /jobs?savepointPath= with savepoint `op` (at root/first): the
+    job restored from it reports it as latest.restored; paths outside the
+    root, a missing savepoint, a bad flag and a removed operator are 400s
+    that leave no job behind; allowNonRestoredState=true skips the state."""
+    import savepoint_tests as sp  # noqa: E402
+
+    def toml(name, parts=("window", "raw")):
+        d = work / name
+        d.mkdir()
+        return sp.pipeline(d, rate=1000, parts=parts).read_text()
+
+    jobs_before = len(s.get("/jobs")["jobs"])
+    body = toml("restored")
+    rid = s.json("POST", "/jobs?file=restored.toml&savepointPath=first", body=body.encode(),
+                 expect=202)["jobid"]
+    cps = s.get(f"/jobs/{rid}/checkpoints")
+    r = cps["latest"]["restored"]
+    check(r is not None and r["id"] == op["checkpoint-id"] and r["is_savepoint"] is True
+          and r["external_path"] == str(root / "first") and r["restore_timestamp"] > 0,
+          f"latest.restored {r}, savepoint {op}")
+    check(cps["counts"]["restored"] == 1, f"counts {cps['counts']}")
+    check(s.get(f"/jobs/{rid}/config")["toml"] == body, "config of the restored job")
+    check(s.json("DELETE", f"/jobs/{rid}", expect=202)["status"] == "CANCELING", "cancel")
+    wait_until(lambda: job_state(s, rid) == "CANCELED", "the restored job CANCELED")
+
+    refused = toml("refused")
+    for path, words in (("../first", "'..'"), ("/tmp", "outside the savepoint directory"),
+                        ("nothing-here", "no savepoint at"), ("", "must name")):
+        e = s.json("POST", f"/jobs?savepointPath={path}", body=refused.encode(), expect=400)
+        check(words in e["errors"][0], f"savepointPath={path!r}: {e}")
+    e = s.json("POST", "/jobs?savepointPath=first&allowNonRestoredState=maybe",
+               body=refused.encode(), expect=400)
+    check("allowNonRestoredState" in e["errors"][0], f"a bad flag: {e}")
+    removed = toml("removed", parts=("raw",))
+    e = s.json("POST", "/jobs?savepointPath=first", body=removed.encode(), expect=400)
+    check("'per_key'" in e["errors"][0] and "does not have" in e["errors"][0],
+          f"a removed operator's state: {e}")
+    check(len(s.get("/jobs")["jobs"]) == jobs_before + 1, "a refused restore left a job")
+    rid = s.json("POST", "/jobs?savepointPath=first&allowNonRestoredState=true",
+                 body=removed.encode(), expect=202)["jobid"]
+    r = s.get(f"/jobs/{rid}/checkpoints")["latest"]["restored"]
+    check(r is not None and r["id"] == op["checkpoint-id"], f"restored without per_key: {r}")
+    s.json("DELETE", f"/jobs/{rid}", expect=202)
+    wait_until(lambda: job_state(s, rid) == "CANCELED", "the second restored job CANCELED")
+
+
 def test_savepoint(weir, work, build_dir):
     """Savepoint through HTTP (polled to COMPLETED), stop with a savepoint
     through HTTP, resume with `weir run --from-savepoint` at parallelism 3:
@@ -948,6 +1043,7 @@ def test_savepoint(weir, work, build_dir):
               f"savepoint location {op}")
         check(op["checkpoint-id"] >= 1, f"savepoint checkpoint {op}")
         check(job_state(s, jid) == "RUNNING", "a savepoint leaves the job running")
+        restore_through_http(s, work, root, op)
         s.json("GET", f"/jobs/{jid}/savepoints/0123456789abcdef", expect=404)
         e = s.json("POST", f"/jobs/{jid}/savepoints",
                    body=json.dumps({"target-directory": "first"}), expect=409)
@@ -960,6 +1056,21 @@ def test_savepoint(weir, work, build_dir):
         wait_until(lambda: job_state(s, jid) == "STOPPED", "STOPPED after the savepoint")
         raw_before = len(sp.committed(run_dir / "out/raw.jsonl"))
         check(0 < raw_before < sp.COUNT, f"{raw_before} rows before the stop")
+        check(s.stop() == 0, "exit 0")
+    finally:
+        s.kill()
+    # A copy of the stopped job's checkpoints, served again: restored from
+    # its own checkpoint directory, not a savepoint.
+    again = work / "again"
+    again.mkdir()
+    shutil.copytree(run_dir / "state", again / "state")
+    s = Server(weir, work, [sp.pipeline(again, rate=1000)])
+    try:
+        r = wait_until(lambda: s.get(f"/jobs/{s.ids[0]}/checkpoints")["latest"]["restored"],
+                       "the restore read")
+        check(r["id"] >= 1 and r["is_savepoint"] is False
+              and r["external_path"] == str(again / "state"),
+              f"restored from its checkpoints: {r}")
         check(s.stop() == 0, "exit 0")
     finally:
         s.kill()

@@ -470,9 +470,12 @@ def main(argv=None) -> int:
     sub.add_parser("stop", help="stop it and remove its directory")
     sub.add_parser("status", help="print BOOTSTRAP=... if running")
     sub.add_parser("classpath", help="fetch Kafka with Maven (once), print the class path")
-    ct = sub.add_parser("create-topic", help="create-topic NAME [PARTITIONS]")
+    ct = sub.add_parser("create-topic",
+                        help="create-topic NAME [PARTITIONS] [--config KEY=VALUE]...")
     ct.add_argument("name")
     ct.add_argument("partitions", type=int, nargs="?", default=1)
+    ct.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a topic config, e.g. retention.ms=-1 (repeatable)")
     ap_ = sub.add_parser("add-partitions", help="add-partitions NAME TOTAL")
     ap_.add_argument("name")
     ap_.add_argument("total", type=int)
@@ -511,7 +514,14 @@ def main(argv=None) -> int:
         if a.verb == "status":
             print(f"BOOTSTRAP={state['bootstrap']}")
         elif a.verb == "create-topic":
-            create_topic(state["bootstrap"], a.name, a.partitions)
+            config = {}
+            for kv in a.config:
+                key, eq, value = kv.partition("=")
+                if not key or not eq:
+                    print(f"kafka broker: --config {kv!r}: expected KEY=VALUE", file=sys.stderr)
+                    return 2
+                config[key] = value
+            create_topic(state["bootstrap"], a.name, a.partitions, config)
         elif a.verb == "add-partitions":
             add_partitions(state["bootstrap"], a.name, a.total)
         return 0

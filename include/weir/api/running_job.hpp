@@ -81,6 +81,31 @@ struct checkpoint_record {
 /// "IN_PROGRESS", "COMPLETED", "FAILED".
 const char* to_string(checkpoint_record::status_kind s) noexcept;
 
+/// Minimum, average and maximum of one statistic over completed
+/// checkpoints (Flink's `StatsSummary`); all 0 before the first one.
+struct checkpoint_stat_summary {
+  std::int64_t min = 0;
+  std::int64_t avg = 0; ///< sum / count, rounded down
+  std::int64_t max = 0;
+};
+
+/// Statistics over every completed checkpoint of the run, not only those
+/// still in `job_status::checkpoints` (Flink's `CompletedCheckpointStatsSummary`).
+struct checkpoint_summary {
+  checkpoint_stat_summary end_to_end_duration; ///< ms, trigger to completion
+  checkpoint_stat_summary state_size;          ///< bytes stored
+  checkpoint_stat_summary alignment_duration;  ///< ms, longest barrier alignment
+};
+
+/// The checkpoint or savepoint the job last restored from (Flink's
+/// `RestoredCheckpointStats`).
+struct restored_checkpoint {
+  std::uint64_t checkpoint_id = 0;
+  std::int64_t restore_ms = 0; ///< wall clock of the restore, ms since the epoch
+  bool is_savepoint = false;   ///< from `checkpoint_options::from_savepoint`
+  std::string path;            ///< the savepoint's or the checkpoint store's directory
+};
+
 /// A failure of the job or a subtask (Flink's exception history).
 struct job_exception {
   std::int64_t timestamp_ms = 0; ///< wall clock, ms since the epoch
@@ -101,6 +126,11 @@ struct job_status {
   std::uint64_t checkpoints_completed = 0; ///< over the whole run
   std::uint64_t checkpoints_failed = 0;    ///< aborted (declined, timed out, storage)
   bool checkpointing = false;              ///< [checkpoint] is on
+  checkpoint_summary checkpoint_stats;     ///< over every completed checkpoint
+  /// Restores from a checkpoint or savepoint (start and restarts).
+  std::uint64_t checkpoints_restored = 0;
+  /// The latest restore; nullopt while the job has restored nothing.
+  std::optional<restored_checkpoint> restored;
   /// The most recent failures (at most 100), oldest first.
   std::vector<job_exception> exceptions;
   /// Once terminal: the result `wait()` returns.

@@ -68,8 +68,9 @@ struct server_options {
   /// Rate samples kept per job for the throughput chart (one a second).
   std::size_t rate_history = 300;
   /// Root of every savepoint written through the API (`POST
-  /// /jobs/{id}/savepoints`, `POST /jobs/{id}/stop`; Flink's
-  /// `state.savepoints.dir`). A request's target directory is resolved
+  /// /jobs/{id}/savepoints`, `POST /jobs/{id}/stop`) or restored through
+  /// it (`POST /jobs?savepointPath=`); Flink's `state.savepoints.dir`. A
+  /// request's target directory (or `savepointPath`) is resolved
   /// inside it: a relative path under it, an absolute one only if it lies
   /// under it; `..`, backslashes, NUL and anything leading outside
   /// (symbolic links included) are refused with 400. Without a target the
@@ -80,6 +81,13 @@ struct server_options {
   /// Longest wait for a subtask's answer to a state query (`GET
   /// /jobs/{id}/state/{operator}`) before 503.
   std::chrono::milliseconds state_query_timeout{10'000};
+};
+
+/// The TOML text a served job was made from, kept for `GET
+/// /jobs/{id}/config`.
+struct pipeline_source {
+  std::string file; ///< its file name: as given to `weir serve`, or `POST /jobs?file=`
+  std::string toml; ///< the pipeline text as read or submitted
 };
 
 /// weir's server mode as a class a host program can run in itself: a
@@ -109,6 +117,10 @@ public:
   /// Starts `j` in the background and serves it; returns its id (32 hex
   /// digits, as Flink's job ids).
   std::string submit(std::unique_ptr<job> j);
+
+  /// As `submit`, keeping the pipeline text `source` it was loaded from
+  /// (`GET /jobs/{id}/config` answers it).
+  std::string submit(std::unique_ptr<job> j, pipeline_source source);
 
   /// Stops every running job gracefully (`running_job::stop`), waits for
   /// them, then stops serving. Idempotent.

@@ -7,9 +7,11 @@
 #include "weir/connectors/blackhole_sink.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -123,6 +125,64 @@ TEST_CASE("a sink tap sees every row the sink receives from its subscription on"
   CHECK(!gap);
   CHECK(rows > 0);
   CHECK(first + rows == n);
+}
+
+TEST_CASE("status summarizes every completed checkpoint and records a restore") {
+  const auto dir = std::filesystem::temp_directory_path()
+                   / ("weir-running-job-ckpt-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto with_checkpoints = [&] {
+    auto j = generator_job(0, 2000);
+    j.options().checkpoint.enabled = true;
+    j.options().checkpoint.dir = dir.string();
+    j.options().checkpoint.interval = 50ms;
+    return j;
+  };
+  std::uint64_t last = 0;
+  {
+    auto j = with_checkpoints();
+    auto run = j.start();
+    REQUIRE(eventually([&] { return run.status().checkpoints_completed >= 3; }));
+    auto st = run.status();
+    CHECK(!st.restored);
+    CHECK(st.checkpoints_restored == 0);
+    const auto& sum = st.checkpoint_stats;
+    auto brackets = [](const weir::checkpoint_stat_summary& s, std::int64_t v) {
+      return s.min <= v && v <= s.max;
+    };
+    std::size_t completed = 0;
+    for (const auto& c : st.checkpoints) {
+      if (c.status != weir::checkpoint_record::status_kind::completed)
+        continue;
+      ++completed;
+      CHECK(brackets(sum.end_to_end_duration, c.duration_ms));
+      CHECK(brackets(sum.state_size, static_cast<std::int64_t>(c.size_bytes)));
+      CHECK(brackets(sum.alignment_duration, c.alignment_ms));
+    }
+    CHECK(completed >= 3);
+    for (const auto* s : {&sum.end_to_end_duration, &sum.state_size, &sum.alignment_duration})
+      CHECK((0 <= s->min && s->min <= s->avg && s->avg <= s->max));
+    CHECK(sum.state_size.min > 0); // the generator's position at least
+    run.stop();
+    auto r = run.wait();
+    REQUIRE_MESSAGE(r.ok, r.error);
+    last = r.last_checkpoint_id;
+    REQUIRE(last > 0);
+  }
+  {
+    auto j = with_checkpoints();
+    auto run = j.start();
+    REQUIRE(eventually([&] { return run.status().restored.has_value(); }));
+    auto st = run.status();
+    CHECK(st.restored->checkpoint_id == last);
+    CHECK_FALSE(st.restored->is_savepoint);
+    CHECK(st.restored->path == dir.string());
+    CHECK(st.restored->restore_ms > 0);
+    CHECK(st.checkpoints_restored == 1);
+    run.cancel();
+    run.wait();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 } // TEST_SUITE
