@@ -337,8 +337,9 @@ private:
       if (off != end)
         return fail(lmdb_file_check::verdict::damaged,
                     here + ": a node at byte " + std::to_string(off) + " where "
-                      + (off < end ? "another node ends at byte " : "a node or the free space ends at byte ")
-                      + std::to_string(end) + " (a node offset or size is damaged)");
+                      + (off < end ? "another node" : "a node or the free space")
+                      + " ends at byte " + std::to_string(end)
+                      + " (a node offset or size is damaged)");
       end = off + bytes;
     }
     if (end != psize_)
