@@ -37,9 +37,9 @@ usage: recovery_tests.py --weir BIN TEST [--sweep] [--seed S]
                      boundary (0 pages .. its size)
   faults-flip        bytes flipped: in every manifest, in state values, in
                      every field of both meta pages, in the offset, key size
-                     and value size of every node of every branch and leaf
-                     page, and at seeded random non-zero bytes of data.mdb
-                     (40; --sweep: 400)
+                     or value size of every node of every branch and leaf
+                     page (--sweep: each of the three), and at seeded random
+                     non-zero bytes of data.mdb (40; --sweep: 400)
   faults-missing     data.mdb, lock.mdb, the savepoint's data.mdb or
                      lock.mdb missing
   faults-disk-full   the file size limit (RLIMIT_FSIZE: write() fails with
@@ -574,14 +574,16 @@ def test_faults_flip(args, root):
     cases = [(what, off, 0xFF) for what, off in cases]
     # Every node of every branch and leaf page: a size or offset a few bytes
     # off still lies inside its page, but no longer fits its neighbours (a
-    # delete on that page then moves memory by a wrong length).
+    # delete on that page then moves memory by a wrong length). Node i gets
+    # the i-th of its faults in turn (--sweep: each of them).
     for pg, kind, nodes in tree_pages(data):
         for i, ptr, node in nodes:
             where = f"{kind} page {pg} node {i}"
-            cases.append((f"{where}: its offset + 2", ptr, 0x02))
-            cases.append((f"{where}: its key size ^ 8", node + 6, 0x08))
+            faults = [(f"{where}: its offset + 2", ptr, 0x02),
+                      (f"{where}: its key size ^ 8", node + 6, 0x08)]
             if kind == "leaf":
-                cases.append((f"{where}: its value size ^ 2", node, 0x02))
+                faults.append((f"{where}: its value size ^ 2", node, 0x02))
+            cases += faults if args.sweep else [faults[i % len(faults)]]
     results = collections.Counter()
     for what, off, mask in cases:
         store.reset()
