@@ -3,7 +3,7 @@
 # The click dashboard into Redis: data/'s access log counted per page per
 # minute, in event time and in processing time, then read back with redis-cli:
 #   examples/click-dashboard-redis/run.sh [--port P] [--keep]
-# Starts a throwaway redis-server the way the tests do (tests/dbsinks/servers.py:
+# Starts a throwaway redis-server the way the tests do (tests/weirtest/servers.py:
 # 127.0.0.1 only, no persistence, its directory a temporary one) on port P
 # (default: a free one), runs event-time.toml and then processing-time.toml
 # (with --batch-size 1) with the weir binary (build/weir, or $WEIR; on another

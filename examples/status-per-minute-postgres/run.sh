@@ -4,7 +4,7 @@
 # exactly once into a PostgreSQL table, then read back with psql:
 #   examples/status-per-minute-postgres/run.sh [--port P] [--keep]
 # Starts a throwaway PostgreSQL 15 server the way the tests do
-# (tests/dbsinks/servers.py: initdb into a temporary directory, trust
+# (tests/weirtest/servers.py: initdb into a temporary directory, trust
 # authentication on 127.0.0.1 only, as the postgres user when run as root),
 # on port P (default: a free one), creates the table (schema.sql), runs
 # pipeline.toml with the weir binary (build/weir, or $WEIR) and prints the

@@ -1,6 +1,5 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The Redis and PostgreSQL sinks against real servers (tests/dbsinks/servers.py:
+"""The Redis and PostgreSQL sinks against real servers (tests/weirtest/servers.py:
 redis-server and PostgreSQL 15 started here on free ports), the real `weir`
 binary on real TOML files, and real SIGKILLs.
 
@@ -10,7 +9,7 @@ every 100 ms and is SIGKILLed at random moments, each time restarted on the
 same checkpoint directory; when a run completes, what the server holds is
 compared with an uninterrupted run's.
 
-usage: dbsink_tests.py --weir BIN TEST [--kills N] [--seed S]
+Each is the test function test_<name> with - as _ (test_redis_kill, ...):
   redis-kill          HSET (windows), ZADD (per-window ranking) and SET (running
                       counts): the final Redis state after --kills SIGKILLs (default
                       5) equals an uninterrupted run's (written to another db)
@@ -28,7 +27,6 @@ usage: dbsink_tests.py --weir BIN TEST [--kills N] [--seed S]
                       takes at_least_once
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
-import argparse
 import collections
 import json
 import os
@@ -37,15 +35,11 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servers import PostgresServer, RedisServer  # noqa: E402
+from weirtest import SCALE, free_port, run
+from weirtest.servers import PostgresServer
 
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 RECORDS = int(100_000 / SCALE)
 KEYS = 200
 # A kill test's input is paced (the file source's `rate`) so that a run lasts
@@ -150,20 +144,11 @@ batch_size = 500
 """
 
 
-class Failure(Exception):
-    pass
-
-
 def head_of(name, work, paced=True):
     """The job's [job], [checkpoint], source and operators; `paced`: the
     input replays at RECORDS / PACED_SECONDS rows per second."""
     rate = f"rate = {len(work.records) / PACED_SECONDS:.0f}" if paced else ""
     return HEAD.format(name=name, work=work.dir, rate=rate)
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
 
 
 def generate(path, n, seed):
@@ -179,9 +164,9 @@ def generate(path, n, seed):
 
 
 class Work:
-    def __init__(self, args, seed, records=RECORDS):
-        self.args = args
-        self.dir = tempfile.mkdtemp(prefix="weir-dbsink-")
+    def __init__(self, weir, directory, seed, records=RECORDS):
+        self.weir = weir
+        self.dir = str(directory)
         self.records = generate(os.path.join(self.dir, "input.jsonl"), records, seed)
 
     def write(self, text, name="pipeline.toml"):
@@ -191,24 +176,13 @@ class Work:
         return path
 
     def run(self, toml, *flags, expect=0, env=None, cmd="run"):
-        p = subprocess.run([self.args.weir, cmd, toml, *flags], capture_output=True, text=True,
-                           timeout=300 * SCALE, env=env)
-        if expect is not None and p.returncode != expect:
-            raise Failure(f"weir {cmd} exited {p.returncode}, expected {expect}:\n"
-                          f"{p.stdout[-1500:]}{p.stderr[-3000:]}")
-        return p
+        return run([self.weir, cmd, toml, *flags], timeout=300, expect=expect, env=env)
 
     def reset_state(self):
         shutil.rmtree(os.path.join(self.dir, "state"), ignore_errors=True)
 
-    def close(self):
-        if os.environ.get("WEIR_KEEP_FAILED") and sys.exc_info()[0] is not None:
-            print(f"kept {self.dir} (WEIR_KEEP_FAILED)")
-            return
-        shutil.rmtree(self.dir, ignore_errors=True)
 
-
-def kill_loop(args, seed, work, toml, reset, compare, kills_wanted, fault=None, faults_wanted=0):
+def kill_loop(weir, seed, work, toml, reset, compare, kills_wanted, fault=None, faults_wanted=0):
     """Runs `toml` and SIGKILLs it at random moments, restarting it on its
     checkpoint directory, until `kills_wanted` kills (`faults_wanted` of
     them by the sink itself through WEIR_FAULT=`fault`:N) were survived;
@@ -224,10 +198,10 @@ def kill_loop(args, seed, work, toml, reset, compare, kills_wanted, fault=None, 
     logs = []
     reset()
     while True:
-        check(runs < max_runs,
-              f"{runs} runs and only {kills} of {kills_wanted} kills ({faults} of "
-              f"{faults_wanted} at commit time): the runs end before their kills")
-        argv = [args.weir, "run", toml] + (["--fresh"] if fresh else [])
+        assert runs < max_runs, (
+            f"{runs} runs and only {kills} of {kills_wanted} kills ({faults} of "
+            f"{faults_wanted} at commit time): the runs end before their kills")
+        argv = [weir, "run", toml] + (["--fresh"] if fresh else [])
         was_fresh = fresh
         fresh = False
         env = dict(os.environ)
@@ -257,18 +231,18 @@ def kill_loop(args, seed, work, toml, reset, compare, kills_wanted, fault=None, 
             if "WEIR_FAULT: killing" in err:
                 faults += 1
             continue
-        check(p.returncode == 0, f"a run between kills failed (exit {p.returncode}):\n{err[-3000:]}")
-        check(not was_fresh or took >= PACED_SECONDS / 2,
-              f"a fresh run ended after {took:.2f} s, before its kill at {kill_at:.2f} s, "
-              f"although its input is paced to last {PACED_SECONDS} s: the source's rate did "
-              f"not pace it ({log_path})")
+        assert p.returncode == 0, f"a run between kills failed (exit {p.returncode}):\n{err[-3000:]}"
+        assert not was_fresh or took >= PACED_SECONDS / 2, (
+            f"a fresh run ended after {took:.2f} s, before its kill at {kill_at:.2f} s, "
+            f"although its input is paced to last {PACED_SECONDS} s: the source's rate did "
+            f"not pace it ({log_path})")
         compare(f"after {kills} kills ({faults} at commit time) in {runs} runs")
         if kills >= kills_wanted and faults >= faults_wanted:
             break
         reset()
         fresh = True
         streak = 0
-    check(restores > 0, "no run ever resumed from a checkpoint")
+    assert restores > 0, "no run ever resumed from a checkpoint"
     print(f"ok: {kills} SIGKILLs ({faults} between a checkpoint's completion and its commit) "
           f"in {runs} runs, {restores} resumed")
     return logs
@@ -276,44 +250,41 @@ def kill_loop(args, seed, work, toml, reset, compare, kills_wanted, fault=None, 
 
 # -- Redis -------------------------------------------------------------------
 
-def test_redis_kill(args, seed):
-    work = Work(args, seed)
-    try:
-        with RedisServer() as redis:
-            head = head_of("redis-sink-test", work)
-            ref = work.write(head + REDIS_SINKS.format(port=redis.port, db=1), "reference.toml")
-            work.run(ref, "--fresh", "-q")
-            want = redis.dump(db=1)
-            # Independent checks of the reference: every key's final count,
-            # and as many window fields as (key, 10 s window) pairs.
-            counts = collections.Counter(r["key"] for r in work.records)
-            check(all(want.get("count:" + k) == str(c) for k, c in counts.items()),
-                  "the reference's running counts differ from the counts computed here")
-            windows = {(r["key"], r["ts"] // 10_000) for r in work.records}
-            got_windows = sum(len(v) for k, v in want.items() if k.startswith("win:"))
-            check(got_windows == len(windows),
-                  f"reference: {got_windows} window fields, expected {len(windows)}")
-            check(any(k.startswith("top:") for k in want), "reference wrote no ranking")
-            work.reset_state()
-            toml = work.write(head + REDIS_SINKS.format(port=redis.port, db=0))
+def test_redis_kill(weir, tmp_path, seed, kills, redis_server):
+    work = Work(weir, tmp_path, seed)
+    redis = redis_server
+    head = head_of("redis-sink-test", work)
+    ref = work.write(head + REDIS_SINKS.format(port=redis.port, db=1), "reference.toml")
+    work.run(ref, "--fresh", "-q")
+    want = redis.dump(db=1)
+    # Independent checks of the reference: every key's final count,
+    # and as many window fields as (key, 10 s window) pairs.
+    counts = collections.Counter(r["key"] for r in work.records)
+    assert all(want.get("count:" + k) == str(c) for k, c in counts.items()), (
+        "the reference's running counts differ from the counts computed here")
+    windows = {(r["key"], r["ts"] // 10_000) for r in work.records}
+    got_windows = sum(len(v) for k, v in want.items() if k.startswith("win:"))
+    assert got_windows == len(windows), (
+        f"reference: {got_windows} window fields, expected {len(windows)}")
+    assert any(k.startswith("top:") for k in want), "reference wrote no ranking"
+    work.reset_state()
+    toml = work.write(head + REDIS_SINKS.format(port=redis.port, db=0))
 
-            def compare(what):
-                got = redis.dump(db=0)
-                if got != want:
-                    missing = sorted(set(want) - set(got))
-                    diff = sorted(k for k in want if k in got and got[k] != want[k])
-                    raise Failure(f"{what}: Redis differs from the uninterrupted run: "
-                                  f"{len(got)} keys vs {len(want)}, missing {missing[:3]}, "
-                                  f"different {diff[:3]}")
+    def compare(what):
+        got = redis.dump(db=0)
+        if got != want:
+            missing = sorted(set(want) - set(got))
+            diff = sorted(k for k in want if k in got and got[k] != want[k])
+            raise AssertionError(f"{what}: Redis differs from the uninterrupted run: "
+                                 f"{len(got)} keys vs {len(want)}, missing {missing[:3]}, "
+                                 f"different {diff[:3]}")
 
-            def reset():
-                redis.cli("FLUSHDB", db=0)
-                work.reset_state()
+    def reset():
+        redis.cli("FLUSHDB", db=0)
+        work.reset_state()
 
-            kill_loop(args, seed, work, toml, reset, compare, args.kills or 5)
-            print(f"ok: Redis state equals the uninterrupted run ({len(want)} keys)")
-    finally:
-        work.close()
+    kill_loop(weir, seed, work, toml, reset, compare, kills or 5)
+    print(f"ok: Redis state equals the uninterrupted run ({len(want)} keys)")
 
 
 def expect_config_errors(work, toml_text, expected):
@@ -323,7 +294,7 @@ def expect_config_errors(work, toml_text, expected):
     for line, col, text in expected:
         want = f"{path}:{line}:{col}: error:"
         hits = [l for l in p.stderr.splitlines() if l.startswith(want) and text in l]
-        check(hits, f"expected '{want} ...{text}...' in:\n{p.stderr}")
+        assert hits, f"expected '{want} ...{text}...' in:\n{p.stderr}"
 
 
 def line_of(text, needle):
@@ -333,11 +304,10 @@ def line_of(text, needle):
     raise AssertionError(needle)
 
 
-def test_redis_errors(args, seed):
-    work = Work(args, seed, records=1000)
-    try:
-        head = head_of("redis-errors", work, paced=False)
-        bad = head + """
+def test_redis_errors(weir, tmp_path, seed):
+    work = Work(weir, tmp_path, seed, records=1000)
+    head = head_of("redis-errors", work, paced=False)
+    bad = head + """
 [[sink]]
 name = "a"
 input = "per_key"
@@ -373,20 +343,19 @@ key = "key"
 field = "count"
 value = "count"
 """
-        ln_cmd = line_of(bad, 'name = "d"')[0] + 3
-        ln_key, l_key = line_of(bad, "kee)")
-        ln_score, l_score = line_of(bad, 'score = "key"')
-        ln_field, _ = line_of(bad, 'field = "count"')
-        expect_config_errors(work, bad, [
-            (ln_cmd, 11, "command \"hset\" needs 'field'"),
-            (ln_key, l_key.index("kee") + 1, "unknown field 'kee'"),
-            (ln_score, 10, "score: must be a number or timestamp, got string"),
-            (ln_field, 9, "'field' applies to command \"hset\" only"),
-        ])
-        # Nothing listens on the port: two attempts, then a clear failure.
-        from servers import free_port
-        port = free_port()
-        toml = work.write(head + f"""
+    ln_cmd = line_of(bad, 'name = "d"')[0] + 3
+    ln_key, l_key = line_of(bad, "kee)")
+    ln_score, l_score = line_of(bad, 'score = "key"')
+    ln_field, _ = line_of(bad, 'field = "count"')
+    expect_config_errors(work, bad, [
+        (ln_cmd, 11, "command \"hset\" needs 'field'"),
+        (ln_key, l_key.index("kee") + 1, "unknown field 'kee'"),
+        (ln_score, 10, "score: must be a number or timestamp, got string"),
+        (ln_field, 9, "'field' applies to command \"hset\" only"),
+    ])
+    # Nothing listens on the port: two attempts, then a clear failure.
+    port = free_port()
+    toml = work.write(head + f"""
 [[sink]]
 name = "counts_out"
 input = "running"
@@ -397,13 +366,11 @@ key = "key"
 value = "count"
 max_attempts = 2
 """)
-        p = work.run(toml, "--fresh", expect=1)
-        check(f"cannot reach Redis at 127.0.0.1:{port} after 2 attempts" in p.stderr,
-              f"no clear connection failure:\n{p.stderr[-2000:]}")
-        print("ok: load-time errors at file:line:col (exit 2); unreachable Redis: exit 1 "
-              "after the retries")
-    finally:
-        work.close()
+    p = work.run(toml, "--fresh", expect=1)
+    assert f"cannot reach Redis at 127.0.0.1:{port} after 2 attempts" in p.stderr, (
+        f"no clear connection failure:\n{p.stderr[-2000:]}")
+    print("ok: load-time errors at file:line:col (exit 2); unreachable Redis: exit 1 "
+          "after the retries")
 
 
 # -- PostgreSQL ----------------------------------------------------------------
@@ -439,104 +406,97 @@ def expected_windows(records):
     return w
 
 
-def test_postgres_exactly_once(args, seed):
-    work = Work(args, seed)
-    try:
-        with PostgresServer(max_prepared_transactions=20) as pg:
-            create_tables(pg, "ref_")
-            ref = work.write(pg_pipeline(work, pg, "pg-eo", "ref_", "exactly_once"), "ref.toml")
-            work.run(ref, "--fresh", "-q")
-            want = table_rows(pg, "ref_")
-            check(len(want["running"]) == len(work.records),
-                  f"reference run wrote {len(want['running'])} running counts, "
-                  f"expected {len(work.records)}")
-            check(len(want["windows"]) == len(expected_windows(work.records)),
-                  "reference run wrote the wrong number of windows")
+def test_postgres_exactly_once(weir, tmp_path, seed, kills, postgres_server):
+    work = Work(weir, tmp_path, seed)
+    pg = postgres_server
+    create_tables(pg, "ref_")
+    ref = work.write(pg_pipeline(work, pg, "pg-eo", "ref_", "exactly_once"), "ref.toml")
+    work.run(ref, "--fresh", "-q")
+    want = table_rows(pg, "ref_")
+    assert len(want["running"]) == len(work.records), (
+        f"reference run wrote {len(want['running'])} running counts, "
+        f"expected {len(work.records)}")
+    assert len(want["windows"]) == len(expected_windows(work.records)), (
+        "reference run wrote the wrong number of windows")
+    work.reset_state()
+    create_tables(pg, "")
+    toml = work.write(pg_pipeline(work, pg, "pg-eo", "", "exactly_once"))
+
+    def compare(what):
+        got = table_rows(pg, "")
+        for t in ("windows", "running"):
+            g = [tuple(r) for r in got[t]]
+            w = [tuple(r) for r in want[t]]
+            if g != w:
+                gc, wc = collections.Counter(g), collections.Counter(w)
+                missing = list((wc - gc).elements())
+                extra = list((gc - wc).elements())
+                raise AssertionError(f"{what}: table {t}: {len(g)} rows vs {len(w)} of the "
+                                     f"uninterrupted run, {len(missing)} missing, {len(extra)} "
+                                     f"extra (duplicates); first missing {missing[:3]}, first "
+                                     f"extra {extra[:3]}")
+        left = pg.sql("SELECT gid FROM pg_prepared_xacts")
+        assert not left, f"{what}: prepared transactions left: {left}"
+
+    def reset():
+        pg.sql("TRUNCATE windows, running")
+        work.reset_state()
+
+    logs = kill_loop(weir, seed, work, toml, reset, compare, kills or 6,
+                     fault="pg_kill_after_checkpoint_complete", faults_wanted=2)
+    # Every run after the first finds the progress table: the
+    # server's NOTICE for CREATE TABLE IF NOT EXISTS stays in the log
+    # (debug level), off stderr.
+    noticed = [log for log in logs if "NOTICE" in log]
+    assert not noticed, f"libpq's notices reached stderr:\n{noticed[:1]}"
+    recovered = sum(int(m) for log in logs
+                    for m in re.findall(r"(\d+) prepared transactions committed", log))
+    assert recovered > 0, ("no restore ever committed a prepared transaction of its "
+        "checkpoint (the kills between completion and commit did "
+        "not exercise the recovery)")
+    print(f"ok: tables equal the uninterrupted run ({len(want['running'])} + "
+          f"{len(want['windows'])} rows); restores committed {recovered} prepared "
+          "transactions found in pg_prepared_xacts")
+
+
+def test_postgres_upsert(weir, tmp_path, seed, kills):
+    work = Work(weir, tmp_path, seed)
+    with PostgresServer(max_prepared_transactions=0) as pg:
+        create_tables(pg, "", running_pk=True)
+        toml = work.write(pg_pipeline(work, pg, "pg-upsert", "", "at_least_once", "upsert"))
+        counts = collections.Counter(r["key"] for r in work.records)
+        windows = expected_windows(work.records)
+
+        def compare(what):
+            got = dict((k, int(c)) for k, c in pg.sql("SELECT key, count FROM running"))
+            assert got == dict(counts), (f"{what}: upserted counts differ: {len(got)} keys "
+                f"vs {len(counts)}")
+            # Insert mode at least once: every window there (replays may
+            # add duplicates).
+            rows = pg.sql("SELECT key, (extract(epoch FROM window_start) * 1000)::bigint, "
+                          "n, total FROM windows")
+            seen = {(k, int(ws) // 10_000): [int(n), int(t)] for k, ws, n, t in rows}
+            assert seen == dict(windows), f"{what}: windows differ from those computed here"
+
+        def reset():
+            pg.sql("TRUNCATE windows, running")
             work.reset_state()
-            create_tables(pg, "")
-            toml = work.write(pg_pipeline(work, pg, "pg-eo", "", "exactly_once"))
 
-            def compare(what):
-                got = table_rows(pg, "")
-                for t in ("windows", "running"):
-                    g = [tuple(r) for r in got[t]]
-                    w = [tuple(r) for r in want[t]]
-                    if g != w:
-                        gc, wc = collections.Counter(g), collections.Counter(w)
-                        missing = list((wc - gc).elements())
-                        extra = list((gc - wc).elements())
-                        raise Failure(f"{what}: table {t}: {len(g)} rows vs {len(w)} of the "
-                                      f"uninterrupted run, {len(missing)} missing, {len(extra)} "
-                                      f"extra (duplicates); first missing {missing[:3]}, first "
-                                      f"extra {extra[:3]}")
-                left = pg.sql("SELECT gid FROM pg_prepared_xacts")
-                check(not left, f"{what}: prepared transactions left: {left}")
-
-            def reset():
-                pg.sql("TRUNCATE windows, running")
-                work.reset_state()
-
-            logs = kill_loop(args, seed, work, toml, reset, compare, args.kills or 6,
-                             fault="pg_kill_after_checkpoint_complete", faults_wanted=2)
-            # Every run after the first finds the progress table: the
-            # server's NOTICE for CREATE TABLE IF NOT EXISTS stays in the log
-            # (debug level), off stderr.
-            noticed = [log for log in logs if "NOTICE" in log]
-            check(not noticed, f"libpq's notices reached stderr:\n{noticed[:1]}")
-            recovered = sum(int(m) for log in logs
-                            for m in re.findall(r"(\d+) prepared transactions committed", log))
-            check(recovered > 0, "no restore ever committed a prepared transaction of its "
-                                 "checkpoint (the kills between completion and commit did "
-                                 "not exercise the recovery)")
-            print(f"ok: tables equal the uninterrupted run ({len(want['running'])} + "
-                  f"{len(want['windows'])} rows); restores committed {recovered} prepared "
-                  "transactions found in pg_prepared_xacts")
-    finally:
-        work.close()
+        kill_loop(weir, seed, work, toml, reset, compare, kills or 3)
+        # Uninterrupted, insert mode writes each window exactly once.
+        reset()
+        work.run(toml, "--fresh", "-q")
+        compare("uninterrupted")
+        n = int(pg.sql("SELECT count(*) FROM windows")[0][0])
+        assert n == len(windows), f"insert mode wrote {n} windows, expected {len(windows)}"
+        print(f"ok: upsert keeps one row per key ({len(counts)}) with its final count "
+              f"across kills; insert mode wrote {n} windows")
 
 
-def test_postgres_upsert(args, seed):
-    work = Work(args, seed)
-    try:
-        with PostgresServer(max_prepared_transactions=0) as pg:
-            create_tables(pg, "", running_pk=True)
-            toml = work.write(pg_pipeline(work, pg, "pg-upsert", "", "at_least_once", "upsert"))
-            counts = collections.Counter(r["key"] for r in work.records)
-            windows = expected_windows(work.records)
-
-            def compare(what):
-                got = dict((k, int(c)) for k, c in pg.sql("SELECT key, count FROM running"))
-                check(got == dict(counts), f"{what}: upserted counts differ: {len(got)} keys "
-                                           f"vs {len(counts)}")
-                # Insert mode at least once: every window there (replays may
-                # add duplicates).
-                rows = pg.sql("SELECT key, (extract(epoch FROM window_start) * 1000)::bigint, "
-                              "n, total FROM windows")
-                seen = {(k, int(ws) // 10_000): [int(n), int(t)] for k, ws, n, t in rows}
-                check(seen == dict(windows), f"{what}: windows differ from those computed here")
-
-            def reset():
-                pg.sql("TRUNCATE windows, running")
-                work.reset_state()
-
-            kill_loop(args, seed, work, toml, reset, compare, args.kills or 3)
-            # Uninterrupted, insert mode writes each window exactly once.
-            reset()
-            work.run(toml, "--fresh", "-q")
-            compare("uninterrupted")
-            n = int(pg.sql("SELECT count(*) FROM windows")[0][0])
-            check(n == len(windows), f"insert mode wrote {n} windows, expected {len(windows)}")
-            print(f"ok: upsert keeps one row per key ({len(counts)}) with its final count "
-                  f"across kills; insert mode wrote {n} windows")
-    finally:
-        work.close()
-
-
-def test_postgres_errors(args, seed):
-    work = Work(args, seed, records=2000)
-    try:
-        head = head_of("pg-errors", work, paced=False)
-        bad = head + """
+def test_postgres_errors(weir, tmp_path, seed):
+    work = Work(weir, tmp_path, seed, records=2000)
+    head = head_of("pg-errors", work, paced=False)
+    bad = head + """
 [[sink]]
 name = "a"
 input = "running"
@@ -555,20 +515,20 @@ columns = { k = "key", c = "count + 'x'" }
 mode = "upsert"
 key_columns = ["key"]
 """
-        ln_mode, _ = line_of(bad, 'mode = "upsert"')
-        ln_cols, l_cols = line_of(bad, "count + 'x'")
-        ln_kc, l_kc = line_of(bad, 'key_columns = ["key"]')
-        expect_config_errors(work, bad, [
-            (ln_mode, 8, "mode \"upsert\" needs 'key_columns'"),
-            (ln_cols, l_cols.index("+") + 1, "columns.c: operator '+' needs numbers"),
-        ])
-        # The column check runs once the expressions compile.
-        bad2 = bad.replace("count + 'x'", "count")
-        expect_config_errors(work, bad2, [
-            (ln_kc, l_kc.index('"key"') + 1, "key_columns: 'key' is not one of the columns written"),
-        ])
-        # exactly_once without [checkpoint].
-        no_ckpt = re.sub(r"\[checkpoint\][^\[]*", "", head) + """
+    ln_mode, _ = line_of(bad, 'mode = "upsert"')
+    ln_cols, l_cols = line_of(bad, "count + 'x'")
+    ln_kc, l_kc = line_of(bad, 'key_columns = ["key"]')
+    expect_config_errors(work, bad, [
+        (ln_mode, 8, "mode \"upsert\" needs 'key_columns'"),
+        (ln_cols, l_cols.index("+") + 1, "columns.c: operator '+' needs numbers"),
+    ])
+    # The column check runs once the expressions compile.
+    bad2 = bad.replace("count + 'x'", "count")
+    expect_config_errors(work, bad2, [
+        (ln_kc, l_kc.index('"key"') + 1, "key_columns: 'key' is not one of the columns written"),
+    ])
+    # exactly_once without [checkpoint].
+    no_ckpt = re.sub(r"\[checkpoint\][^\[]*", "", head) + """
 [[sink]]
 name = "c"
 input = "running"
@@ -577,62 +537,34 @@ connection = "host=127.0.0.1"
 table = "t"
 delivery = "exactly_once"
 """
-        ln_d, _ = line_of(no_ckpt, 'delivery = "exactly_once"')
-        expect_config_errors(work, no_ckpt, [(ln_d, 13, "needs a [checkpoint] section")])
+    ln_d, _ = line_of(no_ckpt, 'delivery = "exactly_once"')
+    expect_config_errors(work, no_ckpt, [(ln_d, 13, "needs a [checkpoint] section")])
 
-        with PostgresServer(max_prepared_transactions=0) as pg:
-            create_tables(pg, "")
-            toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "exactly_once", paced=False))
-            p = work.run(toml, "--fresh", expect=1)
-            check("max_prepared_transactions = 0" in p.stderr
-                  and "max_prepared_transactions to at least" in p.stderr,
-                  f"no clear max_prepared_transactions error:\n{p.stderr[-2000:]}")
-            toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "at_least_once", paced=False))
-            work.run(toml, "--fresh", "-q")
-            n = int(pg.sql("SELECT count(*) FROM running")[0][0])
-            check(n == len(work.records), f"at_least_once wrote {n} rows, expected "
-                                          f"{len(work.records)}")
-            # A role the server does not know: refused for good, so no retries.
-            unknown = work.write(pg_pipeline(work, pg, "pg-errors", "", "at_least_once",
-                                             paced=False).replace("user=postgres",
-                                                                  "user=nosuchrole"),
-                                 "unknown-role.toml")
-            p = work.run(unknown, "--fresh", expect=1)
-            check('role "nosuchrole" does not exist' in p.stderr
-                  and "not retried" in p.stderr and "attempt 2" not in p.stderr,
-                  f"an unknown role was not refused at once:\n{p.stderr[-2000:]}")
-            # A missing table: the server's message, exit 1.
-            pg.sql("DROP TABLE windows")
-            p = work.run(toml, "--fresh", expect=1)
-            check('relation "windows" does not exist' in p.stderr,
-                  f"no clear missing-table error:\n{p.stderr[-2000:]}")
-        print("ok: load-time errors at file:line:col (exit 2); max_prepared_transactions = 0 "
-              "and a missing table: exit 1 with the reason")
-    finally:
-        work.close()
-
-
-TESTS = {"redis-kill": test_redis_kill, "redis-errors": test_redis_errors,
-         "postgres-exactly-once": test_postgres_exactly_once,
-         "postgres-upsert": test_postgres_upsert, "postgres-errors": test_postgres_errors}
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("--kills", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("WEIR_SEED", "0")) or None)
-    ap.add_argument("test", choices=sorted(TESTS))
-    args = ap.parse_args()
-    seed = args.seed if args.seed is not None else random.randrange(1, 1 << 30)
-    print(f"seed {seed} (replay with --seed {seed} or WEIR_SEED={seed})")
-    try:
-        TESTS[args.test](args, seed)
-    except Failure as e:
-        print(f"FAIL {args.test}: {e}")
-        sys.exit(1)
-
-
-if __name__ == "__main__":
-    main()
+    with PostgresServer(max_prepared_transactions=0) as pg:
+        create_tables(pg, "")
+        toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "exactly_once", paced=False))
+        p = work.run(toml, "--fresh", expect=1)
+        assert ("max_prepared_transactions = 0" in p.stderr
+            and "max_prepared_transactions to at least" in p.stderr), (
+            f"no clear max_prepared_transactions error:\n{p.stderr[-2000:]}")
+        toml = work.write(pg_pipeline(work, pg, "pg-errors", "", "at_least_once", paced=False))
+        work.run(toml, "--fresh", "-q")
+        n = int(pg.sql("SELECT count(*) FROM running")[0][0])
+        assert n == len(work.records), (f"at_least_once wrote {n} rows, expected "
+            f"{len(work.records)}")
+        # A role the server does not know: refused for good, so no retries.
+        unknown = work.write(pg_pipeline(work, pg, "pg-errors", "", "at_least_once",
+                                         paced=False).replace("user=postgres",
+                                                              "user=nosuchrole"),
+                             "unknown-role.toml")
+        p = work.run(unknown, "--fresh", expect=1)
+        assert ('role "nosuchrole" does not exist' in p.stderr
+            and "not retried" in p.stderr and "attempt 2" not in p.stderr), (
+            f"an unknown role was not refused at once:\n{p.stderr[-2000:]}")
+        # A missing table: the server's message, exit 1.
+        pg.sql("DROP TABLE windows")
+        p = work.run(toml, "--fresh", expect=1)
+        assert 'relation "windows" does not exist' in p.stderr, (
+            f"no clear missing-table error:\n{p.stderr[-2000:]}")
+    print("ok: load-time errors at file:line:col (exit 2); max_prepared_transactions = 0 "
+          "and a missing table: exit 1 with the reason")

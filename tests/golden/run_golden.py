@@ -1,6 +1,6 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Runs one golden end-to-end case through the real `weir` binary.
+"""The golden end-to-end cases through the real `weir` binary: test_golden,
+one case a test (--case DIR; without it, the folders of cases/ and errors/).
 
 A success case is a folder with pipeline.toml whose sinks write out/<name>.jsonl;
 every file expected*.jsonl in the case folder must be produced under the
@@ -29,21 +29,86 @@ once per batch size checks that its output, dead letters included, does not
 depend on it). A case folder with expected_bad_records.txt also runs without
 --quiet and checks that the summary's "bad records" count is that number.
 """
-import re
-import argparse
 import json
 import math
 import os
 import pathlib
-import shutil
-import subprocess
-import sys
-import tempfile
+import re
+
+from weirtest import read_jsonl, run
+
+HERE = pathlib.Path(__file__).resolve().parent
 
 
-def load_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+def parallel_cases():
+    """The cases CMakeLists.txt runs at parallelism 1 and 2 with --unordered
+    (WEIR_GOLDEN_PARALLEL_CASES): their rows are a multiset."""
+    text = "\n".join(line.split("#")[0] for line in
+                     (HERE / "CMakeLists.txt").read_text().splitlines())
+    return set(re.search(r"set\(WEIR_GOLDEN_PARALLEL_CASES(.*?)\)", text, re.S).group(1).split())
+
+
+def pytest_generate_tests(metafunc):
+    if "golden_case" in metafunc.fixturenames:
+        case = metafunc.config.getoption("case")
+        # Without --case every case (the parallel ones compared unordered),
+        # but errors/not-built-kind: that one holds only in a tree built
+        # without connectors (CTest registers it there).
+        cases = [pathlib.Path(case).resolve()] if case else sorted(
+            d for kind in ("cases", "errors") for d in (HERE / kind).iterdir()
+            if (d / "pipeline.toml").exists() and d.name != "not-built-kind")
+        metafunc.parametrize("golden_case", cases, ids=[c.name for c in cases])
+
+
+def test_golden(weir, work, golden_case, pytestconfig):
+    case_dir = golden_case
+    os.symlink(case_dir, work / "case")
+    run_dir = work / "work"
+    run_dir.mkdir()
+    error_file = case_dir / "expected_error.txt"
+    if error_file.exists():
+        proc = run([weir, "validate", "pipeline.toml"], cwd=case_dir, timeout=60, expect=2)
+        want = error_file.read_text()
+        assert proc.stderr == want, (
+            "stderr differs from expected_error.txt\n--- got\n" + proc.stderr
+            + "--- expected\n" + want)
+        return
+
+    bad_count_file = case_dir / "expected_bad_records.txt"
+    cmd = [weir, "run", case_dir / "pipeline.toml"]
+    if not bad_count_file.exists():
+        cmd.append("--quiet")
+    if pytestconfig.getoption("batch_size"):
+        cmd += ["--batch-size", pytestconfig.getoption("batch_size")]
+    if pytestconfig.getoption("parallelism"):
+        cmd += ["--parallelism", pytestconfig.getoption("parallelism")]
+    proc = run(cmd, cwd=run_dir, timeout=120)
+    problems = []
+    if bad_count_file.exists():
+        want_bad = int(bad_count_file.read_text().strip())
+        m = re.search(r"bad records\s+([\d,]+)", proc.stderr)
+        if not m:
+            problems.append("the summary has no 'bad records' line:\n" + proc.stderr)
+        elif int(m.group(1).replace(",", "")) != want_bad:
+            problems.append(f"the summary counts {m.group(1)} bad records, expected {want_bad}")
+    expected = sorted(case_dir.glob("expected*.jsonl"))
+    assert expected, f"no expected*.jsonl in {case_dir}"
+    unordered = pytestconfig.getoption("unordered") or (
+        not pytestconfig.getoption("case") and case_dir.name in parallel_cases())
+    for exp in expected:
+        out = run_dir / "out" / exp.name
+        if not out.exists():
+            problems.append(f"{exp.name}: the pipeline wrote no out/{exp.name}")
+            continue
+        problems += compare(exp.name, read_jsonl(out), read_jsonl(exp), unordered)
+    produced = {p.name for p in (run_dir / "out").glob("*.jsonl")}
+    for extra in sorted(produced - {e.name for e in expected}):
+        # An output without an expected file must stay empty (a late
+        # stream of a case that has no late records).
+        if read_jsonl(run_dir / "out" / extra):
+            problems.append(f"out/{extra} has no expected file in {case_dir} "
+                            "and is not empty")
+    assert not problems, "\n".join(problems)
 
 
 def same_value(a, b):
@@ -100,85 +165,3 @@ def compare(name, got, want, unordered=False):
         if not same_row(a, b):
             problems.append(f"{name} row {i + 1}: got {json.dumps(a)}\n    expected {json.dumps(b)}")
     return problems
-
-
-def run(args):
-    case_dir = pathlib.Path(args.case).resolve()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="weir-golden-"))
-    try:
-        os.symlink(case_dir, tmp / "case")
-        work = tmp / "work"
-        work.mkdir()
-        error_file = case_dir / "expected_error.txt"
-        if error_file.exists():
-            proc = subprocess.run([args.weir, "validate", "pipeline.toml"], cwd=case_dir,
-                                  capture_output=True, text=True, timeout=60)
-            want = error_file.read_text()
-            if proc.returncode != 2:
-                print(f"exit code {proc.returncode}, expected 2\nstderr:\n{proc.stderr}")
-                return 1
-            if proc.stderr != want:
-                print("stderr differs from expected_error.txt\n--- got\n" + proc.stderr
-                      + "--- expected\n" + want)
-                return 1
-            print("error case: exit 2 and the exact diagnostic")
-            return 0
-
-        bad_count_file = case_dir / "expected_bad_records.txt"
-        cmd = [args.weir, "run", str(case_dir / "pipeline.toml")]
-        if not bad_count_file.exists():
-            cmd.append("--quiet")
-        if args.batch_size:
-            cmd += ["--batch-size", str(args.batch_size)]
-        if args.parallelism:
-            cmd += ["--parallelism", str(args.parallelism)]
-        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            print(f"weir exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
-            return 1
-        problems = []
-        if bad_count_file.exists():
-            want_bad = int(bad_count_file.read_text().strip())
-            m = re.search(r"bad records\s+([\d,]+)", proc.stderr)
-            if not m:
-                problems.append("the summary has no 'bad records' line:\n" + proc.stderr)
-            elif int(m.group(1).replace(",", "")) != want_bad:
-                problems.append(f"the summary counts {m.group(1)} bad records, expected {want_bad}")
-        expected = sorted(case_dir.glob("expected*.jsonl"))
-        if not expected:
-            print(f"no expected*.jsonl in {case_dir}")
-            return 1
-        for exp in expected:
-            out = work / "out" / exp.name
-            if not out.exists():
-                problems.append(f"{exp.name}: the pipeline wrote no out/{exp.name}")
-                continue
-            problems += compare(exp.name, load_jsonl(out), load_jsonl(exp), args.unordered)
-        produced = {p.name for p in (work / "out").glob("*.jsonl")}
-        for extra in sorted(produced - {e.name for e in expected}):
-            # An output without an expected file must stay empty (a late
-            # stream of a case that has no late records).
-            if load_jsonl(work / "out" / extra):
-                problems.append(f"out/{extra} has no expected file in {case_dir} "
-                                "and is not empty")
-        if problems:
-            print("\n".join(problems))
-            return 1
-        print(f"{case_dir.name}: {', '.join(e.name for e in expected)} match")
-        return 0
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--weir", required=True)
-    p.add_argument("--case", required=True)
-    p.add_argument("--batch-size", type=int, default=0)
-    p.add_argument("--parallelism", type=int, default=0)
-    p.add_argument("--unordered", action="store_true")
-    sys.exit(run(p.parse_args()))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The installed library, as a program outside the repository sees it.
 
@@ -6,38 +5,21 @@ Installs the build tree into <build>/tests/install/prefix with
 `cmake --install`, configures and builds examples/click-counter on its own
 with find_package(weir) against that prefix (CMAKE_PREFIX_PATH), builds the
 same example a second time with the flags `pkg-config --cflags --libs weir`
-gives, and runs both through the click-counter end-to-end test
-(tests/integration/pipeline_tests.py), which checks every client's count
-against an independent recount of the access log.
+gives, and runs both through the click-counter check the pipeline tests use
+(weirtest.click_counter), which checks every client's count against an
+independent recount of the access log.
 
 The prefix and the example's build folder are at fixed paths under the build
 tree (emptied first), so a compiler cache sees the same command lines.
 
-usage: install_test.py --build DIR --weir BIN --repo DIR --generator G --compiler CXX
+The tree comes with --build-dir, its generator and compiler with --generator
+and --compiler.
 """
-import argparse
 import os
-import pathlib
-import shlex
 import shutil
-import subprocess
-import sys
 
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
-
-
-class Failure(Exception):
-    pass
-
-
-def run(argv, **kw):
-    print("+", " ".join(shlex.quote(str(a)) for a in argv), flush=True)
-    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                          timeout=600 * SCALE, **kw)
-    if proc.returncode != 0:
-        raise Failure(f"{argv[0]} exited {proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\n"
-                      f"stderr:\n{proc.stderr[-4000:]}")
-    return proc
+from weirtest import run
+from weirtest.click_counter import check_click_counter
 
 
 def launcher(build):
@@ -48,64 +30,46 @@ def launcher(build):
     return ""
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("--repo", required=True)
-    ap.add_argument("--generator", required=True)
-    ap.add_argument("--compiler", required=True)
-    args = ap.parse_args()
-    build = pathlib.Path(args.build).resolve()
-    repo = pathlib.Path(args.repo).resolve()
+def test_find_package(repo, build_dir, work, pytestconfig):
+    build = build_dir
+    generator = pytestconfig.getoption("generator")
+    compiler = pytestconfig.getoption("compiler")
+    assert generator and compiler, "this test needs --generator and --compiler"
     root = build / "tests" / "install" / "work"
     shutil.rmtree(root, ignore_errors=True)
     prefix = root / "prefix"
     launch = launcher(build)
 
-    run(["cmake", "--install", build, "--prefix", prefix])
+    run(["cmake", "--install", build, "--prefix", prefix], timeout=600)
     for f in ["include/weir/api/job.hpp", "include/weir/connectors/file_source.hpp"]:
-        if not (prefix / f).is_file():
-            raise Failure(f"{f} not installed")
+        assert (prefix / f).is_file(), f"{f} not installed"
     configs = list(prefix.glob("lib*/**/cmake/weir/weirConfig.cmake"))
-    if len(configs) != 1:
-        raise Failure(f"expected one weirConfig.cmake under {prefix}, found {configs}")
+    assert len(configs) == 1, f"expected one weirConfig.cmake under {prefix}, found {configs}"
     pcs = list(prefix.glob("lib*/**/pkgconfig/weir.pc"))
-    if len(pcs) != 1:
-        raise Failure(f"expected one weir.pc under {prefix}, found {pcs}")
+    assert len(pcs) == 1, f"expected one weir.pc under {prefix}, found {pcs}"
 
     # find_package(weir) from the example's own CMakeLists.txt.
     example_build = root / "click-counter-cmake"
     configure = ["cmake", "-S", repo / "examples" / "click-counter", "-B", example_build,
-                 "-G", args.generator, f"-DCMAKE_CXX_COMPILER={args.compiler}",
+                 "-G", generator, f"-DCMAKE_CXX_COMPILER={compiler}",
                  f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
     if launch:
         configure.append(f"-DCMAKE_CXX_COMPILER_LAUNCHER={launch}")
-    run(configure)
-    run(["cmake", "--build", example_build, "-j", "2"])
+    run(configure, timeout=600)
+    run(["cmake", "--build", example_build, "-j", "2"], timeout=600)
     cmake_example = example_build / "click_counter"
 
     # pkg-config: the flags a Makefile would use.
     env = dict(os.environ, PKG_CONFIG_PATH=str(pcs[0].parent))
     flags = run(["pkg-config", "--cflags", "--libs", "weir"], env=env).stdout.split()
-    if f"-I{prefix}/include" not in flags:
-        raise Failure(f"pkg-config --cflags lacks -I{prefix}/include: {flags}")
+    assert f"-I{prefix}/include" in flags, f"pkg-config --cflags lacks -I{prefix}/include: {flags}"
     pc_example = root / "click_counter_pkgconfig"
     compile_cmd = ([launch] if launch else []) + [
-        args.compiler, "-O2", "-o", pc_example,
+        compiler, "-O2", "-o", pc_example,
         repo / "examples" / "click-counter" / "main.cpp", *flags]
-    run(compile_cmd)
+    run(compile_cmd, timeout=600)
 
     for example in (cmake_example, pc_example):
-        run([sys.executable, repo / "tests" / "integration" / "pipeline_tests.py",
-             "--weir", args.weir, "--example", example, "--repo", repo, "click-counter"])
-    print("install: find_package(weir) and pkg-config builds of click-counter pass")
-    return 0
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        sys.exit(1)
+        run_dir = work / example.name
+        run_dir.mkdir()
+        check_click_counter(example, repo, run_dir)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Two consumers of one stream, joined again downstream, give the same
 output whichever is declared first: the real `weir` binary on two pipeline
@@ -11,43 +10,24 @@ joining them sees the branches in file order. Each test compares the two
 runs' outputs with each other and with what a plain Python reading of the
 input predicts.
 
-usage: chaining_tests.py --weir BIN TEST [--seed S]
-  enrich-order        two filters of one file (account rows, transactions)
-                      feed an enrich without event time: each transaction
-                      gets the latest account row before it in the file
-  union-window-order  two filters of one out-of-order file, unioned again,
-                      feed an event-time tumbling window with a late output:
-                      the windows and the late records the file's batches
-                      and watermarks determine
+  test_enrich_order        two filters of one file (account rows,
+                           transactions) feed an enrich without event time:
+                           each transaction gets the latest account row
+                           before it in the file
+  test_union_window_order  two filters of one out-of-order file, unioned
+                           again, feed an event-time tumbling window with a
+                           late output: the windows and the late records the
+                           file's batches and watermarks determine
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
-import argparse
 import json
 import os
 import random
-import shutil
-import subprocess
-import sys
-import tempfile
 
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+from weirtest import first_difference, read_jsonl, run
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def run_both(args, work, head, first, second, tail):
+def run_both(weir, work, head, first, second, tail):
     """Runs head + first + second + tail and head + second + first + tail
     (the tail writes its outputs under "{out}"); returns both outputs' rows, per file
     name the tail's sinks write."""
@@ -58,18 +38,9 @@ def run_both(args, work, head, first, second, tail):
         toml = os.path.join(work, order + ".toml")
         with open(toml, "w", encoding="utf-8") as f:
             f.write(head + "".join(blocks) + tail.replace("{out}", out))
-        p = subprocess.run([args.weir, "run", toml, "-q"], capture_output=True, text=True,
-                           timeout=120 * SCALE)
-        check(p.returncode == 0, f"{order}: weir exited {p.returncode}:\n{p.stderr[-3000:]}")
+        run([weir, "run", toml, "-q"], what=order)
         outputs.append({name: read_jsonl(os.path.join(out, name)) for name in sorted(os.listdir(out))})
     return outputs
-
-
-def first_difference(got, want):
-    for i, (g, w) in enumerate(zip(got, want)):
-        if g != w:
-            return f"row {i}: got {g}, expected {w}"
-    return f"{len(got)} rows, expected {len(want)}"
 
 
 # -- enrich-order ---------------------------------------------------------------
@@ -123,7 +94,7 @@ path = "{out}/enriched.jsonl"
 """
 
 
-def test_enrich_order(args, seed, work):
+def test_enrich_order(weir, seed, work):
     # Account rows change tiers as the file goes on; transactions in between.
     # Without event time the enrich joins each transaction with the row in
     # effect when it arrives: in file order, the latest row before it.
@@ -147,15 +118,15 @@ def test_enrich_order(args, seed, work):
         else:
             want.append(dict(r, account_tier=latest.get(r["account"])))
     enriched = sum(1 for w in want if w["account_tier"] is not None)
-    check(0 < enriched < len(want), f"{enriched} of {len(want)} transactions have a row: a weak input")
+    assert 0 < enriched < len(want), f"{enriched} of {len(want)} transactions have a row: a weak input"
 
-    declared, swapped = run_both(args, work, ENRICH_HEAD.format(work=work), ENRICH_TX,
+    declared, swapped = run_both(weir, work, ENRICH_HEAD.format(work=work), ENRICH_TX,
                                  ENRICH_ACCOUNTS, ENRICH_TAIL)
     for name, out in (("transactions declared first", declared),
                       ("accounts declared first", swapped)):
         got = out["enriched.jsonl"]
-        check(got == want, f"{name}: not the latest account row before each transaction: "
-                           + first_difference(got, want))
+        assert got == want, (f"{name}: not the latest account row before each transaction: "
+            + first_difference(got, want))
     print(f"ok: {len(want)} transactions, {enriched} with an account row, "
           "the same in both declaration orders")
 
@@ -225,7 +196,7 @@ path = "{out}/late.jsonl"
 """
 
 
-def test_union_window_order(args, seed, work):
+def test_union_window_order(weir, seed, work):
     # Out of order by up to 300 ms against a 100 ms bound: some records come
     # after the watermark passed their window. The source reads batches of
     # BATCH rows and emits max - bound - 1 after each; a record is late when
@@ -254,45 +225,19 @@ def test_union_window_order(args, seed, work):
         wm = high - BOUND_MS - 1 if wm is None else max(wm, high - BOUND_MS - 1)
     want_windows = [{"window_start": s, "window_end": s + 1000, "n": n, "total": t}
                     for s, (n, t) in sorted(windows.items())]
-    check(0 < len(late) < len(rows) // 10, f"{len(late)} late records: a weak input")
+    assert 0 < len(late) < len(rows) // 10, f"{len(late)} late records: a weak input"
 
-    declared, swapped = run_both(args, work,
+    declared, swapped = run_both(weir, work,
                                  UNION_HEAD.format(work=work, batch=BATCH, bound=BOUND_MS),
                                  UNION_A, UNION_B, UNION_TAIL)
     for name, out in (("kind_a declared first", declared), ("kind_b declared first", swapped)):
         got = sorted(out["windows.jsonl"], key=lambda r: r["window_start"])
-        check(got == want_windows, f"{name}: windows: " + first_difference(got, want_windows))
+        assert got == want_windows, f"{name}: windows: " + first_difference(got, want_windows)
         got_late = sorted(out["late.jsonl"], key=lambda r: r["v"])
-        check(got_late == late, f"{name}: late records: " + first_difference(got_late, late))
+        assert got_late == late, f"{name}: late records: " + first_difference(got_late, late)
     # Rows of one batch reach the union branch by branch (the late output
     # keeps that order), so only the windows' order is the same in both.
-    check(declared["windows.jsonl"] == swapped["windows.jsonl"],
-          "the two declaration orders fired the windows in a different order")
+    assert declared["windows.jsonl"] == swapped["windows.jsonl"], (
+        "the two declaration orders fired the windows in a different order")
     print(f"ok: {len(want_windows)} windows, {len(late)} late records, "
           "the same in both declaration orders")
-
-
-TESTS = {"enrich-order": test_enrich_order, "union-window-order": test_union_window_order}
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("WEIR_SEED", "0")) or None)
-    ap.add_argument("test", choices=sorted(TESTS))
-    args = ap.parse_args()
-    seed = args.seed if args.seed is not None else random.randrange(1, 1 << 30)
-    print(f"seed {seed} (replay with --seed {seed} or WEIR_SEED={seed})")
-    work = tempfile.mkdtemp(prefix="weir-chaining-")
-    try:
-        TESTS[args.test](args, seed, work)
-    except Failure as e:
-        print(f"FAIL {args.test}: {e}")
-        sys.exit(1)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    main()

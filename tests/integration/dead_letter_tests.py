@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Dead letters exactly once across restores: the real `weir` binary, real
 LMDB checkpoints, real SIGKILLs.
@@ -12,33 +11,27 @@ every bad record exactly once, each with the origin fields of its source
 kind, and the last run's summary must give the job's total of bad records.
 A run that ends before its kill fails the test (the pacing did not hold).
 
-  file-crash   a file source: origin = path:line, file, line, offset (bytes)
-  kafka-crash  a Kafka source over a 2-partition topic on a real broker
+  test_file_crash   a file source: origin = path:line, file, line, offset (bytes)
+  test_kafka_crash  a Kafka source over a 2-partition topic on a real broker
                (tests/kafka/kafka_broker.py): topic, partition, offset, key,
                timestamp (label kafka)
 
-usage: dead_letter_tests.py --weir BIN [--kills N] [--seed S] TEST
-The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
+--kills sets the SIGKILLs (default 4). The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
-import argparse
 import json
-import os
-import pathlib
 import random
 import re
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 
-# How much slower this tree runs weir (WEIR_TEST_TIME_SCALE: 4 under
-# ThreadSanitizer): the pace and the timeouts are stretched by it.
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+from weirtest import SCALE
+
 
 RECORDS = 12_000   # lines of input, bad ones included
 BAD_EVERY = 12     # line i is bad when i % BAD_EVERY == 5: 1,000 bad records
+KILLS = 4
 SECONDS = 8.0      # how long one uninterrupted run takes at the source's rate
 
 PIPELINE = """
@@ -70,15 +63,6 @@ path = "{work}/out/rows"
 """
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
 def make_lines(n):
     """The input lines; the bad ones have a value that is not an int64."""
     lines = []
@@ -98,35 +82,35 @@ def read_dead_letters(path):
 def bad_summary(stderr):
     """The summary's `bad records` line."""
     m = re.search(r"^\s*bad records\s+(.*)$", stderr, re.M)
-    check(m is not None, f"no 'bad records' line in the summary:\n{stderr[-2000:]}")
+    assert m is not None, f"no 'bad records' line in the summary:\n{stderr[-2000:]}"
     return m.group(1)
 
 
-def crash_loop(args, work, toml, rnd):
-    """SIGKILLs the job args.kills times, then lets it finish; returns the
+def crash_loop(weir, kills_wanted, work, toml, rnd):
+    """SIGKILLs the job kills_wanted times, then lets it finish; returns the
     last run's stderr."""
     shutil.rmtree(work / "out", ignore_errors=True)
     shutil.rmtree(work / "state", ignore_errors=True)
     kills = 0
     runs = 0
     while True:
-        argv = [args.weir, "run", str(toml)] + (["--fresh"] if runs == 0 else [])
+        argv = [weir, "run", str(toml)] + (["--fresh"] if runs == 0 else [])
         log_path = work / f"run-{runs}.log"
         runs += 1
         with open(log_path, "w") as log:
             started = time.monotonic()
             p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
-            if kills < args.kills:
+            if kills < kills_wanted:
                 # Each run resumes where the last checkpoint left it: kill it
                 # within its first second and a half, well before it can end.
                 at = rnd.uniform(0.4, 1.4) * SCALE
                 while time.monotonic() - started < at and p.poll() is None:
                     time.sleep(0.02)
-                check(p.poll() is None,
-                      f"run {runs} ended (exit {p.returncode}) after "
-                      f"{time.monotonic() - started:.2f} s, before its kill at {at:.2f} s: "
-                      f"the source's rate no longer paces the input\n"
-                      f"{log_path.read_text()[-2000:]}")
+                assert p.poll() is None, (
+                    f"run {runs} ended (exit {p.returncode}) after "
+                    f"{time.monotonic() - started:.2f} s, before its kill at {at:.2f} s: "
+                    f"the source's rate no longer paces the input\n"
+                    f"{log_path.read_text()[-2000:]}")
                 p.send_signal(signal.SIGKILL)
                 p.wait()
                 kills += 1
@@ -136,11 +120,11 @@ def crash_loop(args, work, toml, rnd):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-                raise Failure(f"the last run did not end within {120 * SCALE:.0f} s")
+                raise AssertionError(f"the last run did not end within {120 * SCALE:.0f} s")
         err = log_path.read_text()
-        check(p.returncode == 0, f"the last run failed (exit {p.returncode}):\n{err[-3000:]}")
-        check("restored from #" in err,
-              f"the last run did not resume from a checkpoint:\n{err[-2000:]}")
+        assert p.returncode == 0, f"the last run failed (exit {p.returncode}):\n{err[-3000:]}"
+        assert "restored from #" in err, (
+            f"the last run did not resume from a checkpoint:\n{err[-2000:]}")
         print(f"{kills} SIGKILLs in {runs} runs")
         return err
 
@@ -155,29 +139,29 @@ def check_exactly_once(dead, want, key_of):
     twice = sorted(k for k, n in seen.items() if n > 1)
     missing = sorted(set(want) - set(seen))
     extra = sorted(set(seen) - set(want))
-    check(not twice and not missing and not extra,
-          f"{len(dead)} dead letters for {len(want)} bad records: {len(twice)} written "
-          f"more than once (e.g. {twice[:3]}), {len(missing)} missing (e.g. {missing[:3]}), "
-          f"{len(extra)} unexpected (e.g. {extra[:3]})")
+    assert not twice and not missing and not extra, (
+        f"{len(dead)} dead letters for {len(want)} bad records: {len(twice)} written "
+        f"more than once (e.g. {twice[:3]}), {len(missing)} missing (e.g. {missing[:3]}), "
+        f"{len(extra)} unexpected (e.g. {extra[:3]})")
     for d in dead:
         w = want[key_of(d)]
         for field, value in w.items():
-            check(d.get(field) == value,
-                  f"dead letter {d}: {field} is {d.get(field)!r}, expected {value!r}")
+            assert d.get(field) == value, (
+                f"dead letter {d}: {field} is {d.get(field)!r}, expected {value!r}")
 
 
 def check_summary_total(err, total):
     line = bad_summary(err)
     m = re.match(r"([\d,]+)", line)
-    check(m is not None and int(m.group(1).replace(",", "")) == total,
-          f"the last run's summary says bad records '{line}'; the job had {total} "
-          f"bad records over all its runs")
+    assert m is not None and int(m.group(1).replace(",", "")) == total, (
+        f"the last run's summary says bad records '{line}'; the job had {total} "
+        f"bad records over all its runs")
 
 
 # --- file source --------------------------------------------------------------
 
-def test_file_crash(args, work):
-    rnd = random.Random(args.seed)
+def test_file_crash(weir, work, seed, kills):
+    rnd = random.Random(seed)
     lines = make_lines(RECORDS)
     path = work / "input.jsonl"
     want = {}
@@ -193,7 +177,7 @@ def test_file_crash(args, work):
     toml = work / "pipeline.toml"
     toml.write_text(PIPELINE.format(work=work, source=source,
                                     rate=int(RECORDS / SECONDS / SCALE)))
-    err = crash_loop(args, work, toml, rnd)
+    err = crash_loop(weir, kills, work, toml, rnd)
     dead = read_dead_letters(work / "out" / "bad.jsonl")
     check_exactly_once(dead, want, lambda d: d.get("line"))
     check_summary_total(err, len(want))
@@ -203,75 +187,41 @@ def test_file_crash(args, work):
 
 # --- Kafka source -------------------------------------------------------------
 
-def test_kafka_crash(args, work):
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "kafka"))
-    from kafka_broker import KafkaBroker  # noqa: E402
-    rnd = random.Random(args.seed)
+def test_kafka_crash(weir, work, seed, kills, kafka_broker):
+    rnd = random.Random(seed)
     lines = make_lines(RECORDS)
-    with KafkaBroker() as broker:
-        topic = "dead-letter-input"
-        broker.create_topic(topic, partitions=2)
-        broker.wait_for_topic(topic, 2)
-        before = int(time.time() * 1000)
-        want = {}
-        for p in range(2):
-            mine = lines[p::2]
-            broker.produce(topic, ["k%d|%s" % (j % 5, l) for j, l in enumerate(mine)],
-                           partition=p, key_delimiter="|")
-            for j, l in enumerate(mine):
-                i = 2 * j + p
-                if i % BAD_EVERY == 5:
-                    want[(p, j)] = {"origin": f"{topic}/{p}@{j}", "topic": topic,
-                                    "partition": p, "offset": j, "key": "k%d" % (j % 5),
-                                    "raw": l}
-        after = int(time.time() * 1000) + 1000
-        source = (f'type = "kafka"\ntopics = ["{topic}"]\nbootstrap_servers = '
-                  f'"{broker.bootstrap}"\nbounded = "latest"\ngroup_id = "dead-letters"')
-        toml = work / "pipeline.toml"
-        toml.write_text(PIPELINE.format(work=work, source=source,
-                                        rate=int(RECORDS / SECONDS / SCALE)))
-        err = crash_loop(args, work, toml, rnd)
+    broker = kafka_broker
+    topic = "dead-letter-input"
+    broker.create_topic(topic, partitions=2)
+    broker.wait_for_topic(topic, 2)
+    before = int(time.time() * 1000)
+    want = {}
+    for p in range(2):
+        mine = lines[p::2]
+        broker.produce(topic, ["k%d|%s" % (j % 5, l) for j, l in enumerate(mine)],
+                       partition=p, key_delimiter="|")
+        for j, l in enumerate(mine):
+            i = 2 * j + p
+            if i % BAD_EVERY == 5:
+                want[(p, j)] = {"origin": f"{topic}/{p}@{j}", "topic": topic,
+                                "partition": p, "offset": j, "key": "k%d" % (j % 5),
+                                "raw": l}
+    after = int(time.time() * 1000) + 1000
+    source = (f'type = "kafka"\ntopics = ["{topic}"]\nbootstrap_servers = '
+              f'"{broker.bootstrap}"\nbounded = "latest"\ngroup_id = "dead-letters"')
+    toml = work / "pipeline.toml"
+    toml.write_text(PIPELINE.format(work=work, source=source,
+                                    rate=int(RECORDS / SECONDS / SCALE)))
+    err = crash_loop(weir, kills, work, toml, rnd)
     dead = read_dead_letters(work / "out" / "bad.jsonl")
     check_exactly_once(dead, want, lambda d: (d.get("partition"), d.get("offset")))
     for d in dead:
         ts = d.get("timestamp")
-        check(isinstance(ts, int) and before - 1000 <= ts <= after,
-              f"dead letter {d}: timestamp {ts!r} is not the record's Kafka timestamp "
-              f"(produced between {before} and {after})")
-        check("file" not in d and "line" not in d,
-              f"dead letter {d}: a Kafka record has no file or line")
+        assert isinstance(ts, int) and before - 1000 <= ts <= after, (
+            f"dead letter {d}: timestamp {ts!r} is not the record's Kafka timestamp "
+            f"(produced between {before} and {after})")
+        assert "file" not in d and "line" not in d, (
+            f"dead letter {d}: a Kafka record has no file or line")
     check_summary_total(err, len(want))
     print(f"kafka-crash: ok, {len(want)} bad records dead-lettered exactly once "
           f"with their topic, partition, offset, key and timestamp")
-
-
-TESTS = {"file-crash": test_file_crash, "kafka-crash": test_kafka_crash}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("--kills", type=int, default=4)
-    ap.add_argument("--seed", type=int,
-                    default=int(os.environ.get("WEIR_SEED", random.randrange(1 << 30))))
-    ap.add_argument("test", choices=list(TESTS))
-    args = ap.parse_args()
-    args.weir = os.path.abspath(args.weir)
-    print(f"seed {args.seed} (WEIR_SEED replays it)")
-    work = pathlib.Path(tempfile.mkdtemp(prefix="weir-dead-letters-"))
-    ok = False
-    try:
-        TESTS[args.test](args, work)
-        ok = True
-    except Failure as e:
-        print(f"{args.test}: FAILED: {e}")
-    finally:
-        if not ok and os.environ.get("WEIR_KEEP_FAILED"):
-            print(f"kept {work} (WEIR_KEEP_FAILED)")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

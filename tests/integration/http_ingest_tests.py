@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """HTTP ingest: `weir serve` with `type = "http"` sources, the real binary on a
 free loopback port, driven over HTTP.
@@ -27,55 +26,29 @@ free loopback port, driven over HTTP.
                 output exactly once, and each key's committed counts are
                 exactly 1..N for its N records (no record counted twice,
                 none lost)
-
-usage: http_ingest_tests.py --weir BIN TEST
+Each is the test function test_<name> (test_basics, test_config,
+test_exactly_once).
 """
-import argparse
 import http.client
 import json
 import pathlib
 import random
-import shutil
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from server_tests import SCALE, Failure, Server, check, wait_until  # noqa: E402
-
-
-def post(port, source, body, key=None, timeout=30):
-    """(status, headers, json) of POST /ingest/{source}."""
-    h = {"Content-Type": "application/x-ndjson"}
-    if key:
-        h["Idempotency-Key"] = key
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout * SCALE)
-    try:
-        c.request("POST", f"/ingest/{source}", body=body.encode(), headers=h)
-        r = c.getresponse()
-        data = r.read()
-        return r.status, dict(r.getheaders()), json.loads(data) if data else None
-    finally:
-        c.close()
+from weirtest import SCALE, read_jsonl, wait_until
+from weirtest.server import post_ingest
 
 
 def lines(records):
     return "".join(json.dumps(r) + "\n" for r in records)
 
 
-def read_jsonl(path):
-    p = pathlib.Path(path)
-    if not p.exists():
-        return []
-    return [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
-
-
 def committed_rows(directory):
     rows = []
     for f in sorted(pathlib.Path(directory).glob("part-*.jsonl")):
-        rows += read_jsonl(f)
+        rows += read_jsonl(missing_ok=True, path=f)
     return rows
 
 
@@ -119,54 +92,54 @@ rate = 100
 """
 
 
-def test_basics(weir, work):
+def test_basics(weir, work, serve):
     out = work / "out"
     out.mkdir()
     p1 = work / "ingest.toml"
     p1.write_text(BASICS.format(out=out))
     p2 = work / "throttled.toml"
     p2.write_text(THROTTLED.format())
-    srv = Server(weir, work, [p1, p2])
+    srv = serve([p1, p2])
     try:
         port = srv.port
         # The source answers once its subtask reads (503 before).
-        wait_until(lambda: post(port, "events", lines([{"n": 0, "k": "a"}]))[0] == 202,
+        wait_until(lambda: post_ingest(port, "events", lines([{"n": 0, "k": "a"}]))[0] == 202,
                    "the http source to accept a request")
         accepted = [{"n": 0, "k": "a"}]
         batch = [{"n": i, "k": "ab"[i % 2]} for i in range(1, 6)]
-        st, _, body = post(port, "events", lines(batch))
-        check(st == 202, f"good body: {st} {body}")
-        check(body["accepted"] == 5 and body["bad"] == 0 and body["bad_examples"] == [],
-              f"good body summary {body}")
-        check(body["ack"] == "accepted" and body["request_id"], f"summary {body}")
+        st, _, body = post_ingest(port, "events", lines(batch))
+        assert st == 202, f"good body: {st} {body}"
+        assert body["accepted"] == 5 and body["bad"] == 0 and body["bad_examples"] == [], (
+            f"good body summary {body}")
+        assert body["ack"] == "accepted" and body["request_id"], f"summary {body}"
         accepted += batch
         mixed = ('{"n": 6, "k": "a"}\n{"n": "six", "k": "a"}\n{"n": 7, "k": "b"}\n'
                  'not json\n{"n": 8, "k": "a"}\n')
-        st, _, body = post(port, "events", mixed)
-        check(st == 202, f"mixed body: {st} {body}")
-        check(body["accepted"] == 3 and body["bad"] == 2, f"mixed summary {body}")
-        check([b["line"] for b in body["bad_examples"]] == [2, 4],
-              f"bad lines {body['bad_examples']}")
+        st, _, body = post_ingest(port, "events", mixed)
+        assert st == 202, f"mixed body: {st} {body}"
+        assert body["accepted"] == 3 and body["bad"] == 2, f"mixed summary {body}"
+        assert [b["line"] for b in body["bad_examples"]] == [2, 4], (
+            f"bad lines {body['bad_examples']}")
         mixed_id = body["request_id"]
         accepted += [{"n": 6, "k": "a"}, {"n": 7, "k": "b"}, {"n": 8, "k": "a"}]
-        st, _, body = post(port, "events", "nothing,like,json\nat all\n")
-        check(st == 400 and body["accepted"] == 0 and body["bad"] == 2 and body["errors"],
-              f"not the format: {st} {body}")
-        st, _, body = post(port, "events", lines([{"n": 1000 + i, "k": "x" * 40}
+        st, _, body = post_ingest(port, "events", "nothing,like,json\nat all\n")
+        assert st == 400 and body["accepted"] == 0 and body["bad"] == 2 and body["errors"], (
+            f"not the format: {st} {body}")
+        st, _, body = post_ingest(port, "events", lines([{"n": 1000 + i, "k": "x" * 40}
                                                   for i in range(100)]))
-        check(st == 413 and body["errors"], f"over max_body: {st} {body}")
-        st, _, body = post(port, "nope", lines(batch))
-        check(st == 404 and "nope" in body["errors"][0], f"unknown source: {st} {body}")
+        assert st == 413 and body["errors"], f"over max_body: {st} {body}"
+        st, _, body = post_ingest(port, "nope", lines(batch))
+        assert st == 404 and "nope" in body["errors"][0], f"unknown source: {st} {body}"
         # The same Idempotency-Key twice: queued once.
         again = [{"n": 9, "k": "b"}, {"n": 10, "k": "a"}]
-        st, _, body = post(port, "events", lines(again), key="req-9")
-        check(st == 202 and body["request_id"] == "req-9", f"keyed: {st} {body}")
-        st, _, body = post(port, "events", lines(again), key="req-9")
-        check(st == 200 and body.get("duplicate") is True and body["accepted"] == 2,
-              f"repeated key: {st} {body}")
+        st, _, body = post_ingest(port, "events", lines(again), key="req-9")
+        assert st == 202 and body["request_id"] == "req-9", f"keyed: {st} {body}"
+        st, _, body = post_ingest(port, "events", lines(again), key="req-9")
+        assert st == 200 and body.get("duplicate") is True and body["accepted"] == 2, (
+            f"repeated key: {st} {body}")
         accepted += again
-        st, _, body = post(port, "events", lines(again), key="bad key")
-        check(st == 400, f"a key with a space: {st} {body}")
+        st, _, body = post_ingest(port, "events", lines(again), key="bad key")
+        assert st == 400, f"a key with a space: {st} {body}"
 
         # Backpressure: a blackhole at 100 rows/s behind a queue of 200.
         got_429 = None
@@ -175,31 +148,31 @@ def test_basics(weir, work):
         while got_429 is None and time.monotonic() < deadline:
             csv = "".join(f"{n + i},k\n" for i in range(100))
             n += 100
-            st, headers, body = post(port, "slow", csv)
-            check(st in (202, 429), f"throttled source: {st} {body}")
+            st, headers, body = post_ingest(port, "slow", csv)
+            assert st in (202, 429), f"throttled source: {st} {body}"
             if st == 429:
                 got_429 = (headers, body)
-        check(got_429 is not None, "no 429 from a source behind a sink at 100 rows/s")
+        assert got_429 is not None, "no 429 from a source behind a sink at 100 rows/s"
         headers, body = got_429
-        check(headers.get("Retry-After") == "2", f"Retry-After {headers}")
-        check(body["accepted"] == 0 and "queued" in body["errors"][0], f"429 body {body}")
+        assert headers.get("Retry-After") == "2", f"Retry-After {headers}"
+        assert body["accepted"] == 0 and "queued" in body["errors"][0], f"429 body {body}"
 
         # The throttled job would drain slowly: cancelled. The other one
         # stops gracefully (its sink flushes): everything accepted is there.
         srv.json("DELETE", f"/jobs/{srv.ids[1]}", expect=202)
     finally:
         srv.stop()
-    rows = read_jsonl(out / "events.jsonl")
-    check(sorted(r["n"] for r in rows) == sorted(r["n"] for r in accepted),
-          f"sink rows {sorted(r['n'] for r in rows)}, accepted "
-          f"{sorted(r['n'] for r in accepted)}")
-    dead = read_jsonl(out / "dead.jsonl")
-    check(len(dead) == 2, f"dead letters {dead}")
+    rows = read_jsonl(missing_ok=True, path=out / "events.jsonl")
+    assert sorted(r["n"] for r in rows) == sorted(r["n"] for r in accepted), (
+        f"sink rows {sorted(r['n'] for r in rows)}, accepted "
+        f"{sorted(r['n'] for r in accepted)}")
+    dead = read_jsonl(missing_ok=True, path=out / "dead.jsonl")
+    assert len(dead) == 2, f"dead letters {dead}"
     for d, line in zip(dead, (2, 4)):
         text = json.dumps(d)
-        check(mixed_id in text and f"request {mixed_id}" in text,
-              f"dead letter without the request id {mixed_id}: {d}")
-        check(d.get("line") == line, f"dead letter line {d}, expected {line}")
+        assert mixed_id in text and f"request {mixed_id}" in text, (
+            f"dead letter without the request id {mixed_id}: {d}")
+        assert d.get("line") == line, f"dead letter line {d}, expected {line}"
 
 
 def test_config(weir, work):
@@ -209,19 +182,19 @@ def test_config(weir, work):
                    '[[sink]]\nname = "s"\ninput = "events"\ntype = "blackhole"\n')
     r = subprocess.run([weir, "run", str(bad)], capture_output=True, text=True, cwd=work,
                        timeout=60 * SCALE)
-    check(r.returncode == 2, f"ack = checkpoint without checkpoints: exit {r.returncode}")
-    check(f"{bad}:9:7: error: ack = \"checkpoint\"" in r.stderr,
-          f"diagnostic at bad.toml:9:7: {r.stderr}")
+    assert r.returncode == 2, f"ack = checkpoint without checkpoints: exit {r.returncode}"
+    assert f"{bad}:9:7: error: ack = \"checkpoint\"" in r.stderr, (
+        f"diagnostic at bad.toml:9:7: {r.stderr}")
     r = subprocess.run([weir, "serve", "--listen", "127.0.0.1:0", str(bad)],
                        capture_output=True, text=True, cwd=work, timeout=60 * SCALE)
-    check(r.returncode == 2 and ":9:7:" in r.stderr, f"serve: {r.returncode} {r.stderr}")
+    assert r.returncode == 2 and ":9:7:" in r.stderr, f"serve: {r.returncode} {r.stderr}"
     ok = work / "ok.toml"
     ok.write_text(bad.read_text().replace('ack = "checkpoint"\n', ""))
     r = subprocess.run([weir, "run", str(ok)], capture_output=True, text=True, cwd=work,
                        timeout=60 * SCALE)
-    check(r.returncode == 1, f"weir run of an http source: exit {r.returncode}: {r.stderr}")
-    check("weir serve" in r.stderr and "POST /ingest/events" in r.stderr,
-          f"weir run's message: {r.stderr}")
+    assert r.returncode == 1, f"weir run of an http source: exit {r.returncode}: {r.stderr}"
+    assert "weir serve" in r.stderr and "POST /ingest/events" in r.stderr, (
+        f"weir run's message: {r.stderr}")
 
 
 EXACTLY_ONCE = """
@@ -262,7 +235,7 @@ path = "{out}/counts"
 """
 
 
-def test_exactly_once(weir, work):
+def test_exactly_once(weir, work, serve):
     out = work / "out"
     out.mkdir()
     pipeline = work / "eo.toml"
@@ -285,30 +258,30 @@ def test_exactly_once(weir, work):
                 key = f"t{t}-b{b}"
                 deadline = time.monotonic() + 120 * SCALE
                 while True:
-                    check(time.monotonic() < deadline, f"request {key} never acknowledged")
+                    assert time.monotonic() < deadline, f"request {key} never acknowledged"
                     port = current["port"]
                     try:
-                        st, _, res = post(port, "events", body, key=key, timeout=15)
+                        st, _, res = post_ingest(port, "events", body, key=key, timeout=15)
                     except (OSError, http.client.HTTPException, ValueError, TypeError):
                         with lock:
                             stats["errors"] += 1
                         time.sleep(0.1)
                         continue
                     if st in (200, 202):
-                        check(res["accepted"] == batch, f"{key}: {res}")
+                        assert res["accepted"] == batch, f"{key}: {res}"
                         with lock:
                             stats["acked"] += 1
                             stats["dup"] += st == 200
                             acked.append((key, body))
                         break
-                    check(st in (429, 503), f"{key}: unexpected {st} {res}")
+                    assert st in (429, 503), f"{key}: unexpected {st} {res}"
                     with lock:
                         stats["errors"] += 1
                     time.sleep(0.1)
         except Exception as e:  # noqa: BLE001
             failures.append(f"client {t}: {e}")
 
-    srv = Server(weir, work, [pipeline])
+    srv = serve([pipeline])
     current["port"] = srv.port
     workers = [threading.Thread(target=client, args=(t,)) for t in range(threads)]
     for w in workers:
@@ -326,7 +299,7 @@ def test_exactly_once(weir, work):
             (work / "serve.log").rename(work / f"serve-{kills}.log")
             with lock:
                 before = acked[-1] if acked else None
-            srv = Server(weir, work, [pipeline])
+            srv = serve([pipeline])
             current["port"] = srv.port
             if before:
                 # A request acknowledged before the kill, sent again: its key
@@ -334,31 +307,31 @@ def test_exactly_once(weir, work):
                 key, body = before
 
                 def resent():
-                    st, _, res = post(srv.port, "events", body, key=key)
+                    st, _, res = post_ingest(srv.port, "events", body, key=key)
                     return (st, res) if st != 503 else None
                 st, res = wait_until(resent, f"an answer to the resent {key}")
-                check(st == 200 and res.get("duplicate") is True and res["accepted"] == batch,
-                      f"resent {key} after a restart: {st} {res}")
+                assert st == 200 and res.get("duplicate") is True and res["accepted"] == batch, (
+                    f"resent {key} after a restart: {st} {res}")
                 resent_after_restart.append(key)
         for w in workers:
             w.join(timeout=150 * SCALE)
-        check(not failures, "; ".join(failures))
-        check(all(not w.is_alive() for w in workers), "clients still running")
+        assert not failures, "; ".join(failures)
+        assert all(not w.is_alive() for w in workers), "clients still running"
     finally:
         srv.stop()
-    check(kills >= 3, f"only {kills} kills: the clients finished too soon")
-    check(stats["acked"] == threads * batches, f"acknowledged {stats}")
-    check(resent_after_restart, "no acknowledged request was resent after a restart")
+    assert kills >= 3, f"only {kills} kills: the clients finished too soon"
+    assert stats["acked"] == threads * batches, f"acknowledged {stats}"
+    assert resent_after_restart, "no acknowledged request was resent after a restart"
     print(f"exactly-once: {kills} kills, {stats}, resent after restarts: {resent_after_restart}")
 
     rows = committed_rows(out / "records")
     ns = sorted(r["n"] for r in rows)
     expected = list(range(threads * batches * batch))
     dups = sorted({n for n in ns if ns.count(n) > 1}) if len(ns) != len(set(ns)) else []
-    check(not dups, f"records committed twice: {dups[:20]} ({len(dups)})")
+    assert not dups, f"records committed twice: {dups[:20]} ({len(dups)})"
     missing = sorted(set(expected) - set(ns))
-    check(not missing, f"acknowledged records missing: {missing[:20]} ({len(missing)})")
-    check(ns == expected, "committed records differ from those sent")
+    assert not missing, f"acknowledged records missing: {missing[:20]} ({len(missing)})"
+    assert ns == expected, "committed records differ from those sent"
     per_key = {}
     for r in rows:
         per_key[r["k"]] = per_key.get(r["k"], 0) + 1
@@ -367,30 +340,5 @@ def test_exactly_once(weir, work):
         counts.setdefault(r["k"], []).append(r["count"])
     for k, n in per_key.items():
         got = sorted(counts.get(k, []))
-        check(got == list(range(1, n + 1)),
-              f"key {k}: {n} records, committed counts {got[:10]}... ({len(got)})")
-
-
-TESTS = {"basics": test_basics, "config": test_config, "exactly-once": test_exactly_once}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("test", choices=sorted(TESTS))
-    a = ap.parse_args()
-    work = pathlib.Path(tempfile.mkdtemp(prefix="weir-http-ingest-"))
-    try:
-        TESTS[a.test](str(pathlib.Path(a.weir).resolve()), work)
-    except Failure as e:
-        print(f"FAIL {a.test}: {e}", file=sys.stderr)
-        for log in sorted(work.glob("serve*.log")):
-            print(f"--- {log.name}:\n{log.read_text()[-3000:]}", file=sys.stderr)
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    print(f"ok {a.test}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        assert got == list(range(1, n + 1)), (
+            f"key {k}: {n} records, committed counts {got[:10]}... ({len(got)})")

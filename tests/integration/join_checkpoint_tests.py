@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Exactly-once of a two-input job: the real `weir` binary, real LMDB files,
-real SIGKILLs, with checkpoint_tests.py's crash loop.
+real SIGKILLs, with the crash loop of weirtest.exactly_once.
 
 Two files of generated rows, orders and payments, 60,000 each, over 500
 keys, each out of order within its source's 1 s bound, are joined by key
@@ -24,28 +23,23 @@ uninterrupted run's matches equal what a plain Python reading of both files
 predicts (enrich: the account's latest row at or before the transaction,
 else its first row if that comes within max_wait, else no tier).
 
-usage: join_checkpoint_tests.py --weir BIN TEST [--kills N] [--seed S]
-  join-crash    SIGKILL at random moments, restart on the same dir (default 10
-                kills), committed output compared with an uninterrupted run
-  join-rescale  checkpoint taken at parallelism 4, restored at parallelism 2
-  two-input-pattern-crash  the enrich + pattern job, SIGKILLed as join-crash
+  test_join_crash    SIGKILL at random moments, restart on the same dir
+                     (--kills, default 10), committed output compared with
+                     an uninterrupted run
+  test_join_rescale  checkpoint taken at parallelism 4, restored at 2
+  test_two_input_pattern_crash  the enrich + pattern job, SIGKILLed as
+                     test_join_crash
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
-import argparse
-import glob
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
-import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from enrich_tests import ENRICH_INPUTS, MAX_WAIT, tier_at  # noqa: E402
-from checkpoint_tests import (SCALE, Failure, Job, check, compare, crash_loop,  # noqa: E402
-                              rescale_4_to_2)
+from weirtest import SCALE
+from weirtest.enrich import ENRICH_INPUTS, MAX_WAIT, tier_at
+from weirtest.exactly_once import CheckpointedJob, compare, crash_loop, rescale_4_to_2
 
+KILLS = 10 if SCALE == 1 else max(3, round(10 / SCALE))
 ROWS = int(60_000 / SCALE)
 KEYS = 500
 FIELDS = ("pairs", "windows")
@@ -120,31 +114,19 @@ def generate(path, n, seed, extra):
             f.write(json.dumps(row) + "\n")
 
 
-class JoinJob(Job):
-    """checkpoint_tests.Job with the join pipeline and its two inputs."""
+class JoinJob(CheckpointedJob):
+    """The join pipeline and its two inputs."""
+    OUTPUTS = FIELDS
 
-    def __init__(self, args, seed):
-        super().__init__(args, seed, records=0)
+    def __init__(self, weir, work, seed):
+        super().__init__(weir, work)
         generate(os.path.join(self.work, "orders.jsonl"), ROWS, seed,
                  lambda r: {"amount": r.randint(1, 1000)})
         generate(os.path.join(self.work, "payments.jsonl"), ROWS, seed + 1,
                  lambda r: {"method": r.choice(["card", "cash", "wire"])})
 
-    def write(self, parallelism, extra=""):
-        path = os.path.join(self.work, "pipeline.toml")
-        with open(path, "w") as f:
-            f.write(PIPELINE.format(parallelism=parallelism, work=self.work))
-        return path
-
-    def committed(self):
-        out = {}
-        for name in FIELDS:
-            rows = []
-            for part in sorted(glob.glob(os.path.join(self.work, "out", name, "part-*"))):
-                with open(part) as f:
-                    rows += f.read().splitlines()
-            out[name] = sorted(rows)
-        return out
+    def write(self, parallelism):
+        return self.write_toml(PIPELINE.format(parallelism=parallelism, work=self.work))
 
     def reference(self, parallelism=2):
         self.reset()
@@ -155,11 +137,11 @@ class JoinJob(Job):
         # checked, not only its stability across kills.
         want = independent_pairs(self.work)
         got = sorted((r["order"], r["payment"]) for r in map(json.loads, ref["pairs"]))
-        check(got == want, f"the uninterrupted run joined {len(got)} pairs, the test finds "
-                           f"{len(want)}; first differences: "
-                           f"{sorted(set(got) ^ set(want))[:5]}")
-        check(len(want) > ROWS // 20, f"only {len(want)} pairs: the test joins almost nothing")
-        check(len(ref["windows"]) > KEYS, "the uninterrupted run wrote almost no windows")
+        assert got == want, (f"the uninterrupted run joined {len(got)} pairs, the test finds "
+            f"{len(want)}; first differences: "
+            f"{sorted(set(got) ^ set(want))[:5]}")
+        assert len(want) > ROWS // 20, f"only {len(want)} pairs: the test joins almost nothing"
+        assert len(ref["windows"]) > KEYS, "the uninterrupted run wrote almost no windows"
         return ref
 
 
@@ -182,25 +164,19 @@ def independent_pairs(work):
     return sorted(pairs)
 
 
-def test_join_crash(args, seed):
-    job = JoinJob(args, seed)
-    try:
-        want = job.reference()
-        crash_loop(args, seed, job, want, fields=FIELDS)
-    finally:
-        job.close()
+def test_join_crash(weir, work, seed, kills):
+    job = JoinJob(weir, work, seed)
+    want = job.reference()
+    crash_loop(job, want, seed, kills, FIELDS)
 
 
-def test_join_rescale(args, seed):
-    job = JoinJob(args, seed)
-    try:
-        want = job.reference()
-        _, ids = rescale_4_to_2(args, job, ROWS // 5)
-        compare(job.committed(), want, "after restoring a parallelism-4 checkpoint at 2", FIELDS)
-        print(f"ok: checkpoint {max(ids)} taken at parallelism 4 restored at 2, same output "
-              f"({len(want['pairs'])} pairs, {len(want['windows'])} windows)")
-    finally:
-        job.close()
+def test_join_rescale(weir, work, seed):
+    job = JoinJob(weir, work, seed)
+    want = job.reference()
+    _, ids = rescale_4_to_2(job, ROWS // 5)
+    compare(job.committed(), want, "after restoring a parallelism-4 checkpoint at 2", FIELDS)
+    print(f"ok: checkpoint {max(ids)} taken at parallelism 4 restored at 2, same output "
+          f"({len(want['pairs'])} pairs, {len(want['windows'])} windows)")
 
 
 TRANSACTIONS = int(150_000 / SCALE)
@@ -240,13 +216,14 @@ path = "{work}/out/matches"
 """
 
 
-class EnrichPatternJob(Job):
-    """checkpoint_tests.Job with the enrich + pattern pipeline and its two
-    inputs: transactions at distinct even times (ms), account rows at odd
-    times, so no tie decides a result."""
+class EnrichPatternJob(CheckpointedJob):
+    """The enrich + pattern pipeline and its two inputs: transactions at
+    distinct even times (ms), account rows at odd times, so no tie decides a
+    result."""
+    OUTPUTS = ("matches",)
 
-    def __init__(self, args, seed):
-        super().__init__(args, seed, records=0)
+    def __init__(self, weir, work, seed):
+        super().__init__(weir, work)
         rnd = random.Random(seed)
         span = TRANSACTIONS * 10
         self.accounts = []  # (ts, id, tier), in time order
@@ -273,20 +250,10 @@ class EnrichPatternJob(Job):
             for tx, a, amount, ts in self.transactions:
                 f.write(json.dumps({"tx": tx, "account": a, "amount": amount, "ts": ts}) + "\n")
 
-    def write(self, parallelism, extra=""):
-        path = os.path.join(self.work, "pipeline.toml")
-        with open(path, "w") as f:
-            f.write(ENRICH_PATTERN.format(
-                parallelism=parallelism, work=self.work, within=WITHIN,
-                enrich_inputs=ENRICH_INPUTS.format(work=self.work, max_wait=MAX_WAIT)))
-        return path
-
-    def committed(self):
-        rows = []
-        for part in sorted(glob.glob(os.path.join(self.work, "out", "matches", "part-*"))):
-            with open(part) as f:
-                rows += f.read().splitlines()
-        return {"matches": sorted(rows)}
+    def write(self, parallelism):
+        return self.write_toml(ENRICH_PATTERN.format(
+            parallelism=parallelism, work=self.work, within=WITHIN,
+            enrich_inputs=ENRICH_INPUTS.format(work=self.work, max_wait=MAX_WAIT)))
 
     def predict(self):
         """(small_tx, large_tx, tier) per match: each transaction's tier as
@@ -322,42 +289,14 @@ class EnrichPatternJob(Job):
         got = sorted((r["small_tx"], r["large_tx"], r["tier"])
                      for r in map(json.loads, ref["matches"]))
         want = self.predict()
-        check(got == want, f"the uninterrupted run found {len(got)} matches, the test predicts "
-                           f"{len(want)}; first differences: {sorted(set(got) ^ set(want))[:5]}")
-        check(len(want) > 100 / SCALE,
-              f"only {len(want)} matches: the test matches almost nothing")
+        assert got == want, (f"the uninterrupted run found {len(got)} matches, the test predicts "
+            f"{len(want)}; first differences: {sorted(set(got) ^ set(want))[:5]}")
+        assert len(want) > 100 / SCALE, (
+            f"only {len(want)} matches: the test matches almost nothing")
         return ref
 
 
-def test_two_input_pattern_crash(args, seed):
-    job = EnrichPatternJob(args, seed)
-    try:
-        want = job.reference()
-        crash_loop(args, seed, job, want, fields=("matches",))
-    finally:
-        job.close()
-
-
-TESTS = {"join-crash": test_join_crash, "join-rescale": test_join_rescale,
-         "two-input-pattern-crash": test_two_input_pattern_crash}
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("--kills", type=int, default=10 if SCALE == 1 else max(3, round(10 / SCALE)))
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("WEIR_SEED", "0")) or None)
-    ap.add_argument("test", choices=sorted(TESTS))
-    args = ap.parse_args()
-    seed = args.seed if args.seed is not None else random.randrange(1, 1 << 30)
-    print(f"seed {seed} (replay with --seed {seed} or WEIR_SEED={seed})")
-    try:
-        TESTS[args.test](args, seed)
-    except Failure as e:
-        print(f"FAIL {args.test}: {e}")
-        sys.exit(1)
-
-
-if __name__ == "__main__":
-    main()
+def test_two_input_pattern_crash(weir, work, seed, kills):
+    job = EnrichPatternJob(weir, work, seed)
+    want = job.reference()
+    crash_loop(job, want, seed, kills, ("matches",))

@@ -1,57 +1,41 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The Kafka source end to end: the real `weir` binary against a real Apache
 Kafka broker (KRaft, one node, started here: tests/kafka/kafka_broker.py).
 
-One broker serves every scenario of a run (its JVM start costs seconds):
-  dashboard       the access log (JSONL) produced into a 4-partition topic;
+One broker (the kafka_broker fixture) serves every test of a session (its JVM
+start costs seconds); CTest's kafka/source runs them all:
+  test_dashboard  the access log (JSONL) produced into a 4-partition topic;
                   the dashboard job reading it (bounded = "latest") at
                   parallelism 2 writes what the same job over the file writes
-  crash           a checkpointed keyed job over a 4-partition topic, SIGKILLed
+  test_crash      a checkpointed keyed job over a 4-partition topic, SIGKILLed
                   at random moments and resumed on its checkpoint directory:
                   the committed output equals an uninterrupted run's (the
                   source rewinds to its checkpointed offsets)
-  idle-partition  one of four partitions never receives a record: windows
+  test_idle_partition  one of four partitions never receives a record: windows
                   fire once it is idle (idle_timeout), and do not without it
-  new-partition   a partition added while the job runs is read
+  test_new_partition   a partition added while the job runs is read
                   (partition_discovery_interval)
-  start-timestamp start = "timestamp" reads from the first record at or after it
-  errors          a missing topic and unreachable brokers fail the job with
+  test_start_timestamp start = "timestamp" reads from the first record at or after it
+  test_errors     a missing topic and unreachable brokers fail the job with
                   exit code 1 and one message naming them, within seconds
 
-usage: kafka_source_tests.py --weir BIN --repo DIR [--kills N] [--seed S] TEST...
+--kills sets the crash test's SIGKILLs (default 3); the seed is printed,
+--seed (or WEIR_SEED) replays it.
 """
-import argparse
-import glob
 import json
-import os
-import pathlib
 import random
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "kafka"))
-from kafka_broker import KafkaBroker  # noqa: E402
+from weirtest import SCALE, run
+from weirtest.exactly_once import committed_parts
 
-# How much slower this tree runs weir (WEIR_TEST_TIME_SCALE: 4 under
-# ThreadSanitizer): timeouts are multiplied by it.
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 
 JSONL = "data/apache_access_logs/apache_logs_anon.jsonl"
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
+KILLS = 3
 
 
 def lines_of(path):
@@ -131,17 +115,13 @@ path = "{out}/errors.jsonl"
 """
 
 
-def run_weir(args, toml_path, *flags, timeout=300 * SCALE, expect=0):
-    p = subprocess.run([args.weir, "run", str(toml_path), *flags], capture_output=True,
-                       text=True, timeout=timeout)
-    if expect is not None and p.returncode != expect:
-        raise Failure(f"weir exited {p.returncode}, expected {expect}:\n"
-                      f"stdout:\n{p.stdout[-2000:]}\nstderr:\n{p.stderr[-3000:]}")
-    return p
+def run_weir(weir, toml_path, *flags, timeout=300, expect=0):
+    return run([weir, "run", toml_path, *flags], timeout=timeout, expect=expect)
 
 
-def test_dashboard(args, broker, work):
-    jsonl = str(pathlib.Path(args.repo) / JSONL)
+def test_dashboard(weir, repo, kafka_broker, work):
+    broker = kafka_broker
+    jsonl = str(repo / JSONL)
     broker.create_topic("access-log", partitions=4)
     round_robin(broker, "access-log", lines_of(jsonl), 4)
     outputs = {}
@@ -154,18 +134,18 @@ def test_dashboard(args, broker, work):
         toml = work / f"{kind}.toml"
         toml.write_text(DASHBOARD.format(out=out, source=source))
         t0 = time.monotonic()
-        run_weir(args, toml)
+        run_weir(weir, toml)
         outputs[kind] = {name: sorted(lines_of(out / f"{name}.jsonl"))
                          for name in ("views", "views_late", "status_per_minute", "errors")}
         print(f"dashboard: {kind} run took {time.monotonic() - t0:.1f} s")
     f, k = outputs["file"], outputs["kafka"]
-    check(sum(json.loads(l)["views"] for l in f["views"]) == 9999, "file run: views != 9,999")
+    assert sum(json.loads(l)["views"] for l in f["views"]) == 9999, "file run: views != 9,999"
     for name in f:
-        check(f[name] == k[name],
-              f"{name}: the Kafka run differs from the file run: {len(k[name])} rows vs "
-              f"{len(f[name])}; first missing {sorted(set(f[name]) - set(k[name]))[:2]}, "
-              f"first unexpected {sorted(set(k[name]) - set(f[name]))[:2]}")
-    check(k["views_late"] == [], "late records in the Kafka run")
+        assert f[name] == k[name], (
+            f"{name}: the Kafka run differs from the file run: {len(k[name])} rows vs "
+            f"{len(f[name])}; first missing {sorted(set(f[name]) - set(k[name]))[:2]}, "
+            f"first unexpected {sorted(set(k[name]) - set(f[name]))[:2]}")
+    assert k["views_late"] == [], "late records in the Kafka run"
     print(f"dashboard: ok, {len(k['views'])} view windows, {len(k['errors'])} errors, "
           "the same from the topic (4 partitions, parallelism 2) as from the file")
 
@@ -226,18 +206,12 @@ CRASH_RECORDS = 200_000
 
 
 def committed(work):
-    out = {}
-    for name in ("windows", "running"):
-        rows = []
-        for part in sorted(glob.glob(os.path.join(work, "out", name, "part-*"))):
-            with open(part) as f:
-                rows += f.read().splitlines()
-        out[name] = sorted(rows)
-    return out
+    return committed_parts(work, ("windows", "running"))
 
 
-def test_crash(args, broker, work):
-    rnd = random.Random(args.seed)
+def test_crash(weir, kafka_broker, work, seed, kills):
+    broker = kafka_broker
+    rnd = random.Random(seed)
     lines = []
     for i in range(CRASH_RECORDS):
         ts = i * 10 + rnd.randint(0, 500)  # out of order within the 1 s bound
@@ -254,23 +228,24 @@ def test_crash(args, broker, work):
 
     reset()
     t0 = time.monotonic()
-    run_weir(args, toml, "--fresh", "-q")
+    run_weir(weir, toml, "--fresh", "-q")
     took = time.monotonic() - t0
     want = committed(work)
-    check(len(want["running"]) == CRASH_RECORDS,
-          f"the uninterrupted run wrote {len(want['running'])} counts")
-    check(len(want["windows"]) > 1000, "the uninterrupted run wrote almost no windows")
+    assert len(want["running"]) == CRASH_RECORDS, (
+        f"the uninterrupted run wrote {len(want['running'])} counts")
+    assert len(want["windows"]) > 1000, "the uninterrupted run wrote almost no windows"
     print(f"crash: the uninterrupted run took {took:.1f} s")
     reset()
+    kills_wanted = kills
     kills = runs = restores = 0
     fresh = True
     while True:
-        argv = [args.weir, "run", str(toml)] + (["--fresh"] if fresh else [])
+        argv = [weir, "run", str(toml)] + (["--fresh"] if fresh else [])
         resumable = not fresh and (work / "state").exists()
         fresh = False
         log_path = work / f"run-{runs}.log"
         runs += 1
-        check(runs < 20 + 4 * args.kills, f"{runs} runs without finishing the kills")
+        assert runs < 20 + 4 * kills_wanted, f"{runs} runs without finishing the kills"
         with open(log_path, "w") as log:
             p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
             time.sleep(rnd.uniform(0.1, max(0.3, took * 0.9)))
@@ -283,18 +258,18 @@ def test_crash(args, broker, work):
             p.wait()
         err = log_path.read_text()
         restores += resumable
-        check(p.returncode == 0, f"a run between kills failed:\n{err[-2000:]}")
+        assert p.returncode == 0, f"a run between kills failed:\n{err[-2000:]}"
         got = committed(work)
         for name in want:
             g, w = got[name], want[name]
-            check(g == w, f"after {kills} kills ({runs} runs): {name} differs from the "
-                          f"uninterrupted run: {len(g)} rows vs {len(w)}, "
-                          f"{len(set(w) - set(g))} missing, {len(g) - len(set(g))} duplicated")
-        if kills >= args.kills:
+            assert g == w, (f"after {kills} kills ({runs} runs): {name} differs from the "
+                f"uninterrupted run: {len(g)} rows vs {len(w)}, "
+                f"{len(set(w) - set(g))} missing, {len(g) - len(set(g))} duplicated")
+        if kills >= kills_wanted:
             break
         reset()
         fresh = True
-    check(restores > 0, "no run ever resumed from a checkpoint")
+    assert restores > 0, "no run ever resumed from a checkpoint"
     print(f"crash: ok, {kills} SIGKILLs in {runs} runs ({restores} resumed); the committed "
           f"output equals the uninterrupted run ({len(want['running'])} counts, "
           f"{len(want['windows'])} windows)")
@@ -305,9 +280,9 @@ def test_crash(args, broker, work):
 class Running:
     """A weir run whose stdout lines are collected as they come."""
 
-    def __init__(self, args, toml):
-        self.p = subprocess.Popen([args.weir, "run", str(toml)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
+    def __init__(self, procs, weir, toml):
+        self.p = procs.start([weir, "run", toml], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
         self.lines = []
         self.err = []
         self._t = [threading.Thread(target=self._read, args=(self.p.stdout, self.lines),
@@ -373,7 +348,8 @@ type = "stdout"
 """
 
 
-def test_idle_partition(args, broker, work):
+def test_idle_partition(weir, kafka_broker, work, procs):
+    broker = kafka_broker
     broker.create_topic("idle-input", partitions=4)
     # Partitions 0..2 get 30 s of events (three windows); partition 3 nothing.
     for p in range(3):
@@ -383,26 +359,26 @@ def test_idle_partition(args, broker, work):
     toml = work / "idle-never.toml"
     toml.write_text(IDLE.format(topic="idle-input", bootstrap=broker.bootstrap,
                                 watermark='max_out_of_orderness = "0s"'))
-    run = Running(args, toml)
+    run = Running(procs, weir, toml)
     fired = run.wait_for(lambda ls: len(ls) > 0, 5)
     err = run.stop()
-    check(not fired, f"windows fired although partition 3 holds the watermark back:\n"
-                     f"{run.lines[:5]}\n{err[-1000:]}")
+    assert not fired, (f"windows fired although partition 3 holds the watermark back:\n"
+        f"{run.lines[:5]}\n{err[-1000:]}")
     toml = work / "idle.toml"
     toml.write_text(IDLE.format(topic="idle-input", bootstrap=broker.bootstrap,
                                 watermark='max_out_of_orderness = "0s", idle_timeout = "2s"'))
     t0 = time.monotonic()
-    run = Running(args, toml)
+    run = Running(procs, weir, toml)
     # Windows [0, 10) and [10, 20) of each of the three keys (the watermark
     # stops at 29 s - 1 ms, so [20, 30) stays open).
     fired = run.wait_for(lambda ls: len(ls) >= 6, 30)
     took = time.monotonic() - t0
     err = run.stop()
-    check(fired, f"windows did not fire within 30 s with idle_timeout = 2s: {run.lines}\n"
-                 f"{err[-2000:]}")
+    assert fired, (f"windows did not fire within 30 s with idle_timeout = 2s: {run.lines}\n"
+        f"{err[-2000:]}")
     rows = sorted((r["key"], r["window_start"], r["n"]) for r in map(json.loads, run.lines))
     want = sorted((f"p{p}", s, 10) for p in range(3) for s in (0, 10000))
-    check(rows == want, f"windows {rows}, expected {want}")
+    assert rows == want, f"windows {rows}, expected {want}"
     print(f"idle-partition: ok, 6 windows fired {took:.1f} s after the start with partition 3 "
           "idle (none fired in 5 s without idle_timeout)")
 
@@ -429,16 +405,17 @@ type = "stdout"
 """
 
 
-def test_new_partition(args, broker, work):
+def test_new_partition(weir, kafka_broker, work, procs):
+    broker = kafka_broker
     broker.create_topic("grow-input", partitions=2)
     broker.produce("grow-input", [f"a{i}" for i in range(5)], partition=0)
     broker.produce("grow-input", [f"b{i}" for i in range(5)], partition=1)
     toml = work / "grow.toml"
     toml.write_text(GROW.format(topic="grow-input", bootstrap=broker.bootstrap))
-    run = Running(args, toml)
+    run = Running(procs, weir, toml)
     try:
-        check(run.wait_for(lambda ls: len(ls) >= 10, 30),
-              f"the first 10 records were not read: {run.lines}")
+        assert run.wait_for(lambda ls: len(ls) >= 10, 30), (
+            f"the first 10 records were not read: {run.lines}")
         broker.add_partitions("grow-input", 3)
         broker.produce("grow-input", [f"c{i}" for i in range(5)], partition=2)
         t0 = time.monotonic()
@@ -446,12 +423,12 @@ def test_new_partition(args, broker, work):
         took = time.monotonic() - t0
     finally:
         err = run.stop()
-    check(ok, f"the records of the new partition were not read within 30 s:\n"
-              f"{run.lines}\n{err[-2000:]}")
+    assert ok, (f"the records of the new partition were not read within 30 s:\n"
+        f"{run.lines}\n{err[-2000:]}")
     rows = sorted((r["partition"], r["offset"], r["value"]) for r in map(json.loads, run.lines))
     want = sorted([(0, i, f"a{i}") for i in range(5)] + [(1, i, f"b{i}") for i in range(5)]
                   + [(2, i, f"c{i}") for i in range(5)])
-    check(rows == want, f"records {rows}, expected {want}")
+    assert rows == want, f"records {rows}, expected {want}"
     print(f"new-partition: ok, partition 2 added while running was read {took:.1f} s later")
 
 
@@ -475,7 +452,8 @@ type = "stdout"
 """
 
 
-def test_errors(args, broker, work):
+def test_errors(weir, kafka_broker, work):
+    broker = kafka_broker
     for what, topic, bootstrap, want in [
         ("a missing topic", "no-such-topic", broker.bootstrap,
          "topic 'no-such-topic' does not exist"),
@@ -485,10 +463,10 @@ def test_errors(args, broker, work):
         toml = work / "errors.toml"
         toml.write_text(ERRORS.format(topic=topic, bootstrap=bootstrap))
         t0 = time.monotonic()
-        p = run_weir(args, toml, timeout=60 * SCALE, expect=1)
+        p = run_weir(weir, toml, timeout=60, expect=1)
         took = time.monotonic() - t0
-        check(want in p.stderr, f"{what}: stderr lacks {want!r}:\n{p.stderr[-2000:]}")
-        check(took < 20 * SCALE, f"{what}: weir took {took:.1f} s to fail")
+        assert want in p.stderr, f"{what}: stderr lacks {want!r}:\n{p.stderr[-2000:]}"
+        assert took < 20 * SCALE, f"{what}: weir took {took:.1f} s to fail"
         print(f"errors: ok, {what} fails the job in {took:.1f} s (exit 1): {want}")
 
 
@@ -514,7 +492,8 @@ type = "stdout"
 """
 
 
-def test_start_timestamp(args, broker, work):
+def test_start_timestamp(weir, kafka_broker, work):
+    broker = kafka_broker
     broker.create_topic("start-input", partitions=2)
     broker.produce("start-input", [f"old{i}" for i in range(4)], partition=0)
     time.sleep(1.0)
@@ -524,54 +503,7 @@ def test_start_timestamp(args, broker, work):
     broker.produce("start-input", [f"new{i}" for i in range(3, 5)], partition=1)
     toml = work / "start.toml"
     toml.write_text(START.format(topic="start-input", bootstrap=broker.bootstrap, ts=ts))
-    p = run_weir(args, toml, timeout=60 * SCALE)
+    p = run_weir(weir, toml, timeout=60)
     got = sorted(json.loads(l)["value"] for l in p.stdout.splitlines() if l.strip())
-    check(got == [f"new{i}" for i in range(5)], f"start = timestamp read {got}")
+    assert got == [f"new{i}" for i in range(5)], f"start = timestamp read {got}"
     print("start-timestamp: ok, only the records at or after start_timestamp were read")
-
-
-TESTS = {
-    "dashboard": test_dashboard,
-    "crash": test_crash,
-    "idle-partition": test_idle_partition,
-    "new-partition": test_new_partition,
-    "errors": test_errors,
-    "start-timestamp": test_start_timestamp,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("--repo", required=True)
-    ap.add_argument("--kills", type=int, default=3)
-    ap.add_argument("--seed", type=int,
-                    default=int(os.environ.get("WEIR_SEED", random.randrange(1 << 30))))
-    ap.add_argument("tests", nargs="+", choices=[*TESTS, "all"])
-    args = ap.parse_args()
-    args.weir = os.path.abspath(args.weir)
-    print(f"seed {args.seed} (WEIR_SEED replays it)")
-    names = list(TESTS) if "all" in args.tests else args.tests
-    work = pathlib.Path(tempfile.mkdtemp(prefix="weir-kafka-it-"))
-    failed = False
-    try:
-        with KafkaBroker() as broker:
-            print(f"broker at {broker.bootstrap}")
-            for name in names:
-                d = work / name
-                d.mkdir()
-                try:
-                    TESTS[name](args, broker, d)
-                except Failure as e:
-                    failed = True
-                    print(f"{name}: FAILED: {e}")
-    finally:
-        if failed and os.environ.get("WEIR_KEEP_FAILED"):
-            print(f"kept {work} (WEIR_KEEP_FAILED)")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The recovery contract (docs/concepts/recovery.md) through the real `weir`
 binary on real LMDB files: nothing acknowledged or committed is lost on a
@@ -11,7 +10,7 @@ copy every case starts from. A rerun on it finishes the input at full speed;
 its committed output must be each key's counts 1..n exactly once (computed
 from the generator's definition, seq % 5).
 
-usage: recovery_tests.py --weir BIN TEST [--sweep] [--seed S]
+Each is the test function test_<name> with - as _ (test_truncated_tail, ...):
   truncated-tail     data.mdb short by 1..16 pages: `weir checkpoints list`
                      and `weir run` refuse with "is truncated ... --fresh"
                      (or, when only free pages were cut, the store is intact:
@@ -57,7 +56,6 @@ sweeps (minutes); the seed is printed, --seed (or WEIR_SEED) replays it.
 
 WEIR_TEST_TIME_SCALE stretches the waits and timeouts.
 """
-import argparse
 import collections
 import hashlib
 import json
@@ -65,31 +63,18 @@ import os
 import pathlib
 import random
 import re
-import resource
 import shutil
 import signal
 import struct
 import subprocess
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from server_tests import Server  # noqa: E402
+from weirtest import SCALE, file_size_limit, run, wait_until
+from weirtest.server import post_ingest
 
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 COUNT = 6000
 KEYS = 5
 PAGE = 4096
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
 
 
 PIPELINE = """
@@ -158,8 +143,8 @@ def signalled(rc):
 class Store:
     """The pristine store and output, and a work dir each case resets."""
 
-    def __init__(self, args, root):
-        self.args = args
+    def __init__(self, weir, root):
+        self.weir = weir
         self.root = root
         self.work = root / "job"
         self.work.mkdir()
@@ -177,21 +162,24 @@ class Store:
     def create(self):
         """Runs slowly until three checkpoints have committed output, stops
         with SIGTERM (a final checkpoint), keeps the result as pristine."""
-        proc = subprocess.Popen([self.args.weir, "run", str(self.pipeline(rate=2000)), "-q"],
+        proc = subprocess.Popen([self.weir, "run", str(self.pipeline(rate=2000)), "-q"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 30 * SCALE
-        while time.monotonic() < deadline and len(list(self.out.glob("part-*"))) < 3:
-            if proc.poll() is not None:
-                raise Failure(f"the job ended early: {proc.stderr.read()[-2000:]}")
-            time.sleep(0.02)
-        check(proc.poll() is None, "the job finished before three checkpoints")
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60 * SCALE)
-        check(proc.returncode == 143, f"exit {proc.returncode} after SIGTERM: {err[-2000:]}")
+        try:
+            wait_until(lambda: proc.poll() is not None or len(list(self.out.glob("part-*"))) >= 3,
+                       "three checkpoints with committed output")
+            assert proc.poll() is None, (
+                f"the job finished before three checkpoints: {proc.stderr.read()[-2000:]}")
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60 * SCALE)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 143, f"exit {proc.returncode} after SIGTERM: {err[-2000:]}"
         ids = self.ids()
-        check(len(ids) == 3, f"expected 3 retained checkpoints, got {ids}")
+        assert len(ids) == 3, f"expected 3 retained checkpoints, got {ids}"
         rows = committed(self.out)
-        check(0 < len(rows) < COUNT, f"{len(rows)} rows committed before the stop")
+        assert 0 < len(rows) < COUNT, f"{len(rows)} rows committed before the stop"
         shutil.copytree(self.work, self.pristine)
         return ids
 
@@ -201,7 +189,7 @@ class Store:
             shutil.copytree(self.pristine / d, self.work / d)
 
     def listing(self, directory=None):
-        p = subprocess.run([self.args.weir, "checkpoints", "list", str(directory or self.state)],
+        p = subprocess.run([self.weir, "checkpoints", "list", str(directory or self.state)],
                            capture_output=True, text=True, timeout=60 * SCALE)
         return p
 
@@ -209,7 +197,7 @@ class Store:
         """Every checkpoint listed, those a pending start over superseded
         (named below the table) included."""
         p = self.listing(directory)
-        check(p.returncode == 0, f"weir checkpoints list: exit {p.returncode}: {p.stderr}")
+        assert p.returncode == 0, f"weir checkpoints list: exit {p.returncode}: {p.stderr}"
         ids = [int(l.split()[0]) for l in p.stdout.splitlines()
                if l.split() and l.split()[0].isdigit()]
         for l in p.stdout.splitlines():
@@ -218,12 +206,9 @@ class Store:
         return sorted(ids)
 
     def run(self, *flags, fsize=None):
-        def limit():
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.RLIM_INFINITY))
-        return subprocess.run([self.args.weir, "run", str(self.toml), "-q", *flags],
-                              capture_output=True, text=True, timeout=120 * SCALE,
-                              preexec_fn=limit if fsize is not None else None)
+        """`weir run` of the pipeline, its files limited to `fsize` bytes."""
+        return run([self.weir, "run", self.toml, "-q", *flags], timeout=120, expect=None,
+                   preexec_fn=file_size_limit(fsize))
 
 
 def manifest_offsets(data, ids=None):
@@ -262,7 +247,7 @@ def damage_manifests(state, ids):
     path = pathlib.Path(state) / "data.mdb"
     data = bytearray(path.read_bytes())
     hits = manifest_offsets(bytes(data), set(ids))
-    check({c for c, _ in hits} >= set(ids), f"manifests of {ids} not found in {path}")
+    assert {c for c, _ in hits} >= set(ids), f"manifests of {ids} not found in {path}"
     for _, off in hits:
         data[off + 20] ^= 0xFF  # inside trigger_ms: the checksum no longer matches
     path.write_bytes(bytes(data))
@@ -271,22 +256,22 @@ def damage_manifests(state, ids):
 def expect_refusal(p, store, before, *words):
     """Exit 1 with the guidance words, no signal, nothing touched."""
     err = p.stderr
-    check(not signalled(p.returncode), f"weir died by a signal (exit {p.returncode}):\n{err[-2000:]}")
-    check(p.returncode == 1, f"exit {p.returncode}, expected a refusal (1):\n{err[-2000:]}")
+    assert not signalled(p.returncode), f"weir died by a signal (exit {p.returncode}):\n{err[-2000:]}"
+    assert p.returncode == 1, f"exit {p.returncode}, expected a refusal (1):\n{err[-2000:]}"
     for w in words:
-        check(w in err, f"the refusal does not say {w!r}:\n{err[-2000:]}")
-    check(digest([store.state, store.out]) == before,
-          f"the refused run changed the store or the output:\n{err[-2000:]}")
+        assert w in err, f"the refusal does not say {w!r}:\n{err[-2000:]}"
+    assert digest([store.state, store.out]) == before, (
+        f"the refused run changed the store or the output:\n{err[-2000:]}")
 
 
 def expect_exact(p, store, what):
-    check(not signalled(p.returncode), f"{what}: weir died by a signal ({p.returncode}):\n"
-                                       f"{p.stderr[-2000:]}")
-    check(p.returncode == 0, f"{what}: exit {p.returncode}:\n{p.stderr[-2000:]}")
+    assert not signalled(p.returncode), (f"{what}: weir died by a signal ({p.returncode}):\n"
+        f"{p.stderr[-2000:]}")
+    assert p.returncode == 0, f"{what}: exit {p.returncode}:\n{p.stderr[-2000:]}"
     got = committed(store.out)
     want = expected_rows()
-    check(got == want, f"{what}: {len(got)} committed rows, {len(want)} expected "
-                       f"({len(set(want) - set(got))} missing, {len(got) - len(set(got))} twice)")
+    assert got == want, (f"{what}: {len(got)} committed rows, {len(want)} expected "
+        f"({len(set(want) - set(got))} missing, {len(got) - len(set(got))} twice)")
 
 
 def outcome(store, p, before, what):
@@ -296,17 +281,17 @@ def outcome(store, p, before, what):
         return "exact"
     try:
         expect_refusal(p, store, before)
-        check("--fresh" in p.stderr or "--allow-rollback" in p.stderr,
-              f"no guidance (--fresh / --allow-rollback)")
-    except Failure as e:
-        raise Failure(f"{what}: {e}") from None
+        assert "--fresh" in p.stderr or "--allow-rollback" in p.stderr, (
+            "no guidance (--fresh / --allow-rollback)")
+    except AssertionError as e:
+        raise AssertionError(f"{what}: {e}") from None
     return "refused"
 
 
 # ---- the three defects -------------------------------------------------------
 
-def test_truncated_tail(args, root):
-    store = Store(args, root)
+def test_truncated_tail(weir, work):
+    store = Store(weir, work)
     store.create()
     size = (store.pristine / "state/data.mdb").stat().st_size
     refused = intact = 0
@@ -316,20 +301,20 @@ def test_truncated_tail(args, root):
         os.truncate(store.state / "data.mdb", max(0, size - pages * PAGE))
         before = digest([store.state, store.out])
         p = store.listing()
-        check(not signalled(p.returncode),
-              f"short by {pages} pages: weir checkpoints list died (exit {p.returncode})")
+        assert not signalled(p.returncode), (
+            f"short by {pages} pages: weir checkpoints list died (exit {p.returncode})")
         if p.returncode != 0:
-            check("is truncated" in p.stderr and "--fresh" in p.stderr,
-                  f"short by {pages} pages: not the truncation message:\n{p.stderr}")
+            assert "is truncated" in p.stderr and "--fresh" in p.stderr, (
+                f"short by {pages} pages: not the truncation message:\n{p.stderr}")
             r = store.run()
             expect_refusal(r, store, before, "is truncated", "--fresh")
             refused += 1
         else:
             # Only free pages were cut: the store is whole.
-            check(store.ids() == ids, f"short by {pages} pages: listing changed")
+            assert store.ids() == ids, f"short by {pages} pages: listing changed"
             expect_exact(store.run(), store, f"short by {pages} pages")
             intact += 1
-    check(refused > 0, "no truncation was refused")
+    assert refused > 0, "no truncation was refused"
     print(f"ok: 16 truncations: {refused} refused, {intact} cut only free pages")
 
 
@@ -357,9 +342,7 @@ path = "{work}/out"
 """
 
 
-def test_rollback(args, root):
-    from http_ingest_tests import post  # noqa: E402
-    work = root
+def test_rollback(weir, work, serve):
     pipeline = work / "acked.toml"
     pipeline.write_text(HTTP.format(work=work))
 
@@ -369,85 +352,82 @@ def test_rollback(args, root):
             out += [json.loads(l)["n"] for l in p.read_text().splitlines() if l.strip()]
         return sorted(out)
 
-    srv = Server(args.weir, work, [pipeline])
+    srv = serve([pipeline])
     try:
         for req in range(1, 6):
             body = "".join(json.dumps({"n": req * 100 + i}) + "\n" for i in range(3))
             deadline = time.monotonic() + 30 * SCALE
             while True:
-                check(time.monotonic() < deadline, f"request {req} never acknowledged")
-                st, _, res = post(srv.port, "events", body, key=f"req-{req}")
+                assert time.monotonic() < deadline, f"request {req} never acknowledged"
+                st, _, res = post_ingest(srv.port, "events", body, key=f"req-{req}")
                 if st == 202:
                     break
-                check(st == 503, f"request {req}: {st} {res}")
+                assert st == 503, f"request {req}: {st} {res}"
                 time.sleep(0.1)
     finally:
         srv.stop()
     acked = sorted(r * 100 + i for r in range(1, 6) for i in range(3))
-    check(rows() == acked, f"committed {rows()}, acknowledged {acked}")
+    assert rows() == acked, f"committed {rows()}, acknowledged {acked}"
     ids = [int(l.split()[0]) for l in subprocess.run(
-        [args.weir, "checkpoints", "list", str(work / "state")], capture_output=True,
+        [weir, "checkpoints", "list", str(work / "state")], capture_output=True,
         text=True).stdout.splitlines() if l.split() and l.split()[0].isdigit()]
-    check(len(ids) == 3, f"retained checkpoints {ids}")
+    assert len(ids) == 3, f"retained checkpoints {ids}"
     damage_manifests(work / "state", ids[-2:])
 
     def serve_once(*flags):
-        srv = Server(args.weir, work, [pipeline], args=flags)
+        srv = serve([pipeline], args=flags)
         try:
             def settled():
                 text = srv.stderr()
                 if "restoring from checkpoint" in text or "failed" in text:
                     return text
                 return None
-            deadline = time.monotonic() + 20 * SCALE
-            while time.monotonic() < deadline and not settled():
-                time.sleep(0.05)
-            text = settled() or srv.stderr()
+            text = wait_until(settled, "the job to restore or to fail", 20)
             if "failed" in text:
                 # The API says why too.
                 exc = srv.get(f"/jobs/{srv.ids[0]}/exceptions")
-                check("--fresh" in (exc.get("root-exception") or ""),
-                      f"GET /jobs/{{id}}/exceptions does not give the refusal: {exc}")
+                assert "--fresh" in (exc.get("root-exception") or ""), (
+                    f"GET /jobs/{{id}}/exceptions does not give the refusal: {exc}")
             return text
         finally:
             srv.stop()
 
     log = serve_once()
-    check("restoring from checkpoint" not in log,
-          f"serving again restored an older checkpoint than the newest:\n{log[-2000:]}")
-    check(f"checkpoint {ids[-1]}" in log and "--allow-rollback" in log and "--fresh" in log,
-          f"the refusal does not name checkpoint {ids[-1]} and the flags:\n{log[-2000:]}")
-    check(f"checkpoint {ids[0]}" in log, f"the refusal does not name checkpoint {ids[0]}, "
-                                         f"the one a rollback restores:\n{log[-2000:]}")
-    check(rows() == acked, f"acknowledged rows lost after the refusal: {rows()}")
+    assert "restoring from checkpoint" not in log, (
+        f"serving again restored an older checkpoint than the newest:\n{log[-2000:]}")
+    assert f"checkpoint {ids[-1]}" in log and "--allow-rollback" in log and "--fresh" in log, (
+        f"the refusal does not name checkpoint {ids[-1]} and the flags:\n{log[-2000:]}")
+    assert f"checkpoint {ids[0]}" in log, (f"the refusal does not name checkpoint {ids[0]}, "
+        f"the one a rollback restores:\n{log[-2000:]}")
+    assert rows() == acked, f"acknowledged rows lost after the refusal: {rows()}"
 
     log = serve_once("--allow-rollback")
-    check(f"restoring from checkpoint {ids[0]}" in log,
-          f"--allow-rollback did not restore checkpoint {ids[0]}:\n{log[-2000:]}")
+    assert f"restoring from checkpoint {ids[0]}" in log, (
+        f"--allow-rollback did not restore checkpoint {ids[0]}:\n{log[-2000:]}")
 
     # Every manifest damaged: refused, rollback or not (nothing to roll back to).
-    damage_manifests(work / "state", [i for i in ids_now(args, work) if i not in ids[-2:]])
+    damage_manifests(work / "state", [i for i in ids_now(weir, work) if i not in ids[-2:]])
     kept = rows()
     for flags in ((), ("--allow-rollback",)):
         log = serve_once(*flags)
-        check("restoring from checkpoint" not in log and "--fresh" in log
-              and "failed" in log,
-              f"every manifest damaged, serve {flags}: not a refusal naming --fresh:\n"
-              f"{log[-2000:]}")
-        check(rows() == kept, f"serve {flags} changed the committed output")
+        assert ("restoring from checkpoint" not in log and "--fresh" in log
+            and "failed" in log), (
+            f"every manifest damaged, serve {flags}: not a refusal naming --fresh:\n"
+            f"{log[-2000:]}")
+        assert rows() == kept, f"serve {flags} changed the committed output"
     print(f"ok: checkpoints {ids[-2:]} damaged: refused; --allow-rollback restored "
           f"#{ids[0]}; all damaged: refused")
 
 
-def ids_now(args, work):
-    p = subprocess.run([args.weir, "checkpoints", "list", str(work / "state")],
+def ids_now(weir, work):
+    p = subprocess.run([weir, "checkpoints", "list", str(work / "state")],
                        capture_output=True, text=True)
     return [int(l.split()[0]) for l in p.stdout.splitlines()
             if l.split() and l.split()[0].isdigit()]
 
 
-def test_all_damaged(args, root):
-    store = Store(args, root)
+def test_all_damaged(weir, work):
+    store = Store(weir, work)
     ids = store.create()
     store.reset()
     damage_manifests(store.state, ids)
@@ -462,8 +442,8 @@ def test_all_damaged(args, root):
     expect_refusal(p, store, before, f"checkpoint {ids[-1]}", f"checkpoint {ids[-2]}",
                    "--allow-rollback", "--fresh")
     p = store.run("--allow-rollback", "--log-level", "info")
-    check(f"restoring from checkpoint {ids[-2]}" in p.stderr,
-          f"--allow-rollback did not restore #{ids[-2]}:\n{p.stderr[-2000:]}")
+    assert f"restoring from checkpoint {ids[-2]}" in p.stderr, (
+        f"--allow-rollback did not restore #{ids[-2]}:\n{p.stderr[-2000:]}")
     expect_exact(p, store, "--allow-rollback")
     store.reset()
     damage_manifests(store.state, ids)
@@ -472,10 +452,10 @@ def test_all_damaged(args, root):
           f"--allow-rollback restored #{ids[-2]}; --fresh exact")
 
 
-def test_savepoint_refused(args, root):
-    store = Store(args, root)
+def test_savepoint_refused(weir, work, procs):
+    store = Store(weir, work)
     ids = store.create()
-    partial = root / "partial"
+    partial = work / "partial"
     for case in ("no data.mdb", "truncated data.mdb"):
         store.reset()
         shutil.rmtree(partial, ignore_errors=True)
@@ -486,50 +466,50 @@ def test_savepoint_refused(args, root):
             os.truncate(partial / "data.mdb", (partial / "data.mdb").stat().st_size // 2)
         before = digest([store.state, store.out])
         p = store.run("--from-savepoint", str(partial))
-        check(not signalled(p.returncode), f"{case}: weir died by a signal ({p.returncode})")
-        check(p.returncode == 1, f"{case}: exit {p.returncode}:\n{p.stderr[-2000:]}")
-        check(str(partial) in p.stderr, f"{case}: the error does not name the savepoint:\n"
-                                        f"{p.stderr[-2000:]}")
-        check(store.ids() == ids, f"{case}: the refused savepoint left checkpoints "
-                                  f"{store.ids()} of {ids}")
-        check(digest([store.state, store.out]) == before, f"{case}: the store or output changed")
+        assert not signalled(p.returncode), f"{case}: weir died by a signal ({p.returncode})"
+        assert p.returncode == 1, f"{case}: exit {p.returncode}:\n{p.stderr[-2000:]}"
+        assert str(partial) in p.stderr, (f"{case}: the error does not name the savepoint:\n"
+            f"{p.stderr[-2000:]}")
+        assert store.ids() == ids, (f"{case}: the refused savepoint left checkpoints "
+            f"{store.ids()} of {ids}")
+        assert digest([store.state, store.out]) == before, f"{case}: the store or output changed"
     # A good savepoint (a copy of the store: its newest checkpoint), its run
     # killed before its first checkpoint (none for an hour): a plain rerun
     # must neither resume the old checkpoints nor start from nothing.
     store.reset()
-    good = root / "good"
+    good = work / "good"
     shutil.copytree(store.state, good)
     hourly = store.work / "hourly.toml"
     hourly.write_text(store.pipeline(rate=500).read_text().replace('interval = "100ms"',
                                                                    'interval = "1h"'))
-    proc = subprocess.Popen([args.weir, "run", str(hourly), "--from-savepoint", str(good)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = procs.start([weir, "run", hourly, "--from-savepoint", good],
+                       stderr=subprocess.PIPE, text=True)
     seen = ""
     deadline = time.monotonic() + 30 * SCALE
     while "the checkpoints in" not in seen and time.monotonic() < deadline:
         line = proc.stderr.readline()
-        check(line, f"the savepoint run ended: {seen[-2000:]}")
+        assert line, f"the savepoint run ended: {seen[-2000:]}"
         seen += line
     proc.kill()
     proc.communicate()
-    check(store.ids() == ids, f"the killed savepoint run changed the checkpoints: {store.ids()}")
-    check("superseded: " in store.listing().stdout,
-          f"the listing does not say a start over is pending:\n{store.listing().stdout}")
+    assert store.ids() == ids, f"the killed savepoint run changed the checkpoints: {store.ids()}"
+    assert "superseded: " in store.listing().stdout, (
+        f"the listing does not say a start over is pending:\n{store.listing().stdout}")
     before = digest([store.state, store.out])
     expect_refusal(store.run(), store, before, f"--from-savepoint {good} again",
                    f"--allow-rollback to restore checkpoint {ids[-1]}")
     p = store.run("--from-savepoint", str(good))
     expect_exact(p, store, "--from-savepoint")
     after = store.ids()
-    check(not set(after) & set(ids), f"after the savepoint run: checkpoints {after}, "
-                                           f"the old ones {ids} should be gone")
+    assert not set(after) & set(ids), (f"after the savepoint run: checkpoints {after}, "
+        f"the old ones {ids} should be gone")
     print(f"ok: partial savepoints refused, checkpoints {ids} kept; a good one superseded them")
 
 
 # ---- the fault-injection suite -------------------------------------------------
 
-def test_faults_truncate(args, root):
-    store = Store(args, root)
+def test_faults_truncate(weir, work):
+    store = Store(weir, work)
     store.create()
     size = (store.pristine / "state/data.mdb").stat().st_size
     results = collections.Counter()
@@ -538,18 +518,18 @@ def test_faults_truncate(args, root):
         os.truncate(store.state / "data.mdb", pages * PAGE)
         before = digest([store.state, store.out])
         p = store.listing()
-        check(not signalled(p.returncode), f"cut to {pages} pages: list died ({p.returncode})")
-        check(p.returncode in (0, 1), f"cut to {pages} pages: list exit {p.returncode}")
+        assert not signalled(p.returncode), f"cut to {pages} pages: list died ({p.returncode})"
+        assert p.returncode in (0, 1), f"cut to {pages} pages: list exit {p.returncode}"
         if p.returncode == 1:
-            check("truncated" in p.stderr or "damaged" in p.stderr,
-                  f"cut to {pages} pages: list says {p.stderr}")
+            assert "truncated" in p.stderr or "damaged" in p.stderr, (
+                f"cut to {pages} pages: list says {p.stderr}")
         results[outcome(store, store.run(), before, f"cut to {pages} pages")] += 1
-    check(results["refused"] > 0, "no truncation was refused")
+    assert results["refused"] > 0, "no truncation was refused"
     print(f"ok: data.mdb of {size // PAGE} pages cut at every page boundary: {dict(results)}")
 
 
-def test_faults_flip(args, root):
-    store = Store(args, root)
+def test_faults_flip(weir, work, seed, sweep):
+    store = Store(weir, work)
     ids = store.create()
     data = (store.pristine / "state/data.mdb").read_bytes()
     cases = []
@@ -561,11 +541,11 @@ def test_faults_flip(args, root):
         for m in re.finditer(cid.to_bytes(8, "big") + b"counts\x00k", data):
             cases.append((f"a value of checkpoint {cid}", m.end() + 2 + 8))
             break
-    rnd = random.Random(args.seed)
+    rnd = random.Random(seed)
     # Most of a small store is zeros (free space); flips of its other bytes
     # (page headers, nodes, keys, values, meta pages) are the ones that matter.
     live = [i for i, b in enumerate(data) if b]
-    for _ in range(400 if args.sweep else 40):
+    for _ in range(400 if sweep else 40):
         off = rnd.choice(live)
         cases.append((f"random byte {off} (page {off // PAGE})", off))
     for page in (0, 1):  # every meta field: magic, version, sizes, roots, last page, txnid
@@ -583,7 +563,7 @@ def test_faults_flip(args, root):
                       (f"{where}: its key size ^ 8", node + 6, 0x08)]
             if kind == "leaf":
                 faults.append((f"{where}: its value size ^ 2", node, 0x02))
-            cases += faults if args.sweep else [faults[i % len(faults)]]
+            cases += faults if sweep else [faults[i % len(faults)]]
     results = collections.Counter()
     for what, off, mask in cases:
         store.reset()
@@ -593,13 +573,13 @@ def test_faults_flip(args, root):
         path.write_bytes(bytes(b))
         before = digest([store.state, store.out])
         p = store.listing()
-        check(not signalled(p.returncode), f"{what}: list died ({p.returncode})")
+        assert not signalled(p.returncode), f"{what}: list died ({p.returncode})"
         results[outcome(store, store.run(), before, what)] += 1
-    print(f"ok: {len(cases)} flips (seed {args.seed}): {dict(results)}")
+    print(f"ok: {len(cases)} flips (seed {seed}): {dict(results)}")
 
 
-def test_faults_missing(args, root):
-    store = Store(args, root)
+def test_faults_missing(weir, work):
+    store = Store(weir, work)
     ids = store.create()
     store.reset()
     (store.state / "data.mdb").unlink()
@@ -610,62 +590,62 @@ def test_faults_missing(args, root):
     expect_exact(store.run(), store, "lock.mdb missing")
     for part in ("data.mdb", "lock.mdb"):
         store.reset()
-        sp = root / f"savepoint-{part}"
+        sp = work / f"savepoint-{part}"
         shutil.copytree(store.state, sp)
         (sp / part).unlink()
         before = digest([store.state, store.out])
         p = store.run("--from-savepoint", str(sp))
         if part == "data.mdb":
-            check(p.returncode == 1 and str(sp) in p.stderr,
-                  f"savepoint without data.mdb: exit {p.returncode}:\n{p.stderr[-2000:]}")
-            check(digest([store.state, store.out]) == before and store.ids() == ids,
-                  "a refused savepoint changed the store or the output")
+            assert p.returncode == 1 and str(sp) in p.stderr, (
+                f"savepoint without data.mdb: exit {p.returncode}:\n{p.stderr[-2000:]}")
+            assert digest([store.state, store.out]) == before and store.ids() == ids, (
+                "a refused savepoint changed the store or the output")
         else:
             expect_exact(p, store, "savepoint without lock.mdb")
     print("ok: missing data.mdb refused; missing lock.mdb harmless; savepoint likewise")
 
 
-def test_faults_disk_full(args, root):
-    store = Store(args, root)
+def test_faults_disk_full(weir, work, sweep):
+    store = Store(weir, work)
     store.create()
     size = (store.pristine / "state/data.mdb").stat().st_size
-    steps = 24 if args.sweep else 6
+    steps = 24 if sweep else 6
     results = collections.Counter()
     for i in range(steps):
         limit = size + (i * 3 * PAGE) // 2
         store.reset()
         p = store.run(fsize=limit)
-        check(not signalled(p.returncode), f"limit {limit}: died by a signal ({p.returncode})")
-        check(p.returncode in (0, 1), f"limit {limit}: exit {p.returncode}")
+        assert not signalled(p.returncode), f"limit {limit}: died by a signal ({p.returncode})"
+        assert p.returncode in (0, 1), f"limit {limit}: exit {p.returncode}"
         if p.returncode == 1:
-            check("checkpoint storage" in p.stderr or "cannot write" in p.stderr,
-                  f"limit {limit}: unclear error:\n{p.stderr[-2000:]}")
+            assert "checkpoint storage" in p.stderr or "cannot write" in p.stderr, (
+                f"limit {limit}: unclear error:\n{p.stderr[-2000:]}")
             results["failed cleanly"] += 1
         else:
             results["finished"] += 1
         expect_exact(store.run(), store, f"rerun after the {limit}-byte limit")
-    check(results["failed cleanly"] > 0, "no size limit was reached")
+    assert results["failed cleanly"] > 0, "no size limit was reached"
     print(f"ok: {steps} size limits from {size} bytes: {dict(results)}, every rerun exact")
 
 
-def test_faults_enospc(args, root):
+def test_faults_enospc(weir, work, sweep):
     """A real full disk: state and output on a tmpfs of their own (mount needs
     root), remounted at a range of sizes so that the disk fills up at
     different writes (LMDB pages, sink parts, renames)."""
-    store = Store(args, root)
+    store = Store(weir, work)
     store.create()
     disk = store.work
     used = sum(p.stat().st_size for p in store.pristine.rglob("*") if p.is_file())
     # The runs write the rest of the input (~150 KiB of parts) and a few
     # checkpoints; the last sizes leave room for all of it.
     step = 4 * PAGE
-    steps = 60 if args.sweep else 15
+    steps = 60 if sweep else 15
     toml = store.toml.read_text()
     shutil.rmtree(disk)
     disk.mkdir()
     mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={used + step}", "weir-enospc",
                             str(disk)], capture_output=True, text=True)
-    check(mount.returncode == 0, f"mount -t tmpfs failed (this test needs root): {mount.stderr}")
+    assert mount.returncode == 0, f"mount -t tmpfs failed (this test needs root): {mount.stderr}"
     results = collections.Counter()
     try:
         for i in range(steps):
@@ -676,13 +656,13 @@ def test_faults_enospc(args, root):
             store.toml.write_text(toml)
             store.reset()
             p = store.run()
-            check(not signalled(p.returncode), f"{size}-byte disk: died by a signal "
-                                               f"({p.returncode}):\n{p.stderr[-2000:]}")
-            check(p.returncode in (0, 1), f"{size}-byte disk: exit {p.returncode}")
+            assert not signalled(p.returncode), (
+                f"{size}-byte disk: died by a signal ({p.returncode}):\n{p.stderr[-2000:]}")
+            assert p.returncode in (0, 1), f"{size}-byte disk: exit {p.returncode}"
             if p.returncode == 1:
-                check("No space left on device" in p.stderr,
-                      f"{size}-byte disk: the error does not say the disk is full:\n"
-                      f"{p.stderr[-2000:]}")
+                assert "No space left on device" in p.stderr, (
+                    f"{size}-byte disk: the error does not say the disk is full:\n"
+                    f"{p.stderr[-2000:]}")
                 results["failed cleanly"] += 1
             else:
                 results["finished"] += 1
@@ -690,48 +670,6 @@ def test_faults_enospc(args, root):
             expect_exact(store.run(), store, f"rerun after the {size}-byte disk was full")
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True)
-    check(results["failed cleanly"] > 0, "the disk never filled up")
-    check(results["finished"] > 0, "no disk was large enough to finish")
+    assert results["failed cleanly"] > 0, "the disk never filled up"
+    assert results["finished"] > 0, "no disk was large enough to finish"
     print(f"ok: {steps} disk sizes from {used + step} bytes: {dict(results)}, every rerun exact")
-
-
-TESTS = {
-    "truncated-tail": test_truncated_tail,
-    "rollback": test_rollback,
-    "all-damaged": test_all_damaged,
-    "savepoint-refused": test_savepoint_refused,
-    "faults-truncate": test_faults_truncate,
-    "faults-flip": test_faults_flip,
-    "faults-missing": test_faults_missing,
-    "faults-disk-full": test_faults_disk_full,
-    "faults-enospc": test_faults_enospc,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("--sweep", action="store_true", help="the longer fault sweeps")
-    ap.add_argument("--seed", type=int,
-                    default=int(os.environ.get("WEIR_SEED") or random.randrange(1 << 30)))
-    ap.add_argument("test", choices=sorted(TESTS))
-    args = ap.parse_args()
-    args.weir = str(pathlib.Path(args.weir).resolve())
-    print(f"seed {args.seed}")
-    root = pathlib.Path(tempfile.mkdtemp(prefix="weir-recovery-"))
-    try:
-        TESTS[args.test](args, root)
-    except Failure as e:
-        print(f"FAIL {args.test}: {e}", file=sys.stderr)
-        if os.environ.get("WEIR_KEEP_FAILED"):
-            print(f"kept {root}", file=sys.stderr)
-            return 1
-        shutil.rmtree(root, ignore_errors=True)
-        return 1
-    shutil.rmtree(root, ignore_errors=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The exactly-once Kafka sink's fatal producer errors on a real broker
 (tests/kafka/kafka_broker.py), with the real `weir` binary.
@@ -17,21 +16,14 @@
   too-large  exactly_once into a topic whose max.message.bytes is smaller than
              the rows: exit 1 naming the topic, its partition and the size.
 
-usage: fencing_tests.py --weir BIN
+test_fenced and test_too_large share one broker (the kafka_broker fixture).
 """
-import argparse
 import json
-import os
-import shutil
-import signal
 import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kafka_broker import KafkaBroker  # noqa: E402
+from weirtest import SCALE, run, wait_until
+
 
 ROWS = 6000
 
@@ -67,15 +59,6 @@ delivery = "exactly_once"
 BOUND_S = 20
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
 def write(work, name, **kw):
     path = work / name
     path.write_text(JOB.format(**kw))
@@ -86,100 +69,70 @@ def seqs_of(lines):
     return [json.loads(l)["seq"] for l in lines]
 
 
-def fenced(weir, work, b):
+def test_fenced(weir, work, kafka_broker, procs):
+    b = kafka_broker
     b.create_topic("out", partitions=2)
     common = dict(topic="out", bootstrap=b.bootstrap, pad=8)
     job1 = write(work, "job1.toml", state=work / "state1", count=ROWS, rate=300, **common)
     rerun = write(work, "rerun.toml", state=work / "state1", count=ROWS, rate=100000, **common)
     job2 = write(work, "job2.toml", state=work / "state2", count=0, rate=400, **common)
-    p1 = subprocess.Popen([weir, "run", job1, "--fresh"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
+    p1 = procs.start([weir, "run", job1, "--fresh"], stderr=subprocess.PIPE, text=True)
+    # Job 1 commits a few checkpoints' transactions first.
+    def newest_checkpoint():
+        listed = run([weir, "checkpoints", "list", work / "state1"], expect=None).stdout
+        return max([int(line.split()[0]) for line in listed.splitlines()
+                    if line.split() and line.split()[0].isdigit()], default=0)
+    wait_until(lambda: p1.poll() is not None or newest_checkpoint() >= 3,
+               "job 1 to complete checkpoint 3", 60, interval=0.1)
+    assert p1.poll() is None, (
+        f"job 1 ended before the second job started ({p1.returncode}):\n"
+        f"{p1.stderr.read()[-3000:]}")
+    fenced_at = time.monotonic()
+    run([weir, "run", job2, "--fresh"], timeout=60, what="the second job")
     try:
-        # Let job 1 commit a few checkpoints' transactions first.
-        time.sleep(4)
-        if p1.poll() is not None:
-            raise Failure(f"job 1 ended before the second job started ({p1.returncode}):\n"
-                          f"{p1.stderr.read()[-3000:]}")
-        fenced_at = time.monotonic()
-        r2 = subprocess.run([weir, "run", job2, "--fresh"], capture_output=True, text=True,
-                            timeout=60)
-        check(r2.returncode == 0, f"the second job failed:\n{r2.stderr[-2000:]}")
-        try:
-            _, err = p1.communicate(timeout=BOUND_S + 10)
-        except subprocess.TimeoutExpired:
-            raise Failure(f"job 1 still runs {BOUND_S + 10} s after it was fenced")
-        took = time.monotonic() - fenced_at
-    finally:
-        if p1.poll() is None:
-            p1.kill()
-            p1.wait()
-    check(p1.returncode == 1, f"job 1 exit {p1.returncode}, expected 1:\n{err[-3000:]}")
-    check(took < BOUND_S, f"job 1 failed {took:.1f} s after it was fenced (bound {BOUND_S} s)")
+        _, err = p1.communicate(timeout=(BOUND_S + 10) * SCALE)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"job 1 still runs {BOUND_S + 10} s after it was fenced") from None
+    took = time.monotonic() - fenced_at
+    assert p1.returncode == 1, f"job 1 exit {p1.returncode}, expected 1:\n{err[-3000:]}"
+    assert took < BOUND_S, f"job 1 failed {took:.1f} s after it was fenced (bound {BOUND_S} s)"
     last = err.strip().splitlines()[-1]
     wants = ["topic 'out'", "'weir-fence-out-0'", "fenced", "another producer"]
     missing = [w for w in wants if w not in last]
-    check(last.startswith("weir: ") and not missing,
-          f"the message lacks {missing}:\n{err[-3000:]}")
-    check("restarting from the latest checkpoint" not in err,
-          f"a fenced job was restarted (it would fence the other in turn):\n{err[-3000:]}")
+    assert last.startswith("weir: ") and not missing, (
+        f"the message lacks {missing}:\n{err[-3000:]}")
+    assert "restarting from the latest checkpoint" not in err, (
+        f"a fenced job was restarted (it would fence the other in turn):\n{err[-3000:]}")
     print(f"ok: fenced: exit 1 {took:.1f} s after the second job started: {last[:400]}")
     partial = seqs_of(b.consume("out"))
-    check(len(partial) == len(set(partial)), "read_committed, 'out' holds a row twice")
-    check(0 < len(partial) < ROWS, f"job 1 had committed {len(partial)} of {ROWS} rows when "
-          "it was fenced (expected some, not all)")
+    assert len(partial) == len(set(partial)), "read_committed, 'out' holds a row twice"
+    assert 0 < len(partial) < ROWS, (f"job 1 had committed {len(partial)} of {ROWS} rows when "
+        "it was fenced (expected some, not all)")
     # The fenced job resumes from its last completed checkpoint.
-    r = subprocess.run([weir, "run", rerun], capture_output=True, text=True, timeout=120)
-    check(r.returncode == 0, f"job 1 rerun failed:\n{r.stderr[-3000:]}")
+    run([weir, "run", rerun], timeout=120, what="job 1's rerun")
     got = seqs_of(b.consume("out"))
     dup = len(got) - len(set(got))
     missing = set(range(ROWS)) - set(got)
-    check(dup == 0 and not missing and len(got) == ROWS,
-          f"after the rerun 'out' holds {len(got)} rows, {dup} twice, {len(missing)} missing")
+    assert dup == 0 and not missing and len(got) == ROWS, (
+        f"after the rerun 'out' holds {len(got)} rows, {dup} twice, {len(missing)} missing")
     print(f"ok: fenced: {len(partial)} rows committed before the fencing; the rerun on the "
           f"checkpoint directory completes all {ROWS} exactly once")
 
 
-def too_large(weir, work, b):
+def test_too_large(weir, work, kafka_broker):
+    b = kafka_broker
     b.create_topic("small", partitions=1, config={"max.message.bytes": "2000"})
     toml = write(work, "large.toml", state=work / "state3", count=50, rate=1000,
                  topic="small", bootstrap=b.bootstrap, pad=5000)
     t0 = time.monotonic()
-    r = subprocess.run([weir, "run", toml, "--fresh"], capture_output=True, text=True,
-                       timeout=120)
+    r = run([weir, "run", toml, "--fresh"], timeout=120, expect=None)
     took = time.monotonic() - t0
-    check(r.returncode == 1, f"exit {r.returncode}, expected 1:\n{r.stderr[-3000:]}")
-    check(took < BOUND_S + 10, f"took {took:.1f} s")
+    assert r.returncode == 1, f"exit {r.returncode}, expected 1:\n{r.stderr[-3000:]}"
+    assert took < BOUND_S + 10, f"took {took:.1f} s"
     last = r.stderr.strip().splitlines()[-1]
     wants = ["topic 'small' partition 0", "too large"]
     missing = [w for w in wants if w.lower() not in last.lower()]
-    check(last.startswith("weir: ") and not missing,
-          f"the message lacks {missing}:\n{r.stderr[-3000:]}")
-    check(not b.consume("small"), "read_committed, 'small' holds rows")
+    assert last.startswith("weir: ") and not missing, (
+        f"the message lacks {missing}:\n{r.stderr[-3000:]}")
+    assert not b.consume("small"), "read_committed, 'small' holds rows"
     print(f"ok: too-large: exit 1 in {took:.1f} s: {last[:400]}")
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--weir", required=True)
-    args = ap.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    work = Path(tempfile.mkdtemp(prefix="weir-kafka-fencing-"))
-    failed = False
-    try:
-        with KafkaBroker() as b:
-            for what, case in (("fenced", fenced), ("too-large", too_large)):
-                try:
-                    case(args.weir, work, b)
-                except Failure as e:
-                    failed = True
-                    print(f"FAIL: {what}: {e}")
-    finally:
-        if failed and os.environ.get("WEIR_KEEP_FAILED"):
-            print(f"kept {work} (WEIR_KEEP_FAILED)")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

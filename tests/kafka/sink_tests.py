@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The Kafka sink's guarantees topic to topic, on a real broker
 (tests/kafka/kafka_broker.py), the real `weir` binary and real SIGKILLs.
@@ -16,36 +15,29 @@ isolation.level=read_committed -e) is compared with an uninterrupted run of
 the same job into a file, which is itself checked against the windows
 computed here from the input.
 
-usage: sink_tests.py --weir BIN TEST [--kills N] [--seed S]
-  exactly-once   delivery = "exactly_once": every expected record exactly once
-                 (default 6 kills, at least 2 of them at commit time)
-  at-least-once  delivery = "at_least_once": nothing missing; duplicates counted
-  soak           exactly-once with --kills (default 50, a third at commit time)
-  broker-restart the broker SIGKILLed and restarted under an exactly-once job
-                 (reading A, writing B) with a restart strategy: the output is
-                 still exactly once
+  test_exactly_once   delivery = "exactly_once": every expected record exactly
+                      once (--kills, default 6, at least a third at commit time)
+  test_at_least_once  delivery = "at_least_once": nothing missing; duplicates
+                      counted
+  test_broker_restart the broker SIGKILLed and restarted under an exactly-once
+                      job (reading A, writing B) with a restart strategy: the
+                      output is still exactly once
+`./dev soak-kafka` runs test_exactly_once with --kills 50.
 The seed is printed; pass --seed (or WEIR_SEED) to replay a run.
 """
-import argparse
 import collections
 import glob
+import itertools
 import json
 import os
 import random
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kafka_broker import KafkaBroker  # noqa: E402
+from weirtest import SCALE, run, wait_until
 
-# How much slower this tree runs weir (WEIR_TEST_TIME_SCALE: 4 under
-# ThreadSanitizer): timeouts are multiplied by it.
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
 
 RECORDS = 200_000
 # The input is paced (the Kafka source's `rate`) so that a run lasts about
@@ -58,6 +50,8 @@ KILL_SPAN = (0.1, 0.8)
 # broker-restart: runs that may end before the broker could be killed.
 ATTEMPTS = 4
 PARTITIONS_A = 4
+# Topic A's names in a session (one broker for every test).
+INPUT_TOPICS = itertools.count()
 KEYS = 50
 
 PIPELINE = """
@@ -124,15 +118,6 @@ path = "{work}/reference"
 KEEP = {"retention.ms": "-1"}
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
 def generate(n, seed):
     """The input rows: out of order within the 1 s bound, KEYS keys."""
     rnd = random.Random(seed)
@@ -161,24 +146,24 @@ def as_windows(lines, what):
     for line in lines:
         r = json.loads(line)
         k = (r["key"], r["window_start"])
-        check(k not in out, f"{what}: window {k} written twice")
+        assert k not in out, f"{what}: window {k} written twice"
         out[k] = (r["n"], r["total"])
     return out
 
 
-class Test:
-    def __init__(self, args, broker, seed):
-        self.args = args
+class SinkJob:
+    def __init__(self, weir, work, broker, seed):
+        self.weir = weir
         self.broker = broker
         self.rnd = random.Random(seed)
-        self.work = tempfile.mkdtemp(prefix="weir-kafka-sink-")
+        self.work = str(work)
         self.republished = 0
         self.took = 2.0  # an uninterrupted run's duration, measured by reference()
         rows = generate(RECORDS, seed)
         self.expected = expected_windows(rows)
         # Topic A: line i to partition i % PARTITIONS_A (every partition out
         # of order within the bound, so none of its records is late).
-        self.topic_a = "a-input"
+        self.topic_a = f"a-input-{next(INPUT_TOPICS)}"
         broker.create_topic(self.topic_a, partitions=PARTITIONS_A, config=KEEP)
         lines = [json.dumps(r) for r in rows]
         for p in range(PARTITIONS_A):
@@ -199,24 +184,22 @@ class Test:
         must be the windows computed here."""
         toml = self.write(FILE_SINK.format(work=self.work))
         t0 = time.monotonic()
-        p = subprocess.run([self.args.weir, "run", toml, "--fresh", "-q"], capture_output=True,
-                           text=True, timeout=600 * SCALE)
+        run([self.weir, "run", toml, "--fresh", "-q"], timeout=600, what="the reference run")
         self.took = time.monotonic() - t0
-        check(p.returncode == 0, f"the reference run failed:\n{p.stderr[-3000:]}")
         # With checkpoints the file sink writes a directory of committed parts.
         ref = []
         for part in sorted(glob.glob(os.path.join(self.work, "reference", "part-*"))):
             with open(part) as f:
                 ref += f.read().splitlines()
-        check(len(ref) > 10000, f"the reference run wrote only {len(ref)} windows")
+        assert len(ref) > 10000, f"the reference run wrote only {len(ref)} windows"
         got = as_windows(ref, "the uninterrupted run")
         if got != self.expected:
             missing = set(self.expected) - set(got)
             wrong = [k for k in got if k in self.expected and got[k] != self.expected[k]]
-            raise Failure(f"the uninterrupted run is not the windows computed from the input: "
-                          f"{len(got)} vs {len(self.expected)} windows, {len(missing)} missing "
-                          f"(first {sorted(missing)[:3]}), {len(wrong)} with other values "
-                          f"(first {sorted(wrong)[:3]})")
+            raise AssertionError(f"the uninterrupted run is not the windows computed from the input: "
+                                 f"{len(got)} vs {len(self.expected)} windows, {len(missing)} missing "
+                                 f"(first {sorted(missing)[:3]}), {len(wrong)} with other values "
+                                 f"(first {sorted(wrong)[:3]})")
         shutil.rmtree(os.path.join(self.work, "state"), ignore_errors=True)
         print(f"reference: {RECORDS} records from {PARTITIONS_A} partitions of topic A, "
               f"{len(ref)} windows, as computed from the input; the run took {self.took:.1f} s")
@@ -232,7 +215,7 @@ class Test:
         fresh = True
         while True:
             was_fresh = fresh
-            argv = [self.args.weir, "run", toml] + (["--fresh"] if fresh else [])
+            argv = [self.weir, "run", toml] + (["--fresh"] if fresh else [])
             env = dict(os.environ)
             # Alternate: a random SIGKILL, or (exactly-once) the sink's own kill
             # after a checkpoint completed and before its commit.
@@ -242,8 +225,8 @@ class Test:
                 env["WEIR_FAULT"] = f"kill_after_checkpoint_complete:{self.rnd.randint(1, 4)}"
             log_path = os.path.join(self.work, f"{topic}-run-{runs}.log")
             runs += 1
-            check(runs < 30 + 4 * (kills_wanted + commit_kills_wanted),
-                  f"{runs} runs without finishing the kills")
+            assert runs < 30 + 4 * (kills_wanted + commit_kills_wanted), (
+                f"{runs} runs without finishing the kills")
             with open(log_path, "w") as log:
                 t0 = time.monotonic()
                 p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
@@ -265,7 +248,7 @@ class Test:
                     p.wait(timeout=600 * SCALE)
                 except subprocess.TimeoutExpired:
                     p.kill()
-                    raise Failure(f"a run did not end within 600 s (log {log_path})")
+                    raise AssertionError(f"a run did not end within 600 s (log {log_path})")
             with open(log_path) as log:
                 err = log.read()
             if not fresh and "restoring from checkpoint" in err:
@@ -277,23 +260,17 @@ class Test:
             if killed or p.returncode == -signal.SIGKILL:
                 kills += 1
                 if not killed:
-                    check("WEIR_FAULT" in err, f"weir died of SIGKILL unasked:\n{err[-2000:]}")
+                    assert "WEIR_FAULT" in err, f"weir died of SIGKILL unasked:\n{err[-2000:]}"
                     commit_kills += 1
                 continue
-            check(p.returncode == 0, f"a run failed (exit {p.returncode}):\n{err[-3000:]}")
+            assert p.returncode == 0, f"a run failed (exit {p.returncode}):\n{err[-3000:]}"
             took = time.monotonic() - t0
             if was_fresh and kill_at is not None and took < PACED_SECONDS / 2:
-                raise Failure(f"a fresh run ended after {took:.2f} s, before its kill at "
-                              f"{kill_at:.2f} s, although its input is paced to last "
-                              f"{PACED_SECONDS} s: the source's rate did not pace it "
-                              f"({log_path})")
+                raise AssertionError(f"a fresh run ended after {took:.2f} s, before its kill at "
+                                     f"{kill_at:.2f} s, although its input is paced to last "
+                                     f"{PACED_SECONDS} s: the source's rate did not pace it "
+                                     f"({log_path})")
             return kills, commit_kills, runs, resumed, err
-
-    def close(self):
-        if os.environ.get("WEIR_KEEP_FAILED") and sys.exc_info()[0] is not None:
-            print(f"kept {self.work} (WEIR_KEEP_FAILED)")
-            return
-        shutil.rmtree(self.work, ignore_errors=True)
 
 
 def compare_exactly_once(got, want, what):
@@ -301,10 +278,10 @@ def compare_exactly_once(got, want, what):
         return
     missing = want - got
     extra = got - want
-    raise Failure(f"{what}: topic differs from the uninterrupted run: "
-                  f"{sum(got.values())} records vs {sum(want.values())}, "
-                  f"{sum(missing.values())} missing, {sum(extra.values())} extra\n"
-                  f"  first missing: {list(missing)[:3]}\n  first extra: {list(extra)[:3]}")
+    raise AssertionError(f"{what}: topic differs from the uninterrupted run: "
+                         f"{sum(got.values())} records vs {sum(want.values())}, "
+                         f"{sum(missing.values())} missing, {sum(extra.values())} extra\n"
+                         f"  first missing: {list(missing)[:3]}\n  first extra: {list(extra)[:3]}")
 
 
 def check_start_errors(t):
@@ -322,11 +299,11 @@ def check_start_errors(t):
         if props:
             sink = sink.replace('properties = { "linger.ms" = 5 }', f"properties = {{ {props} }}")
         toml = t.write(sink, paced=False)
-        p = subprocess.run([t.args.weir, "run", toml, "--fresh", "-q"], capture_output=True,
+        p = subprocess.run([t.weir, "run", toml, "--fresh", "-q"], capture_output=True,
                            text=True, timeout=120 * SCALE)
-        check(p.returncode == 1 and want in p.stderr,
-              f"topic {topic}: expected exit 1 and '{want}', got {p.returncode}:\n"
-              f"{p.stderr[-2000:]}")
+        assert p.returncode == 1 and want in p.stderr, (
+            f"topic {topic}: expected exit 1 and '{want}', got {p.returncode}:\n"
+            f"{p.stderr[-2000:]}")
     shutil.rmtree(os.path.join(t.work, "state"), ignore_errors=True)
     print("ok: a missing topic and a transaction timeout above the broker's limit fail at "
           "start with one message (exit 1)")
@@ -339,81 +316,77 @@ def check_retention_warning(t):
     t.broker.create_topic("b-retention", partitions=1)
     sink = KAFKA_SINK.format(topic="b-retention", bootstrap=t.broker.bootstrap,
                              delivery="exactly_once")
-    p = subprocess.run([t.args.weir, "run", t.write(sink, paced=False), "--fresh", "-q"],
+    p = subprocess.run([t.weir, "run", t.write(sink, paced=False), "--fresh", "-q"],
                        capture_output=True,
                        text=True, timeout=300)
     want = "older than topic 'b-retention''s retention.ms (604800000 ms)"
-    check(p.returncode == 0 and want in p.stderr,
-          f"expected exit 0 and the warning '{want}', got {p.returncode}:\n{p.stderr[-2000:]}")
+    assert p.returncode == 0 and want in p.stderr, (
+        f"expected exit 0 and the warning '{want}', got {p.returncode}:\n{p.stderr[-2000:]}")
     shutil.rmtree(os.path.join(t.work, "state"), ignore_errors=True)
     print("ok: rows older than the topic's retention.ms are reported (the broker deletes them)")
 
 
-def run_guarantee(args, seed, delivery):
+def run_guarantee(weir, work, broker, seed, kills, delivery):
     t0 = time.monotonic()
-    with KafkaBroker() as broker:
-        t = Test(args, broker, seed)
-        try:
-            if delivery == "exactly_once":
-                check_start_errors(t)
-                check_retention_warning(t)
-            want = t.reference()
-            total_kills = total_commit = total_runs = total_resumed = 0
-            cycle = 0
-            commit_wanted = max(2, args.kills // 3) if delivery == "exactly_once" else 0
-            dup_total = 0
-            checked = 0
-            while True:
-                check(cycle < args.kills + 10,
-                      f"{cycle} cycles and only {total_kills} of {args.kills} kills "
-                      f"({total_commit} of {commit_wanted} at commit time): the runs end "
-                      f"before their kills")
-                topic = f"b-{delivery}-{cycle}"
-                left = max(args.kills - total_kills, 0)
-                k, ck, runs, resumed, _ = t.cycle(topic, delivery, left,
-                                                  max(commit_wanted - total_commit, 0))
-                total_kills += k
-                total_commit += ck
-                total_runs += runs
-                total_resumed += resumed
-                got = collections.Counter(broker.consume(topic, read_committed=True))
-                checked += sum(got.values())
-                what = f"cycle {cycle} ({k} kills, {ck} at commit time, {runs} runs)"
-                if delivery == "exactly_once":
-                    compare_exactly_once(got, want, what)
-                    print(f"{what}: every window exactly once")
-                else:
-                    missing = want - got
-                    check(not missing, f"{what}: {sum(missing.values())} records missing, "
-                                       f"first: {list(missing)[:3]}")
-                    dups = sum(got.values()) - sum(want.values())
-                    unexpected = set(got) - set(want)
-                    check(not unexpected, f"{what}: records the uninterrupted run did not "
-                                          f"write: {list(unexpected)[:3]}")
-                    dup_total += dups
-                    print(f"{what}: nothing missing, {dups} duplicates of "
-                          f"{sum(want.values())} records")
-                cycle += 1
-                if total_kills >= args.kills and total_commit >= commit_wanted:
-                    break
-            check(total_resumed > 0, "no run ever resumed from a checkpoint")
-            extra = f", {dup_total} duplicates in all" if delivery != "exactly_once" else ""
-            print(f"ok: {delivery}: {total_kills} SIGKILLs ({total_commit} between a "
-                  f"checkpoint's completion and its commit) in {total_runs} runs "
-                  f"({total_resumed} resumed; {t.republished} times a sink subtask "
-                  f"re-published a completed checkpoint's uncommitted transaction) over "
-                  f"{cycle} cycles; "
-                  f"the read_committed "
-                  f"topic holds every expected record "
-                  f"{'exactly once' if delivery == 'exactly_once' else 'at least once'} "
-                  f"({sum(want.values())} windows of {RECORDS} records read from "
-                  f"{PARTITIONS_A} partitions of topic A; {checked} records of B checked){extra}; "
-                  f"{time.monotonic() - t0:.0f} s in all")
-        finally:
-            t.close()
+    t = SinkJob(weir, work, broker, seed)
+    if delivery == "exactly_once":
+        check_start_errors(t)
+        check_retention_warning(t)
+    want = t.reference()
+    total_kills = total_commit = total_runs = total_resumed = 0
+    cycle = 0
+    commit_wanted = max(2, kills // 3) if delivery == "exactly_once" else 0
+    dup_total = 0
+    checked = 0
+    while True:
+        assert cycle < kills + 10, (
+            f"{cycle} cycles and only {total_kills} of {kills} kills "
+            f"({total_commit} of {commit_wanted} at commit time): the runs end "
+            f"before their kills")
+        topic = f"b-{delivery}-{cycle}"
+        left = max(kills - total_kills, 0)
+        k, ck, runs, resumed, _ = t.cycle(topic, delivery, left,
+                                          max(commit_wanted - total_commit, 0))
+        total_kills += k
+        total_commit += ck
+        total_runs += runs
+        total_resumed += resumed
+        got = collections.Counter(broker.consume(topic, read_committed=True))
+        checked += sum(got.values())
+        what = f"cycle {cycle} ({k} kills, {ck} at commit time, {runs} runs)"
+        if delivery == "exactly_once":
+            compare_exactly_once(got, want, what)
+            print(f"{what}: every window exactly once")
+        else:
+            missing = want - got
+            assert not missing, (f"{what}: {sum(missing.values())} records missing, "
+                f"first: {list(missing)[:3]}")
+            dups = sum(got.values()) - sum(want.values())
+            unexpected = set(got) - set(want)
+            assert not unexpected, (f"{what}: records the uninterrupted run did not "
+                f"write: {list(unexpected)[:3]}")
+            dup_total += dups
+            print(f"{what}: nothing missing, {dups} duplicates of "
+                  f"{sum(want.values())} records")
+        cycle += 1
+        if total_kills >= kills and total_commit >= commit_wanted:
+            break
+    assert total_resumed > 0, "no run ever resumed from a checkpoint"
+    extra = f", {dup_total} duplicates in all" if delivery != "exactly_once" else ""
+    print(f"ok: {delivery}: {total_kills} SIGKILLs ({total_commit} between a "
+          f"checkpoint's completion and its commit) in {total_runs} runs "
+          f"({total_resumed} resumed; {t.republished} times a sink subtask "
+          f"re-published a completed checkpoint's uncommitted transaction) over "
+          f"{cycle} cycles; "
+          f"the read_committed "
+          f"topic holds every expected record "
+          f"{'exactly once' if delivery == 'exactly_once' else 'at least once'} "
+          f"({sum(want.values())} windows of {RECORDS} records read from "
+          f"{PARTITIONS_A} partitions of topic A; {checked} records of B checked){extra}; "
+          f"{time.monotonic() - t0:.0f} s in all")
 
 
-def run_broker_restart(args, seed):
+def run_broker_restart(weir, work, broker, seed):
     """The broker SIGKILLed and restarted under a running exactly-once job (topic A
     to topic B) with a restart strategy: the job finishes and B holds every window
     once. The broker stays down longer than the sink's message.timeout.ms, so the
@@ -425,32 +398,28 @@ def run_broker_restart(args, seed):
     draws its moment from a window half as long; the test fails
     unless one of them had the broker killed under the running job."""
     t0 = time.monotonic()
-    with KafkaBroker() as broker:
-        t = Test(args, broker, seed)
-        try:
-            want = t.reference()
-            # The kill's moment is drawn from [0, window) s after the producers
-            # are up: 40% of the reference run at first, then half of what the
-            # attempt before lasted past that point.
-            window = t.took * 0.4
-            for attempt in range(ATTEMPTS):
-                topic = f"b-broker-restart-{attempt}"
-                done = broker_restart_attempt(args, t, broker, topic, want, window)
-                if done is None:
-                    break
-                window = min(window, done) / 2
-                print(f"attempt {attempt}: the job ended {done:.2f} s after its producers "
-                      f"were up, before the broker's kill; its topic holds every window "
-                      f"exactly once")
-            else:
-                raise Failure(f"in {ATTEMPTS} attempts the job always ended before the "
-                              f"broker could be killed")
-            print(f"{time.monotonic() - t0:.0f} s in all")
-        finally:
-            t.close()
+    t = SinkJob(weir, work, broker, seed)
+    want = t.reference()
+    # The kill's moment is drawn from [0, window) s after the producers
+    # are up: 40% of the reference run at first, then half of what the
+    # attempt before lasted past that point.
+    window = t.took * 0.4
+    for attempt in range(ATTEMPTS):
+        topic = f"b-broker-restart-{attempt}"
+        done = broker_restart_attempt(weir, t, broker, topic, want, window)
+        if done is None:
+            break
+        window = min(window, done) / 2
+        print(f"attempt {attempt}: the job ended {done:.2f} s after its producers "
+              f"were up, before the broker's kill; its topic holds every window "
+              f"exactly once")
+    else:
+        raise AssertionError(f"in {ATTEMPTS} attempts the job always ended before the "
+                             f"broker could be killed")
+    print(f"{time.monotonic() - t0:.0f} s in all")
 
 
-def broker_restart_attempt(args, t, broker, topic, want, window):
+def broker_restart_attempt(weir, t, broker, topic, want, window):
     """One exactly-once run into `topic`, the broker killed for 6-9 s at a random
     moment in [0, window) s after the sink's producers are up. Returns None
     when the broker was killed under the run, or the seconds the run lasted after
@@ -464,15 +433,13 @@ def broker_restart_attempt(args, t, broker, topic, want, window):
     log_path = os.path.join(t.work, f"{topic}.log")
     killed_for = None
     with open(log_path, "w") as log:
-        p = subprocess.Popen([args.weir, "run", toml, "--fresh"],
+        p = subprocess.Popen([weir, "run", toml, "--fresh"],
                              stdout=subprocess.DEVNULL, stderr=log)
         # Once the sink's producers are up (their transactions initialised).
-        deadline = time.monotonic() + 120 * SCALE
-        while p.poll() is None and time.monotonic() < deadline:
+        def producers_up():
             with open(log_path) as f:
-                if f.read().count("transactional id '") >= 2:
-                    break
-            time.sleep(0.01)
+                return p.poll() is not None or f.read().count("transactional id '") >= 2
+        wait_until(producers_up, "the sink's two producers", 120, interval=0.01)
         up = time.monotonic()
         time.sleep(t.rnd.uniform(0.0, window))
         if p.poll() is None:
@@ -484,11 +451,11 @@ def broker_restart_attempt(args, t, broker, topic, want, window):
             p.wait(timeout=600 * SCALE)
         except subprocess.TimeoutExpired:
             p.kill()
-            raise Failure("the job did not end within 600 s of the broker's restart")
+            raise AssertionError("the job did not end within 600 s of the broker's restart")
         lasted = time.monotonic() - up
     with open(log_path) as log:
         err = log.read()
-    check(p.returncode == 0, f"the job failed (exit {p.returncode}):\n{err[-3000:]}")
+    assert p.returncode == 0, f"the job failed (exit {p.returncode}):\n{err[-3000:]}"
     got = collections.Counter(broker.consume(topic, read_committed=True))
     compare_exactly_once(got, want, "after the broker's restart" if killed_for
                          else "in a run the broker's kill came too late for")
@@ -506,32 +473,16 @@ def broker_restart_attempt(args, t, broker, topic, want, window):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("--kills", type=int)
-    ap.add_argument("--seed", type=int)
-    ap.add_argument("test", choices=["exactly-once", "at-least-once", "soak", "broker-restart"])
-    args = ap.parse_args()
-    # A SIGTERM (a timeout) still stops the broker: the context managers exit.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    seed = args.seed if args.seed is not None else int(
-        os.environ.get("WEIR_SEED", random.randrange(1 << 30)))
-    if args.kills is None:
-        # Fewer kills in a slow (ThreadSanitizer) tree: 3, 2 of them at commit time.
-        args.kills = 50 if args.test == "soak" else 6 if SCALE == 1 else 3
-    print(f"seed {seed} (replay: --seed {seed})")
-    try:
-        if args.test == "broker-restart":
-            run_broker_restart(args, seed)
-        else:
-            run_guarantee(args, seed, "at_least_once" if args.test == "at-least-once"
-                          else "exactly_once")
-    except Failure as e:
-        print(f"FAIL: {e}\n(seed {seed})")
-        return 1
-    return 0
+def test_exactly_once(weir, work, kafka_broker, seed, kills):
+    # Fewer kills in a slow (ThreadSanitizer) tree: 3, 2 of them at commit time.
+    run_guarantee(weir, work, kafka_broker, seed, kills or (6 if SCALE == 1 else 3),
+                  "exactly_once")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def test_at_least_once(weir, work, kafka_broker, seed, kills):
+    run_guarantee(weir, work, kafka_broker, seed, kills or (6 if SCALE == 1 else 3),
+                  "at_least_once")
+
+
+def test_broker_restart(weir, work, kafka_broker, seed):
+    run_broker_restart(weir, work, kafka_broker, seed)

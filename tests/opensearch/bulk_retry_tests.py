@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The Elasticsearch sink's retries end to end: the real `weir` binary
 against bulk_receiver.py, a `_bulk`-compatible receiver that fails chosen
@@ -15,31 +14,14 @@ items (a real node cannot be told to reject item k on attempt n).
            fail the job at once, naming the document; under "skip" they are
            counted and the others indexed
 
-usage: bulk_retry_tests.py --weir BIN TEST...|all
+The tests are test_retries, test_bound and test_reject.
 """
-import argparse
 import json
-import os
-import pathlib
-import shutil
-import subprocess
-import sys
-import tempfile
 import urllib.request
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bulk_receiver import BulkReceiver  # noqa: E402
+from bulk_receiver import BulkReceiver
 
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
+from weirtest import run
 
 
 PIPELINE = """
@@ -74,11 +56,10 @@ def write_events(work, n=600):
     return rows
 
 
-def run(args, work, url, retries, job_extra=""):
+def run_job(weir, work, url, retries, job_extra=""):
     toml = work / "job.toml"
     toml.write_text(PIPELINE.format(work=work, url=url, retries=retries, job_extra=job_extra))
-    return subprocess.run([args.weir, "run", str(toml)], capture_output=True, text=True,
-                          timeout=120 * SCALE)
+    return run([weir, "run", toml], timeout=120, expect=None)
 
 
 def state(url):
@@ -86,83 +67,53 @@ def state(url):
         return json.loads(r.read())
 
 
-def test_retries(args, work):
+def test_retries(weir, work):
     rows = write_events(work)
     with BulkReceiver({"item_429_first": 2, "request_503_every": 3}) as rc:
-        p = run(args, work, rc.url, retries=10)
-        check(p.returncode == 0, f"weir exited {p.returncode}:\n{p.stderr[-3000:]}")
+        p = run_job(weir, work, rc.url, retries=10)
+        assert p.returncode == 0, f"weir exited {p.returncode}:\n{p.stderr[-3000:]}"
         s = state(rc.url)
     docs = s["documents"].get("events", {})
-    check(docs == {str(r["id"]): r for r in rows},
-          f"{len(docs)} documents for {len(rows)} rows")
+    assert docs == {str(r["id"]): r for r in rows}, (
+        f"{len(docs)} documents for {len(rows)} rows")
     attempts = s["attempts"]
-    check(all(attempts[f"events/{r['id']}"] >= 3 for r in rows),
-          "a document was indexed before its third attempt")
-    check("retry 1 of 10" in p.stderr, f"no retry warning:\n{p.stderr[-2000:]}")
+    assert all(attempts[f"events/{r['id']}"] >= 3 for r in rows), (
+        "a document was indexed before its third attempt")
+    assert "retry 1 of 10" in p.stderr, f"no retry warning:\n{p.stderr[-2000:]}"
     print(f"retries: ok, {len(docs)} documents after {s['requests']} bulk requests "
           f"(at most {max(attempts.values())} attempts per document)")
 
 
-def test_bound(args, work):
+def test_bound(weir, work):
     write_events(work)
     with BulkReceiver({"always_429_ids": ["77"]}) as rc:
-        p = run(args, work, rc.url, retries=3)
+        p = run_job(weir, work, rc.url, retries=3)
         s = state(rc.url)
-    check(p.returncode == 1, f"weir exited {p.returncode}, expected 1:\n{p.stderr[-3000:]}")
+    assert p.returncode == 1, f"weir exited {p.returncode}, expected 1:\n{p.stderr[-3000:]}"
     msg = p.stderr
     for part in ("Elasticsearch sink 'es' subtask", "still failed after 3 retries",
                  "index 'events' id '77': status 429 es_rejected_execution_exception"):
-        check(part in msg, f"the failure does not say {part!r}:\n{msg[-3000:]}")
-    check(s["attempts"]["events/77"] == 4,
-          f"id 77 was sent {s['attempts']['events/77']} times, expected 1 + 3 retries")
+        assert part in msg, f"the failure does not say {part!r}:\n{msg[-3000:]}"
+    assert s["attempts"]["events/77"] == 4, (
+        f"id 77 was sent {s['attempts']['events/77']} times, expected 1 + 3 retries")
     print("bound: ok, exit 1 after 1 + 3 attempts: "
           + next(l for l in msg.splitlines() if "still failed" in l)[:200])
 
 
-def test_reject(args, work):
+def test_reject(weir, work):
     rows = write_events(work)
     with BulkReceiver({"reject_400_ids": ["5", "250"]}) as rc:
-        p = run(args, work, rc.url, retries=3)
-        check(p.returncode == 1, f"on_bad_record = fail: weir exited {p.returncode}:\n"
-                                 f"{p.stderr[-3000:]}")
-        check("bad record at events/" in p.stderr and "mapper_parsing_exception" in p.stderr,
-              f"the failure does not name the document:\n{p.stderr[-3000:]}")
+        p = run_job(weir, work, rc.url, retries=3)
+        assert p.returncode == 1, (f"on_bad_record = fail: weir exited {p.returncode}:\n"
+            f"{p.stderr[-3000:]}")
+        assert "bad record at events/" in p.stderr and "mapper_parsing_exception" in p.stderr, (
+            f"the failure does not name the document:\n{p.stderr[-3000:]}")
     with BulkReceiver({"reject_400_ids": ["5", "250"]}) as rc:
-        p = run(args, work, rc.url, retries=3,
+        p = run_job(weir, work, rc.url, retries=3,
                 job_extra='on_bad_record = "skip"\nmax_bad_ratio = 0.5')
-        check(p.returncode == 0, f"on_bad_record = skip: weir exited {p.returncode}:\n"
-                                 f"{p.stderr[-3000:]}")
+        assert p.returncode == 0, (f"on_bad_record = skip: weir exited {p.returncode}:\n"
+            f"{p.stderr[-3000:]}")
         docs = state(rc.url)["documents"].get("events", {})
-    check(set(docs) == {str(r["id"]) for r in rows} - {"5", "250"},
-          f"{len(docs)} documents indexed")
+    assert set(docs) == {str(r["id"]) for r in rows} - {"5", "250"}, (
+        f"{len(docs)} documents indexed")
     print("reject: ok, 400s fail the job under \"fail\" and are skipped under \"skip\"")
-
-
-TESTS = {"retries": test_retries, "bound": test_bound, "reject": test_reject}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("tests", nargs="+", choices=[*TESTS, "all"])
-    args = ap.parse_args()
-    args.weir = os.path.abspath(args.weir)
-    names = list(TESTS) if "all" in args.tests else args.tests
-    work = pathlib.Path(tempfile.mkdtemp(prefix="weir-es-retry-"))
-    failed = False
-    try:
-        for name in names:
-            d = work / name
-            d.mkdir()
-            try:
-                TESTS[name](args, d)
-            except Failure as e:
-                failed = True
-                print(f"{name}: FAILED: {e}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

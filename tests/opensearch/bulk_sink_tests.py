@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The Elasticsearch sink end to end: the real `weir` binary against a real
 OpenSearch 2.19 node (single-node, started here: opensearch_node.py).
@@ -19,44 +18,26 @@ One node serves every scenario of a run (its JVM start costs 15-20 s):
 Failure injection (429, 503, the retry bound) is in bulk_retry_tests.py, on a
 receiver that can fail a chosen item.
 
-usage: bulk_sink_tests.py --weir BIN [--kills N] [--seed S] TEST...|all
+The tests (test_index, test_crash, test_mapping) share one node (the
+opensearch_node fixture); --kills sets test_crash's SIGKILLs (default 3).
 """
-import argparse
 import datetime
 import json
-import os
-import pathlib
 import random
 import re
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
-import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from opensearch_node import OpenSearchNode, http  # noqa: E402
+from opensearch_node import http
 
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+from weirtest import SCALE, read_jsonl, run
+
+KILLS = 3
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-def run_weir(args, toml_path, *flags, timeout=120 * SCALE, expect=0):
-    p = subprocess.run([args.weir, "run", str(toml_path), *flags], capture_output=True,
-                       text=True, timeout=timeout)
-    if expect is not None and p.returncode != expect:
-        raise Failure(f"weir exited {p.returncode}, expected {expect}:\n"
-                      f"stdout:\n{p.stdout[-2000:]}\nstderr:\n{p.stderr[-3000:]}")
-    return p
+def run_weir(weir, toml_path, *flags, timeout=120, expect=0):
+    return run([weir, "run", toml_path, *flags], timeout=timeout, expect=expect)
 
 
 def write_events(path, n, seed, bad_every=0):
@@ -80,11 +61,6 @@ def write_events(path, n, seed, bad_every=0):
 def iso(ms):
     t = datetime.datetime.fromtimestamp(ms // 1000, datetime.timezone.utc)
     return t.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
-
-
-def read_jsonl(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
 
 
 SOURCE = """
@@ -138,25 +114,26 @@ document_id = "id"
 """
 
 
-def test_index(args, node, work):
-    rows = write_events(work / "events.jsonl", 5000, args.seed)
+def test_index(weir, opensearch_node, work, seed):
+    node = opensearch_node
+    rows = write_events(work / "events.jsonl", 5000, seed)
     toml = work / "index.toml"
     toml.write_text(INDEX.format(work=work, url=node.url, prefix="t1-", amount_type="int64"))
-    run_weir(args, toml)
+    run_weir(weir, toml)
     # concat() writes a timestamp as ISO-8601 UTC text with milliseconds.
     want = {f"{r['card']}@{iso(r['window_start'])}": r for r in read_jsonl(work / "per_card.jsonl")}
-    check(len(want) > 100, f"only {len(want)} windows: the input is too small to say much")
+    assert len(want) > 100, f"only {len(want)} windows: the input is too small to say much"
     got = node.documents("t1-per-card")
-    check(got == want, f"the index holds {len(got)} documents, the file {len(want)} rows; "
-                       f"first differences: "
-                       f"{[k for k in set(got) | set(want) if got.get(k) != want.get(k)][:5]}")
+    assert got == want, (f"the index holds {len(got)} documents, the file {len(want)} rows; "
+        f"first differences: "
+        f"{[k for k in set(got) | set(want) if got.get(k) != want.get(k)][:5]}")
     for region in ("EU", "US", "APAC"):
         want_events = {str(r["id"]): r
                        for r in rows if r["region"] == region}
         got_events = node.documents(f"t1-events-{region.lower()}")
-        check(got_events == want_events,
-              f"index t1-events-{region.lower()}: {len(got_events)} documents, "
-              f"{len(want_events)} events")
+        assert got_events == want_events, (
+            f"index t1-events-{region.lower()}: {len(got_events)} documents, "
+            f"{len(want_events)} events")
     print(f"index: ok, {len(got)} window documents equal the file sink's rows; "
           f"{len(rows)} events in 3 indexes by region")
 
@@ -200,18 +177,19 @@ bulk_flush = {{ max_actions = 40 }}
 """
 
 
-def test_crash(args, node, work):
-    rows = write_events(work / "events.jsonl", 20000, args.seed)
+def test_crash(weir, opensearch_node, work, seed, kills, procs):
+    node = opensearch_node
+    rows = write_events(work / "events.jsonl", 20000, seed)
     toml = work / "crash.toml"
     toml.write_text(CRASH.format(work=work, url=node.url, prefix="t2-", amount_type="int64"))
-    rnd = random.Random(args.seed)
+    rnd = random.Random(seed)
     kills = runs = 0
     while True:
         runs += 1
-        check(runs <= 4 * args.kills + 4, f"{runs} runs without finishing")
-        p = subprocess.Popen([args.weir, "run", str(toml)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        if kills < args.kills:
+        assert runs <= 4 * kills + 4, f"{runs} runs without finishing"
+        p = procs.start([weir, "run", toml], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True)
+        if kills < kills:
             try:
                 p.wait(timeout=rnd.uniform(0.4, 1.5) * SCALE)
             except subprocess.TimeoutExpired:
@@ -220,28 +198,28 @@ def test_crash(args, node, work):
                 kills += 1
                 continue
         out, err = p.communicate(timeout=120 * SCALE)
-        check(p.returncode == 0, f"run {runs} exited {p.returncode}:\n{err[-3000:]}")
-        if kills >= args.kills:
+        assert p.returncode == 0, f"run {runs} exited {p.returncode}:\n{err[-3000:]}"
+        if kills >= kills:
             break
         # Finished before the kill: start over on an empty index and state.
         shutil.rmtree(work / "state", ignore_errors=True)
         node.delete_index("t2-events")
         node.delete_index("t2-seen")
-    check(kills == args.kills, f"{kills} kills")
+    assert kills == kills, f"{kills} kills"
     got = node.documents("t2-events")
     want = {str(r["id"]): r for r in rows}
     # The count is the number of documents: a replayed row without its id
     # would be a second document.
-    check(node.count("t2-events") == len(want),
-          f"{node.count('t2-events')} documents for {len(want)} events")
-    check(got == want, f"the events differ: {[k for k in want if got.get(k) != want[k]][:5]}")
+    assert node.count("t2-events") == len(want), (
+        f"{node.count('t2-events')} documents for {len(want)} events")
+    assert got == want, f"the events differ: {[k for k in want if got.get(k) != want[k]][:5]}"
     totals = {}
     for r in rows:
         totals[r["card"]] = totals.get(r["card"], 0) + 1
     seen = node.documents("t2-seen")
-    check({k: v["seen"] for k, v in seen.items()} == totals,
-          f"the running counts differ from the totals per card: "
-          f"{sorted((k, v['seen'], totals.get(k)) for k, v in seen.items() if v['seen'] != totals.get(k))[:5]}")
+    assert {k: v["seen"] for k, v in seen.items()} == totals, (
+        f"the running counts differ from the totals per card: "
+        f"{sorted((k, v['seen'], totals.get(k)) for k, v in seen.items() if v['seen'] != totals.get(k))[:5]}")
     print(f"crash: ok, {kills} SIGKILLs in {runs} runs; {len(got)} event documents, "
           f"each once; {len(seen)} cards at their final counts")
 
@@ -267,70 +245,31 @@ document_id = "id"
 """
 
 
-def test_mapping(args, node, work):
-    rows = write_events(work / "events.jsonl", 1000, args.seed, bad_every=97)
+def test_mapping(weir, opensearch_node, work, seed):
+    node = opensearch_node
+    rows = write_events(work / "events.jsonl", 1000, seed, bad_every=97)
     status, body = http("PUT", f"{node.url}/t3-typed", json.dumps(
         {"mappings": {"properties": {"amount": {"type": "long"}}}}).encode())
-    check(status == 200, f"creating the index: {status} {body}")
+    assert status == 200, f"creating the index: {status} {body}"
     toml = work / "mapping.toml"
     toml.write_text(MAPPING.format(work=work, url=node.url, prefix="t3-", amount_type="string"))
-    p = run_weir(args, toml)
+    p = run_weir(weir, toml)
     bad_ids = {str(r["id"]) for r in rows if not r["amount"].isdigit()}
-    check(len(bad_ids) == 10, f"{len(bad_ids)} bad rows planted")
+    assert len(bad_ids) == 10, f"{len(bad_ids)} bad rows planted"
     dead = read_jsonl(work / "bad.jsonl")
-    check(sorted(d["origin"] for d in dead) == sorted(f"t3-typed/{i}:0" for i in bad_ids),
-          f"dead letters: {[d['origin'] for d in dead]}")
+    assert sorted(d["origin"] for d in dead) == sorted(f"t3-typed/{i}:0" for i in bad_ids), (
+        f"dead letters: {[d['origin'] for d in dead]}")
     for d in dead:
-        check("status 400 mapper_parsing_exception" in d["reason"]
-              and "Elasticsearch sink 'typed_index'" in d["reason"],
-              f"dead letter reason: {d['reason']}")
-        check(json.loads(d["raw"])["id"] == int(d["file"].split("/")[1]),
-              f"dead letter document: {d['raw']}")
+        assert ("status 400 mapper_parsing_exception" in d["reason"]
+            and "Elasticsearch sink 'typed_index'" in d["reason"]), (
+            f"dead letter reason: {d['reason']}")
+        assert json.loads(d["raw"])["id"] == int(d["file"].split("/")[1]), (
+            f"dead letter document: {d['raw']}")
     got = node.documents("t3-typed")
-    check(set(got) == {str(r["id"]) for r in rows} - bad_ids,
-          f"{len(got)} documents indexed for {len(rows) - len(bad_ids)} good rows")
-    check(re.search(r"operator 'typed_index'\s+1,000 records in, 10 bad", p.stderr)
-          and re.search(r"bad records\s+10 \(dead-lettered", p.stderr),
-          f"the summary does not count the sink's bad records:\n{p.stderr[-2000:]}")
+    assert set(got) == {str(r["id"]) for r in rows} - bad_ids, (
+        f"{len(got)} documents indexed for {len(rows) - len(bad_ids)} good rows")
+    assert (re.search(r"operator 'typed_index'\s+1,000 records in, 10 bad", p.stderr)
+        and re.search(r"bad records\s+10 \(dead-lettered", p.stderr)), (
+        f"the summary does not count the sink's bad records:\n{p.stderr[-2000:]}")
     print(f"mapping: ok, {len(got)} documents indexed, {len(dead)} rejected by the mapping "
           "and dead-lettered")
-
-
-TESTS = {"index": test_index, "crash": test_crash, "mapping": test_mapping}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--weir", required=True)
-    ap.add_argument("--kills", type=int, default=3)
-    ap.add_argument("--seed", type=int,
-                    default=int(os.environ.get("WEIR_SEED", random.randrange(1 << 30))))
-    ap.add_argument("tests", nargs="+", choices=[*TESTS, "all"])
-    args = ap.parse_args()
-    args.weir = os.path.abspath(args.weir)
-    print(f"seed {args.seed} (WEIR_SEED replays it)")
-    names = list(TESTS) if "all" in args.tests else args.tests
-    work = pathlib.Path(tempfile.mkdtemp(prefix="weir-es-it-"))
-    failed = False
-    try:
-        started = time.monotonic()
-        with OpenSearchNode() as node:
-            print(f"OpenSearch at {node.url} ({time.monotonic() - started:.1f} s to start)")
-            for name in names:
-                d = work / name
-                d.mkdir()
-                try:
-                    TESTS[name](args, node, d)
-                except Failure as e:
-                    failed = True
-                    print(f"{name}: FAILED: {e}")
-    finally:
-        if failed and os.environ.get("WEIR_KEEP_FAILED"):
-            print(f"kept {work} (WEIR_KEEP_FAILED)")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """`tests/opensearch/node.sh start [--port P]` reuses a node started before
 only where it was asked for: with another --port it refuses (exit 1) and
@@ -11,77 +10,42 @@ it would the node's JVM). The script itself, its state file and its stop are
 the real ones."""
 import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
+
+from weirtest import free_port, run
 
 NODE_SH = Path(__file__).resolve().parent / "node.sh"
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def node_sh(state, *args):
     env = dict(os.environ, WEIR_OPENSEARCH_STATE=str(state))
-    return subprocess.run([str(NODE_SH), *args], capture_output=True, text=True, env=env,
-                          timeout=60)
+    return run([NODE_SH, *args], timeout=60, expect=None, env=env)
 
 
-def main():
-    work = Path(tempfile.mkdtemp(prefix="weir-node-sh-"))
-    stand_in = subprocess.Popen(["sleep", "120"], start_new_session=True)
-    try:
-        running, other = free_port(), free_port()
-        while other == running:
-            other = free_port()
-        state = work / "state.json"
-        node_dir = work / "node"
-        node_dir.mkdir()
-        url = f"http://127.0.0.1:{running}"
-        state.write_text(json.dumps({"pid": stand_in.pid, "url": url, "dir": str(node_dir)}))
+def test_node_script(work, procs):
+    stand_in = procs.start(["sleep", "120"], start_new_session=True)
+    running, other = free_port(), free_port()
+    while other == running:
+        other = free_port()
+    state = work / "state.json"
+    node_dir = work / "node"
+    node_dir.mkdir()
+    url = f"http://127.0.0.1:{running}"
+    state.write_text(json.dumps({"pid": stand_in.pid, "url": url, "dir": str(node_dir)}))
 
-        p = node_sh(state, "start", "--port", str(other))
-        check(p.returncode == 1 and f"not on port {other}" in p.stderr and url in p.stderr
-              and "URL=" not in p.stdout,
-              f"start --port {other} with a node on {running}: expected exit 1 naming both, "
-              f"got {p.returncode}:\n{p.stdout}{p.stderr}")
-        check(stand_in.poll() is None, "the refusal touched the running node")
-        for args in (("start", "--port", str(running)), ("start",), ("status",)):
-            p = node_sh(state, *args)
-            check(p.returncode == 0 and p.stdout.strip() == f"URL={url}",
-                  f"{' '.join(args)}: expected the running node's URL, got {p.returncode}:\n"
-                  f"{p.stdout}{p.stderr}")
-        p = node_sh(state, "stop")
-        check(p.returncode == 0, f"stop failed:\n{p.stderr}")
-        stand_in.wait(timeout=10)
-        check(not state.exists() and not node_dir.exists(),
-              "stop left the state file or the node's directory")
-        print("ok: node.sh start --port refuses a node running on another port, reuses it on "
-              "its own port, and stop ends it")
-        return 0
-    except Failure as e:
-        print(f"FAIL: {e}")
-        return 1
-    finally:
-        if stand_in.poll() is None:
-            stand_in.kill()
-        shutil.rmtree(work, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    p = node_sh(state, "start", "--port", str(other))
+    assert p.returncode == 1 and f"not on port {other}" in p.stderr and url in p.stderr and (
+        "URL=" not in p.stdout), (
+        f"start --port {other} with a node on {running}: expected exit 1 naming both, "
+        f"got {p.returncode}:\n{p.stdout}{p.stderr}")
+    assert stand_in.poll() is None, "the refusal touched the running node"
+    for args in (("start", "--port", str(running)), ("start",), ("status",)):
+        p = node_sh(state, *args)
+        assert p.returncode == 0 and p.stdout.strip() == f"URL={url}", (
+            f"{' '.join(args)}: expected the running node's URL, got {p.returncode}:\n"
+            f"{p.stdout}{p.stderr}")
+    p = node_sh(state, "stop")
+    assert p.returncode == 0, f"stop failed:\n{p.stderr}"
+    stand_in.wait(timeout=10)
+    assert not state.exists() and not node_dir.exists(), (
+        "stop left the state file or the node's directory")

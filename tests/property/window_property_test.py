@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Property test: window results do not depend on parallelism or batch size.
 
@@ -16,17 +15,13 @@ clock) through the real `weir` binary:
 
 Processing-time windows depend on when the replay clock advances relative to
 the records, which batching changes, so they join only the second property
-(fixed batch size).
+(fixed batch size); --no-processing-time leaves them out.
 """
-import argparse
 import json
-import os
-import pathlib
 import random
 import shutil
-import subprocess
-import sys
-import tempfile
+
+from weirtest import run
 
 BOUND_MS = 2000
 KEYS = 6
@@ -107,16 +102,13 @@ def pipeline(input_path, windows, replay_clock):
     return "\n".join(lines) + "\n"
 
 
-def run(weir, work, toml_text, parallelism, batch_size):
+def run_job(weir, work, toml_text, parallelism, batch_size):
     """Runs weir; returns {output file: sorted list of JSON lines}."""
     run_dir = work / f"p{parallelism}-b{batch_size}"
     run_dir.mkdir()
     (run_dir / "pipeline.toml").write_text(toml_text)
-    cmd = [weir, "run", "pipeline.toml", "--quiet", "--parallelism", str(parallelism),
-           "--batch-size", str(batch_size)]
-    proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
+    run([weir, "run", "pipeline.toml", "--quiet", "--parallelism", parallelism,
+         "--batch-size", batch_size], cwd=run_dir, timeout=120)
     out = {}
     for f in sorted((run_dir / "out").glob("*.jsonl")):
         rows = [json.dumps(json.loads(line), sort_keys=True)
@@ -139,7 +131,7 @@ def first_difference(a, b):
     return None
 
 
-def check(label, results):
+def disagreements(label, results):
     """All runs in `results` ({(p, b): outputs}) must agree; returns failures."""
     failures = []
     (ref_key, ref), *rest = list(results.items())
@@ -150,57 +142,38 @@ def check(label, results):
     return failures
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--weir", required=True)
-    p.add_argument("--no-processing-time", action="store_true",
-                   help="leave out the processing-time windows (no replay clock)")
-    args = p.parse_args()
-    seed = int(os.environ.get("WEIR_SEED", random.SystemRandom().randrange(1 << 32)))
-    print(f"seed {seed} (replay with WEIR_SEED={seed})", flush=True)
+def test_window_parallelism_and_batch_size(weir, work, seed, pytestconfig):
+    no_processing_time = pytestconfig.getoption("no_processing_time")
     rng = random.Random(seed)
-    work = pathlib.Path(tempfile.mkdtemp(prefix="weir-property-"))
     failures = []
-    try:
-        # 1. Within the bound: parallelism and batch size do not matter.
-        inbound = work / "inbound.jsonl"
-        inbound.write_text("".join(json.dumps(r) + "\n" for r in generate(rng, late=False)))
-        toml_text = pipeline(inbound, WINDOWS, replay_clock=False)
-        results = {(par, bs): run(args.weir, work, toml_text, par, bs)
-                   for par in (1, 2, 4) for bs in (1, 7, 1024)}
-        first = next(iter(results.values()))
-        for name in WINDOWS:
-            if not first.get(f"{name}.jsonl"):
-                failures.append(f"within the bound: window {name} produced nothing")
-        for name, rows in first.items():
-            if name.endswith("_late.jsonl") and rows:
-                failures.append(f"within the bound: {name} has {len(rows)} late rows")
-        failures += check("within the bound", results)
+    # 1. Within the bound: parallelism and batch size do not matter.
+    inbound = work / "inbound.jsonl"
+    inbound.write_text("".join(json.dumps(r) + "\n" for r in generate(rng, late=False)))
+    toml_text = pipeline(inbound, WINDOWS, replay_clock=False)
+    results = {(par, bs): run_job(weir, work, toml_text, par, bs)
+               for par in (1, 2, 4) for bs in (1, 7, 1024)}
+    first = next(iter(results.values()))
+    for name in WINDOWS:
+        if not first.get(f"{name}.jsonl"):
+            failures.append(f"within the bound: window {name} produced nothing")
+    for name, rows in first.items():
+        if name.endswith("_late.jsonl") and rows:
+            failures.append(f"within the bound: {name} has {len(rows)} late rows")
+    failures += disagreements("within the bound", results)
 
-        # 2. Late records: parallelism does not matter at a fixed batch size.
-        late = work / "late.jsonl"
-        late.write_text("".join(json.dumps(r) + "\n" for r in generate(rng, late=True)))
-        windows = dict(WINDOWS)
-        if not args.no_processing_time:
-            windows.update(PROCESSING_WINDOWS)
-        toml_text = pipeline(late, windows, replay_clock=not args.no_processing_time)
-        results = {(par, 1): run(args.weir, work, toml_text, par, 1) for par in (1, 2, 4)}
-        first = next(iter(results.values()))
-        if not any(first.get(f"{n}_late.jsonl") for n in WINDOWS):
-            failures.append("with late records: no late output at all")
-        for name in windows:
-            if not first.get(f"{name}.jsonl"):
-                failures.append(f"with late records: window {name} produced nothing")
-        failures += check("with late records", results)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print("\n".join(failures))
-        print(f"FAILED (seed {seed})")
-        return 1
-    print("window results are the same for parallelism 1, 2, 4 and batch sizes 1, 7, 1024")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    # 2. Late records: parallelism does not matter at a fixed batch size.
+    late = work / "late.jsonl"
+    late.write_text("".join(json.dumps(r) + "\n" for r in generate(rng, late=True)))
+    windows = dict(WINDOWS)
+    if not no_processing_time:
+        windows.update(PROCESSING_WINDOWS)
+    toml_text = pipeline(late, windows, replay_clock=not no_processing_time)
+    results = {(par, 1): run_job(weir, work, toml_text, par, 1) for par in (1, 2, 4)}
+    first = next(iter(results.values()))
+    if not any(first.get(f"{n}_late.jsonl") for n in WINDOWS):
+        failures.append("with late records: no late output at all")
+    for name in windows:
+        if not first.get(f"{name}.jsonl"):
+            failures.append(f"with late records: window {name} produced nothing")
+    failures += disagreements("with late records", results)
+    assert not failures, "\n".join(failures) + f"\n(seed {seed})"

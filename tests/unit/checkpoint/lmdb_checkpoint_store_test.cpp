@@ -77,6 +77,24 @@ snapshot_manifest take_checkpoint(lmdb_checkpoint_store& s, std::uint64_t id,
   return m;
 }
 
+/// A --fresh start over begun on a store whose newest checkpoint is
+/// `newest`: a plain restart goes on from no state (with a warning naming
+/// it), and a bounded job that finishes without a checkpoint ends the start
+/// over all the same, leaving no checkpoint.
+void check_fresh_start_over(lmdb_checkpoint_store& s, std::uint64_t newest) {
+  REQUIRE(s.begin_new_start(new_start_kind::fresh).value());
+  auto again = s.read_latest().value();
+  CHECK_FALSE(again.manifest);
+  REQUIRE(again.warnings.size() == 1);
+  CHECK(again.warnings[0].find("--fresh after checkpoint " + std::to_string(newest))
+        != std::string::npos);
+  CHECK(s.read_latest(true).value().manifest->checkpoint_id == newest);
+  CHECK(s.finish_new_start().value());
+  CHECK(s.list(false).value().empty());
+  CHECK_FALSE(s.new_start().value());
+  CHECK_FALSE(s.finish_new_start().value());
+}
+
 /// Runs `f` in a write transaction of the raw environment in `dir`, with
 /// the store closed: how a test damages what the store wrote.
 void with_raw_lmdb(const std::string& dir,
@@ -406,18 +424,7 @@ TEST_CASE("a start over keeps the old checkpoints until its first checkpoint com
   REQUIRE(all.size() == 1);
   CHECK(all[0].checkpoint_id == 3);
   CHECK(s->read_latest().value().manifest->checkpoint_id == 3);
-  // A --fresh start over pending: a plain restart goes on from no state.
-  REQUIRE(s->begin_new_start(new_start_kind::fresh).value());
-  auto again = s->read_latest().value();
-  CHECK_FALSE(again.manifest);
-  REQUIRE(again.warnings.size() == 1);
-  CHECK(again.warnings[0].find("--fresh after checkpoint 3") != std::string::npos);
-  CHECK(s->read_latest(true).value().manifest->checkpoint_id == 3);
-  // A bounded job that finished without a checkpoint ends it all the same.
-  CHECK(s->finish_new_start().value());
-  CHECK(s->list(false).value().empty());
-  CHECK_FALSE(s->new_start().value());
-  CHECK_FALSE(s->finish_new_start().value());
+  check_fresh_start_over(*s, 3);
 }
 
 TEST_CASE("a data.mdb short by 1 to 16 pages is refused as truncated or is whole") {
@@ -495,18 +502,7 @@ TEST_CASE("a full lmdb map fails that checkpoint and leaves the previous one rea
   CHECK(s->highest_id().value() == 1);
   take_checkpoint(*s, 3, {{keyed("views", 0, 1, 0, 127, {{1, "again"}})}});
   CHECK(s->read_latest().value().manifest->checkpoint_id == 3);
-  // A --fresh start over pending: a plain restart goes on from no state.
-  REQUIRE(s->begin_new_start(new_start_kind::fresh).value());
-  auto again = s->read_latest().value();
-  CHECK_FALSE(again.manifest);
-  REQUIRE(again.warnings.size() == 1);
-  CHECK(again.warnings[0].find("--fresh after checkpoint 3") != std::string::npos);
-  CHECK(s->read_latest(true).value().manifest->checkpoint_id == 3);
-  // A bounded job that finished without a checkpoint ends it all the same.
-  CHECK(s->finish_new_start().value());
-  CHECK(s->list(false).value().empty());
-  CHECK_FALSE(s->new_start().value());
-  CHECK_FALSE(s->finish_new_start().value());
+  check_fresh_start_over(*s, 3);
 }
 
 TEST_CASE("committing a manifest whose state was not written fails and stores nothing") {

@@ -49,13 +49,23 @@ std::vector<int> lines_of(const fs::path& p) {
 
 constexpr auto two_phase = dead_letter_queue::commit_mode::two_phase;
 
+/// bad.jsonl in a fresh directory: the dead-letter file a test's queues write.
+struct dead_letter_file {
+  temp_dir d;
+  fs::path file = d.path / "bad.jsonl";
+
+  /// A new queue writing `file` in `mode` (exactly once by default).
+  dead_letter_queue open(dead_letter_queue::commit_mode mode = two_phase) const {
+    return dead_letter_queue{file.string(), mode};
+  }
+};
+
 } // namespace
 
 TEST_SUITE("runtime") {
-TEST_CASE("exactly-once dead letters reach the file when their checkpoint completes") {
-  temp_dir d;
-  auto file = d.path / "bad.jsonl";
-  dead_letter_queue q{file.string(), two_phase};
+TEST_CASE_FIXTURE(dead_letter_file,
+                  "exactly-once dead letters reach the file when their checkpoint completes") {
+  auto q = open();
   q.restore(0, 0);
   q.write(at_line(1), 0, 0);
   q.write(at_line(2), 1, 0);
@@ -72,11 +82,10 @@ TEST_CASE("exactly-once dead letters reach the file when their checkpoint comple
   CHECK(q.committed_count() == 3);
 }
 
-TEST_CASE("a restore discards what came after its checkpoint and completes its commits") {
-  temp_dir d;
-  auto file = d.path / "bad.jsonl";
+TEST_CASE_FIXTURE(dead_letter_file,
+                  "a restore discards what came after its checkpoint and completes its commits") {
   {
-    dead_letter_queue q{file.string(), two_phase};
+    auto q = open();
     q.restore(0, 0);
     q.write(at_line(1), 0, 0);
     q.seal(0, 0, 1);
@@ -88,15 +97,15 @@ TEST_CASE("a restore discards what came after its checkpoint and completes its c
     q.write(at_line(4), 0, 0);
   }
   SUBCASE("from the checkpoint that completed") {
-    dead_letter_queue q{file.string(), two_phase};
+    auto q = open();
     q.restore(2, 0);
     CHECK(lines_of(file) == std::vector<int>{1, 2});
     CHECK(q.committed_count() == 2);
   }
   SUBCASE("from an earlier one, the file is cut back to it") {
-    dead_letter_queue q{file.string(), two_phase};
+    auto q = open();
     q.restore(2, 0);
-    dead_letter_queue q2{file.string(), two_phase};
+    auto q2 = open();
     q2.restore(1, 0);
     CHECK(lines_of(file) == std::vector<int>{1});
   }
@@ -105,21 +114,20 @@ TEST_CASE("a restore discards what came after its checkpoint and completes its c
       std::ofstream out{file, std::ios::app};
       out << "{\"origin\":\"in.jsonl:9\",\"line\":9,\"off";
     }
-    dead_letter_queue q{file.string(), two_phase};
+    auto q = open();
     q.restore(2, 0);
     CHECK(lines_of(file) == std::vector<int>{1, 2});
   }
   SUBCASE("from nothing, the file starts empty") {
-    dead_letter_queue q{file.string(), two_phase};
+    auto q = open();
     q.restore(0, 0);
     CHECK(lines_of(file).empty());
   }
 }
 
-TEST_CASE("writes and seals of an attempt before the last restore are dropped") {
-  temp_dir d;
-  auto file = d.path / "bad.jsonl";
-  dead_letter_queue q{file.string(), two_phase};
+TEST_CASE_FIXTURE(dead_letter_file,
+                  "writes and seals of an attempt before the last restore are dropped") {
+  auto q = open();
   q.restore(0, 0);
   q.write(at_line(1), 0, 0);
   q.restore(0, 1); // an in-process restart from nothing
@@ -131,10 +139,9 @@ TEST_CASE("writes and seals of an attempt before the last restore are dropped") 
   CHECK(lines_of(file) == std::vector<int>{1});
 }
 
-TEST_CASE("a writer whose input ended pre-commits under the checkpoint after its last seal") {
-  temp_dir d;
-  auto file = d.path / "bad.jsonl";
-  dead_letter_queue q{file.string(), two_phase};
+TEST_CASE_FIXTURE(dead_letter_file,
+                  "a writer whose input ended pre-commits under the checkpoint after its last seal") {
+  auto q = open();
   q.restore(4, 0);
   q.write(at_line(7), 0, 0);
   q.seal_final(0, 0);
@@ -144,10 +151,8 @@ TEST_CASE("a writer whose input ended pre-commits under the checkpoint after its
   CHECK(lines_of(file) == std::vector<int>{7});
 }
 
-TEST_CASE("direct dead letters are written at once") {
-  temp_dir d;
-  auto file = d.path / "bad.jsonl";
-  dead_letter_queue q{file.string(), dead_letter_queue::commit_mode::direct};
+TEST_CASE_FIXTURE(dead_letter_file, "direct dead letters are written at once") {
+  auto q = open(dead_letter_queue::commit_mode::direct);
   q.write(at_line(1));
   q.seal(0, 0, 1);
   CHECK(lines_of(file) == std::vector<int>{1});

@@ -3,7 +3,7 @@
 """Real Redis and PostgreSQL servers for tests, on free ports picked at run
 time, each in a temporary directory removed when it stops.
 
-    from servers import RedisServer, PostgresServer
+    from weirtest.servers import RedisServer, PostgresServer
     with RedisServer() as r:             # redis-server (Debian redis-server)
         r.cli("HGETALL", "clicks:0")     # through redis-cli --raw
     with PostgresServer(max_prepared_transactions=10) as pg:
@@ -24,17 +24,13 @@ import subprocess
 import tempfile
 import time
 
+from weirtest import free_port
+
 PG_BIN = os.environ.get("WEIR_PG_BIN", "/usr/lib/postgresql/15/bin")
 
 
 class ServerError(RuntimeError):
     pass
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class RedisServer:
