@@ -22,6 +22,12 @@ install(TARGETS ${WEIR_INSTALLED_TARGETS} EXPORT weirTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/weir DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The public headers of the built kinds (src/kinds/<category>s/<type>/include/,
+# e.g. weir/kafka/source.hpp), merged into the same include/weir.
+get_property(WEIR_KIND_INCLUDE_DIRS TARGET weir_api PROPERTY WEIR_KIND_INCLUDE_DIRS)
+foreach(dir IN LISTS WEIR_KIND_INCLUDE_DIRS)
+  install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endforeach()
 if(PROJECT_IS_TOP_LEVEL)
   install(TARGETS weir RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

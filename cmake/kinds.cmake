@@ -11,6 +11,14 @@
 # builds them into weir_kinds_tests). A new kind is its folder plus its line
 # in the list.
 #
+# A kind's public header (its spec type and the `add_source` / `add_sink`
+# that `job::from` and `data_stream::sink_to` find for it) is in its folder's
+# include/ (e.g. sources/kafka/include/weir/kafka/source.hpp): the folder is
+# added to <target>'s public include directories and recorded in the
+# target's WEIR_KIND_INCLUDE_DIRS property (cmake/install.cmake installs
+# those of weir_api beside include/weir), so no header outside the kind's
+# folder names it.
+#
 # A kind that needs a library has a kind.cmake in its folder, included here
 # with WEIR_KIND_TARGET set to <target>: it finds the library (weir_connector
 # in cmake/dependencies.cmake), links it, and sets WEIR_KIND_BUILT. A kind
@@ -48,6 +56,10 @@ function(weir_add_kinds target register_function base_dir)
     list(FILTER sources EXCLUDE REGEX "_test\\.cpp$")
     list(FILTER tests INCLUDE REGEX "_test\\.cpp$")
     target_sources(${target} PRIVATE ${sources})
+    if(IS_DIRECTORY ${dir}/include)
+      target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${dir}/include>)
+      set_property(TARGET ${target} APPEND PROPERTY WEIR_KIND_INCLUDE_DIRS ${dir}/include)
+    endif()
     set_property(GLOBAL APPEND PROPERTY WEIR_KIND_TESTS ${tests})
     string(APPEND declarations "config::kind_descriptor describe_${id}();\n")
     string(APPEND calls "  r.add(describe_${id}());\n")

@@ -5,7 +5,7 @@
 // against.
 #pragma once
 
-#include "weir/connectors/blackhole_sink.hpp"
+#include "weir/blackhole/sink.hpp"
 #include "kinds/sources/nexmark/nexmark_generator.hpp"
 #include "weir/expr/random.hpp"
 

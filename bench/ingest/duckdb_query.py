@@ -14,7 +14,7 @@ line {"engine":"duckdb","query":..,"threads":T,"seconds":S,"rows":N[,"digest":D]
   start-up and `import duckdb` are left out, in DuckDB's favour, as Flink's mini-cluster
   start-up is).
 - --digest: the result rows are fetched and hashed as weir's blackhole sink does
-  (weir::row_hasher, include/weir/connectors/blackhole_sink.hpp), vectorised with numpy:
+  (weir::row_hasher, include/weir/blackhole/sink.hpp), vectorised with numpy:
   the digest is the sum of the rows' hashes mod 2^64, so it ignores row order.
 """
 

@@ -7,7 +7,7 @@ never asserted.
 Builds nothing: it expects a Release build of `weir` and `weir_checkpoint_bench`
 (default build/, override with --build-dir or --weir/--bench), e.g.
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-  cmake --build build --target weir weir_checkpoint_bench
+  cmake --build build --target weir-bench weir_checkpoint_bench
 Inputs and checkpoint directories go to a temporary directory (--keep keeps it).
 
   throughput  A keyed job over --records generated records (for each of
@@ -306,7 +306,7 @@ def cmd_checkpoint(args):
     args.snapshot_keys = [int(x) for x in args.snapshot_keys.split(",") if x]
     args.sizes_mib = [int(x) for x in args.sizes_mib.split(",") if x]
     build = Path(args.build_dir)
-    args.weir = args.weir or str(build / "weir")
+    args.weir = args.weir or str(build / "weir-bench")
     args.bench = args.bench or str(build / "weir_checkpoint_bench")
     for b in ([args.weir] if args.what != "snapshot" else []) + \
              ([args.bench] if args.what in ("all", "snapshot") else []):

@@ -295,22 +295,23 @@ def have_matplotlib():
 # -- building and the engines' command lines ---------------------------------------------
 
 def build(build_dir, extra_targets=()):
-    """Configures and builds weir and the baselines (Release) in build_dir."""
-    targets = ["weir", "weir_baseline", *extra_targets]
+    """Configures and builds weir-bench (weir's command line with the benchmark kinds:
+    generator, nexmark) and the baselines (Release) in build_dir."""
+    targets = ["weir-bench", "weir_baseline", *extra_targets]
     log(f"bench: building {', '.join(targets)} in {build_dir} (Release)")
     subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_dir), "-G", "Ninja",
                     "-DCMAKE_BUILD_TYPE=Release", "-DWEIR_BUILD_TESTS=OFF"],
                    check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", str(build_dir), "--target", *targets,
                     "-j", str(os.cpu_count() or 2)], check=True, stdout=subprocess.DEVNULL)
-    return build_dir / "weir", build_dir / "weir_baseline"
+    return build_dir / "weir-bench", build_dir / "weir_baseline"
 
 
 def binaries(args, extra_targets=()):
     """(weir, baseline) of --build-dir, built first unless --no-build."""
     build_dir = Path(args.build_dir)
     if args.no_build:
-        return build_dir / "weir", build_dir / "weir_baseline"
+        return build_dir / "weir-bench", build_dir / "weir_baseline"
     return build(build_dir, extra_targets)
 
 

@@ -9,8 +9,8 @@
 //
 // The last row of each client carries its total number of requests.
 #include "weir/api/job.hpp"
-#include "weir/connectors/file_sink.hpp"
-#include "weir/connectors/file_source.hpp"
+#include "weir/file/sink.hpp"
+#include "weir/file/source.hpp"
 #include "weir/state/keyed_process_function.hpp"
 
 #include <cstdio>
@@ -58,12 +58,12 @@ int main(int argc, char** argv) {
   options.status_interval = std::chrono::milliseconds{0};
   weir::job job{options};
 
-  weir::file_source_spec source;
+  weir::file::source source;
   source.path = argv[1];
   source.decoder.kind = weir::format::format_kind::apache_combined;
   source.event_time_field = "ts";
   source.watermark.max_out_of_orderness = std::chrono::seconds{60};
-  auto logs = job.from_file(source, {"logs"});
+  auto logs = job.from(source, {"logs"});
   if (!logs) {
     std::fprintf(stderr, "error: %s\n", logs.error().message.c_str());
     return 2;
@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", clicks.error().message.c_str());
     return 2;
   }
-  if (auto sunk = clicks->sink_to_file({argv[2], weir::format::format_kind::jsonl}); !sunk) {
+  if (auto sunk = clicks->sink_to(weir::file::sink{argv[2], weir::format::format_kind::jsonl});
+      !sunk) {
     std::fprintf(stderr, "error: %s\n", sunk.error().message.c_str());
     return 2;
   }

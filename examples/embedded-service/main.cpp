@@ -16,6 +16,7 @@
 // Prints the live answers and the final totals; exits 1 if a query failed,
 // or if the totals differ from what was pushed.
 #include "weir/api/job.hpp"
+#include "weir/blackhole/sink.hpp"
 #include "weir/connectors/push_source.hpp"
 #include "weir/server/http_server.hpp"
 #include "weir/window/tumbling_windows.hpp"
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   weir::job& job = *owned;
 
   // The push source: the service's threads write into it.
-  weir::push_source_spec spec;
+  weir::push::source spec;
   spec.schema = weir::make_schema({{"user", weir::type_id::string},
                                    {"ts", weir::type_id::timestamp},
                                    {"amount", weir::type_id::int64}});
@@ -58,9 +59,9 @@ int main(int argc, char** argv) {
   // thread's events from being late to the other's watermark.
   spec.watermark.max_out_of_orderness = 24h;
   spec.capacity = 1000;
-  auto events = job.from_push(spec, {"purchases", 0});
+  auto events = job.from(spec, {"purchases", 0});
   if (!events) {
-    std::fprintf(stderr, "from_push: %s\n", events.error().message.c_str());
+    std::fprintf(stderr, "push source: %s\n", events.error().message.c_str());
     return 1;
   }
   auto by_user = events->stream.key_by({"user"});
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   }
   std::mutex m;
   std::map<std::string, std::int64_t> window_counts;
-  if (!running->sink_to_blackhole() ||
+  if (!running->sink_to(weir::blackhole::sink{}) ||
       !minutes->sink_to_callback(
         [&](const weir::row_view& row) {
           std::lock_guard lock{m};

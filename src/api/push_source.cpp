@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The push source: `job::from_push`, its handle's queue and its reader. The
+// The push source: `push::add_source` (`job::from`), its handle's queue and its reader. The
 // queue is bounded, so a job that falls behind blocks `push` (or makes
 // `try_push` refuse) instead of buffering without bound; the reader takes at
 // most a batch per poll, and is not polled while its subtask's output has no
@@ -246,7 +246,7 @@ error invalid(std::string msg) {
 
 } // namespace
 
-expected<push_stream> job::from_push(push_source_spec spec, operator_options opts) {
+expected<push_stream> push::add_source(job& j, source spec, operator_options opts) {
   if (!spec.schema || spec.schema->size() == 0)
     return invalid("a push source needs a schema");
   if (spec.format != format::format_kind::jsonl && spec.format != format::format_kind::csv)
@@ -271,10 +271,10 @@ expected<push_stream> job::from_push(push_source_spec spec, operator_options opt
     return check.error();
   auto handle = std::make_shared<push_source_handle>(spec.capacity);
   // The graph owns the factory, so it outlives every call of it.
-  const runtime::job_graph* g = graph_.get();
+  const runtime::job_graph* g = j.graph().get();
   auto name = std::make_shared<std::string>();
   auto node = internal::add_source_node(
-    *graph_, opts, "push_source", spec.schema, 1, spec.watermark,
+    *j.graph(), opts, "push_source", spec.schema, 1, spec.watermark,
     [handle, d, et, g, name](std::size_t, std::size_t, bad_record_handler on_bad)
       -> source_reader_ptr {
       auto decoder = format::make_decoder(d);
@@ -287,7 +287,7 @@ expected<push_stream> job::from_push(push_source_spec spec, operator_options opt
   if (!node)
     return node.error();
   *name = (*node)->name;
-  auto stream = this->stream((*node)->name);
+  auto stream = j.stream((*node)->name);
   return push_stream{*stream, handle};
 }
 

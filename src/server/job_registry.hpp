@@ -3,7 +3,7 @@
 
 #include "http_util.hpp"
 #include "served_job.hpp"
-#include "weir/connectors/http_source.hpp"
+#include "weir/http/source.hpp"
 
 #include <httplib.h>
 

@@ -14,11 +14,10 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
 import tempfile
 
-from weirtest import SCALE, Sandbox, read_jsonl
-from weirtest.click_counter import check_click_counter
+from weirtest import Sandbox, read_jsonl
+from weirtest.click_counter import check_click_counter, check_embedded_bot_counter
 
 LOG = "data/apache_access_logs/apache_logs_anon.log"
 JSONL = "data/apache_access_logs/apache_logs_anon.jsonl"
@@ -187,22 +186,8 @@ def test_subtask_failure(weir, work, repo):
     assert "injected failure" in proc.stderr, f"no reason given:\n{proc.stderr[-2000:]}"
 
 
-def test_embedded_example(weir, work, repo, example):
-    box = data_sandbox(weir, work, repo)
-    out = box.work / "bots.jsonl"
-    proc = subprocess.run([example("embedded_bot_counter"), str(box.work / LOG), str(out)],
-                          capture_output=True, text=True, timeout=300 * SCALE)
-    assert proc.returncode == 0, f"example exited {proc.returncode}: {proc.stderr}"
-    rows = read_jsonl(out)
-    final = {}
-    for r in rows:
-        final[r["agent"]] = max(final.get(r["agent"], 0), r["requests"])
-    want = collections.Counter(
-        r["agent"] for r in read_jsonl(pathlib.Path(repo) / JSONL)
-        if r["agent"] and "bot" in r["agent"].lower())
-    assert final == dict(want), f"bot counts differ: {len(final)} agents vs {len(want)}"
-    assert len(rows) == sum(want.values()), "one running count per bot request expected"
-    assert "read 9999 records (1 bad)" in proc.stdout, f"unexpected report: {proc.stdout}"
+def test_embedded_example(work, repo, example):
+    check_embedded_bot_counter(example("embedded_bot_counter"), repo, work)
 
 
 def test_click_counter(work, repo, example):

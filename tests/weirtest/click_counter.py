@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Flink's ClickCounter example (examples/click-counter) on the real access
-log: the pipeline tests run the built example, the install test the ones it
-builds against the installed library."""
+"""The embedding examples on the real access log: Flink's ClickCounter
+(examples/click-counter) and the bot counter (examples/embedded-bot-counter).
+The pipeline tests run the built examples, the install tests the ones they
+build against the installed library or through add_subdirectory."""
 import collections
 from pathlib import Path
 
@@ -30,4 +31,22 @@ def check_click_counter(example, repo, work):
         final[client] = r["clicks"]
     assert final == dict(want), f"click counts differ: {len(final)} clients vs {len(want)}"
     assert len(rows) == sum(want.values()), "one running count per request expected"
+    assert "read 9999 records (1 bad)" in proc.stdout, f"unexpected report: {proc.stdout}"
+
+
+def check_embedded_bot_counter(example, repo, work):
+    """Runs the embedded-bot-counter binary `example` on the access log into
+    `work`/bots.jsonl; each bot's last running count must equal its requests
+    in the log's JSONL, one row per bot request."""
+    out = Path(work) / "bots.jsonl"
+    proc = run([example, Path(repo) / LOG, out], timeout=300, what="the example")
+    rows = read_jsonl(out)
+    final = {}
+    for r in rows:
+        final[r["agent"]] = max(final.get(r["agent"], 0), r["requests"])
+    want = collections.Counter(
+        r["agent"] for r in read_jsonl(Path(repo) / JSONL)
+        if r["agent"] and "bot" in r["agent"].lower())
+    assert final == dict(want), f"bot counts differ: {len(final)} agents vs {len(want)}"
+    assert len(rows) == sum(want.values()), "one running count per bot request expected"
     assert "read 9999 records (1 bad)" in proc.stdout, f"unexpected report: {proc.stdout}"

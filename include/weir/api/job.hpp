@@ -11,6 +11,7 @@
 #include "weir/window/window_operator.hpp"
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -151,22 +152,12 @@ struct operator_options {
 };
 
 
-// Each connector's spec is declared in its kind's public header, which the
-// caller of the method taking it includes:
-struct file_source_spec;    // weir/connectors/file_source.hpp
-struct kafka_source_spec;   // weir/connectors/kafka_source.hpp
-struct file_sink_spec;      // weir/connectors/file_sink.hpp
-struct kafka_sink_spec;     // weir/connectors/kafka_sink.hpp
-struct redis_sink_spec;     // weir/connectors/redis_sink.hpp
-struct postgres_sink_spec;  // weir/connectors/postgres_sink.hpp
-struct elasticsearch_sink_spec; // weir/connectors/elasticsearch_sink.hpp
-struct stdout_sink_spec;    // weir/connectors/file_sink.hpp
-struct blackhole_sink_spec; // weir/connectors/blackhole_sink.hpp
-struct summary_sink_spec;   // weir/connectors/summary_sink.hpp
-struct push_source_spec;    // weir/connectors/push_source.hpp
-class push_source_handle;   // weir/connectors/push_source.hpp
-struct http_source_spec;    // weir/connectors/http_source.hpp
-struct enrich_spec;         // weir/operators/enrich.hpp
+struct enrich_spec; // weir/operators/enrich.hpp
+class push_source_handle; // weir/connectors/push_source.hpp
+
+namespace internal {
+struct stream_access; // src/api/internal/graph.hpp: what a kind's planning needs
+} // namespace internal
 
 /// Read-only access to one row, for user functions (lambda filters).
 class row_view {
@@ -190,13 +181,32 @@ private:
 };
 
 class job;
+class data_stream;
 class keyed_stream;
 class connected_streams;
-// The benchmark generators' specs (bench/kinds/sources/{generator,nexmark}/):
-// `job::from_generator` and `job::from_nexmark` are defined there, in
-// weir_bench_kinds, outside the core.
-struct generator_source_spec;
-struct nexmark_source_spec;
+
+/// A source spec `job::from` takes: a struct of a kind's public header
+/// (`weir::kafka::source` in weir/kafka/source.hpp, `weir::file::source`,
+/// ...), which declares, in the spec's own namespace,
+///
+///     expected<data_stream> add_source(job&, Spec, operator_options);
+///
+/// (`expected<push_stream>` for `weir::push::source`), found by
+/// argument-dependent lookup. A kind is thus its folder and its header: no
+/// header of the core names it.
+template <class Spec>
+concept source_spec = requires(job& j, Spec spec, operator_options opts) {
+  add_source(j, std::move(spec), std::move(opts));
+};
+
+/// A sink spec `data_stream::sink_to` takes (`weir::file::sink`,
+/// `weir::kafka::sink`, ...): its kind's header declares, in the spec's
+/// namespace, `expected<std::monostate> add_sink(const data_stream&, Spec,
+/// operator_options)`.
+template <class Spec>
+concept sink_spec = requires(const data_stream& in, Spec spec, operator_options opts) {
+  { add_sink(in, std::move(spec), std::move(opts)) } -> std::same_as<expected<std::monostate>>;
+};
 
 /// A stream produced by a source or an operator (Flink's `DataStream`).
 /// Cheap to copy; it refers to a node of its job's graph.
@@ -267,32 +277,22 @@ public:
                         std::function<stream_operator_ptr()> factory,
                         operator_options opts = {}) const;
 
-  /// Writes the stream to a file.
-  [[nodiscard]] expected<std::monostate> sink_to_file(file_sink_spec spec, operator_options opts = {}) const;
+  /// Adds the sink `spec` describes, fed by this stream (Flink's
+  /// `DataStream.sinkTo(sink)`): `weir::file::sink` (weir/file/sink.hpp),
+  /// `weir::kafka::sink`, `weir::redis::sink`, `weir::postgres::sink`,
+  /// `weir::elasticsearch::sink`, `weir::summary::sink`,
+  /// `weir::blackhole::sink`, `weir::print::sink`, or any kind whose header
+  /// declares `add_sink` (`sink_spec`). The spec's header documents its
+  /// delivery guarantee and parallelism (`opts.parallelism`, 0: the job's,
+  /// where the kind allows more than 1). Errors: the kind's checks of the
+  /// spec against this stream's schema (`errc::invalid_argument`, or an
+  /// expression's `errc` and offset), and `errc::invalid_argument` for a
+  /// duplicate `opts.name`. The TOML loader plans `[[sinks]]` through it.
+  template <sink_spec Spec>
+  [[nodiscard]] expected<std::monostate> sink_to(Spec spec, operator_options opts = {}) const {
+    return add_sink(*this, std::move(spec), std::move(opts));
+  }
 
-  /// Writes the stream to a Kafka topic, one message per row (the kafka
-  /// sink kind; weir/connectors/kafka_sink.hpp). Parallelism as for
-  /// operators: one producer per subtask. Errors: `errc::invalid_argument`
-  /// for an empty topic or bootstrap_servers or apache_combined; a key or
-  /// header expression that does not compile keeps its `errc` and offset.
-  [[nodiscard]] expected<std::monostate> sink_to_kafka(kafka_sink_spec spec,
-                                                       operator_options opts = {}) const;
-
-  /// Writes the stream to Redis, one SET, HSET or ZADD per row (the redis
-  /// sink kind; weir/connectors/redis_sink.hpp): pipelined, flushed at every
-  /// checkpoint barrier; at-least-once delivery with an idempotent effect.
-  /// Parallelism as for operators: one connection per subtask. Errors:
-  /// `errc::invalid_argument` for a missing key, value, field (hset) or score
-  /// (zadd); an expression that does not compile keeps its `errc` and offset.
-  [[nodiscard]] expected<std::monostate> sink_to_redis(redis_sink_spec spec,
-                                                       operator_options opts = {}) const;
-
-  /// Writes the stream to a PostgreSQL table, inserted or upserted in
-  /// batches (the postgres sink kind; weir/connectors/postgres_sink.hpp);
-  /// exactly once through two-phase commit with checkpoints. Parallelism as
-  /// for operators: one connection per subtask. Errors as documented there.
-  [[nodiscard]] expected<std::monostate> sink_to_postgres(postgres_sink_spec spec,
-                                                          operator_options opts = {}) const;
   /// Hands every row to `fn` (a callback sink, for a host program that
   /// embeds weir). Threading: `fn` runs on the sink subtask's thread (a CAF
   /// worker), one row after another per subtask; with parallelism above 1
@@ -315,35 +315,17 @@ public:
   [[nodiscard]] expected<std::monostate>
   sink_batches_to_callback(std::function<void(const record_batch_ptr&)> fn,
                            operator_options opts = {}) const;
-  /// Indexes the stream into Elasticsearch or OpenSearch through the `_bulk`
-  /// API, one document per row (the elasticsearch sink kind;
-  /// weir/connectors/elasticsearch_sink.hpp: at least once, idempotent with
-  /// deterministic document ids). Parallelism as for operators: one HTTP
-  /// client per subtask. Errors: as `make_elasticsearch_sink`.
-  [[nodiscard]] expected<std::monostate>
-  sink_to_elasticsearch(elasticsearch_sink_spec spec, operator_options opts = {}) const;
-
-  /// Prints the stream as JSON lines on stdout.
+  /// Prints the stream as JSON lines on stdout (Flink's `DataStream.print`):
+  /// `sink_to(weir::print::sink{})` (weir/print/sink.hpp, which also sets
+  /// the timestamp format). Throws std::invalid_argument for a duplicate
+  /// `opts.name`.
   void print(operator_options opts = {}) const;
-  /// As `print`, with the sink's options (timestamp format).
-  void print(const stdout_sink_spec& spec, operator_options opts = {}) const;
-
-  /// Prints a summary table on stdout at the end of the job.
-  [[nodiscard]] expected<std::monostate> sink_to_summary(summary_sink_spec spec,
-                                                operator_options opts = {}) const;
-
-  /// Drops the stream (a benchmark sink); parallelism as for operators, so
-  /// it chains to its input. Errors: `errc::invalid_argument` for a
-  /// negative rate or a latency_field that is not an int64 field.
-  [[nodiscard]] expected<std::monostate> sink_to_blackhole(blackhole_sink_spec spec,
-                                                  operator_options opts = {}) const;
-  /// As above with the default spec (every row dropped, nothing reported).
-  [[nodiscard]] expected<std::monostate> sink_to_blackhole() const;
 
 private:
   friend class job;
   friend class keyed_stream;
   friend class connected_streams;
+  friend struct internal::stream_access;
   data_stream(std::shared_ptr<runtime::job_graph> g, std::size_t node, std::size_t port)
     : graph_(std::move(g)), node_(node), port_(port) {}
 
@@ -353,7 +335,7 @@ private:
 };
 
 /// A push source's stream and the handle the host's threads push into
-/// (`job::from_push`; weir/connectors/push_source.hpp).
+/// (`job::from` of a `weir::push::source`; weir/connectors/push_source.hpp).
 struct push_stream {
   data_stream stream;
   std::shared_ptr<push_source_handle> handle;
@@ -669,55 +651,24 @@ public:
   /// Mutable options; changes take effect at the next `execute()`.
   job_options& options();
 
-  /// Adds a file source. Errors: `errc::invalid_argument` for a duplicate
-  /// name, a missing schema, or an event-time field that is absent or not a
-  /// timestamp/int64.
-  [[nodiscard]] expected<data_stream> from_file(file_source_spec spec,
-                                                operator_options opts = {});
-
-  /// Adds a Kafka source (src/kinds/sources/kafka/). Errors:
-  /// `errc::invalid_argument` for a duplicate name, neither or both of topics
-  /// and topic_pattern, a pattern that is not a regex, no bootstrap servers, a
-  /// missing schema, a field name used twice, an event-time field that is
-  /// absent or not a timestamp/int64, `start = committed` without a group, or
-  /// a property weir manages (group.id, enable.auto.commit, ...). The brokers
-  /// are first contacted when the job runs.
-  [[nodiscard]] expected<data_stream> from_kafka(kafka_source_spec spec,
-                                                 operator_options opts = {});
-
-  /// Adds a generator source. Errors: `errc::invalid_argument` for a
-  /// duplicate name, no fields, a duplicate field, a negative rate, an
-  /// event-time field that is absent or not a timestamp/int64, or a
-  /// generation_time_field that clashes with a field; a field expression
-  /// that does not compile keeps its `errc` and `offset`, and the message
-  /// names the field ("field 'x': ...").
-  [[nodiscard]] expected<data_stream> from_generator(generator_source_spec spec,
-                                                     operator_options opts = {});
-
-  /// Adds a Nexmark source. Errors: `errc::invalid_argument` for a duplicate
-  /// name, a negative rate, or a non-positive event_rate, proportion, hot
-  /// ratio or average size.
-  [[nodiscard]] expected<data_stream> from_nexmark(nexmark_source_spec spec,
-                                                   operator_options opts = {});
-
-  /// Adds a push source: the host program's threads write records into the
-  /// returned handle (weir/connectors/push_source.hpp) while the job runs;
-  /// parallelism 1; event time from `spec.event_time_field` with the usual
-  /// watermark generator. Errors: `errc::invalid_argument` for a duplicate
-  /// name, a missing schema, a format other than jsonl or csv, or an
-  /// event-time field that is absent or not a timestamp/int64.
-  [[nodiscard]] expected<push_stream> from_push(push_source_spec spec,
-                                                operator_options opts = {});
-
-  /// Adds an http source (src/kinds/sources/http/): records POSTed to
-  /// `weir serve` at `/ingest/{name}` (weir/connectors/http_source.hpp;
-  /// `find_http_source` gives the handle a server hands bodies to);
-  /// parallelism 1. Errors: `errc::invalid_argument` for a duplicate name, a
-  /// missing schema, a format other than jsonl or csv, an event-time field
-  /// that is absent or not a timestamp/int64, or `ack = checkpoint` without
-  /// checkpoints.
-  [[nodiscard]] expected<data_stream> from_http(http_source_spec spec,
-                                                operator_options opts = {});
+  /// Adds the source `spec` describes (Flink's
+  /// `StreamExecutionEnvironment.fromSource(source, watermarkStrategy,
+  /// name)`: the spec carries the event-time field and watermark options,
+  /// `opts.name` the stream's name): `weir::file::source`
+  /// (weir/file/source.hpp), `weir::kafka::source`, `weir::http::source`,
+  /// `weir::push::source` (weir/connectors/push_source.hpp), or any kind
+  /// whose header declares `add_source` (`source_spec`). Returns the
+  /// source's stream: `expected<data_stream>`, or `expected<push_stream>`
+  /// for a push source (the stream and the handle the host pushes into).
+  /// Errors: the kind's checks of the spec (`errc::invalid_argument`: a
+  /// missing schema or path, an event-time field that is absent or not a
+  /// timestamp/int64, ...; each spec's header lists them) and
+  /// `errc::invalid_argument` for a duplicate `opts.name`. The TOML loader
+  /// plans `[[sources]]` through it.
+  template <source_spec Spec>
+  [[nodiscard]] auto from(Spec spec, operator_options opts = {}) {
+    return add_source(*this, std::move(spec), std::move(opts));
+  }
 
   /// The stream called `name` (an operator's main output or a side output).
   std::optional<data_stream> stream(std::string_view name) const;
@@ -784,6 +735,7 @@ public:
 
 private:
   friend class running_job;
+  friend struct internal::stream_access;
   /// `execute`, reporting to `control` (null: nobody watches).
   job_result execute_with(runtime::background_run* control);
 

@@ -3,6 +3,7 @@
 // The push source (src/api/push_source.cpp): records the host program's
 // threads hand to a running job, through a bounded queue.
 
+#include "weir/api/job.hpp"
 #include "weir/api/source_options.hpp"
 #include "weir/core/record_batch.hpp"
 #include "weir/format/format.hpp"
@@ -19,11 +20,11 @@
 #include <string>
 #include <vector>
 
-namespace weir {
+namespace weir::push {
 
-/// `job::from_push`: a source fed by the host program (an embedding service)
+/// `push::add_source` (`job::from`): a source fed by the host program (an embedding service)
 /// rather than read from a file or a broker.
-struct push_source_spec {
+struct source {
   /// Fields and types of every record (required).
   schema_ptr schema;
   /// How pushed text is decoded: jsonl (one object per `push`) or csv (one
@@ -37,6 +38,20 @@ struct push_source_spec {
   /// (backpressure). At least 1.
   std::size_t capacity = 10000;
 };
+
+/// Adds a push source to `j` (what `job::from` calls; Flink's
+/// `StreamExecutionEnvironment.fromSource`): its stream, named `opts.name`
+/// (generated when empty). Errors (`errc::invalid_argument`): a duplicate
+/// name, a missing schema, a format other than jsonl or csv, or an
+/// event-time field that is absent or not a timestamp/int64. Parallelism 1;
+/// the host's threads write records into the returned handle while the job
+/// runs; event time from `spec.event_time_field` with the usual watermark
+/// generator.
+[[nodiscard]] expected<push_stream> add_source(job& j, source spec, operator_options opts = {});
+
+} // namespace weir::push
+
+namespace weir {
 
 /// The thread-safe end of a push source that the host's threads write into
 /// (Flink has no direct equivalent; it plays the part of a Kafka topic that

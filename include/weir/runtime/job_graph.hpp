@@ -17,7 +17,7 @@
 #include <vector>
 
 namespace weir {
-class http_source_handle; // weir/connectors/http_source.hpp
+class http_source_handle; // weir/http/source.hpp
 } // namespace weir
 
 namespace weir::runtime {
@@ -163,7 +163,7 @@ struct job_graph {
   std::map<std::string, std::size_t, std::less<>> stream_index;
   std::set<std::string, std::less<>> node_names;
 
-  /// The job's http sources by name (`job::from_http`): what
+  /// The job's http sources by name (`http::add_source` (`job::from`)): what
   /// `POST /ingest/{source}` hands its body to.
   std::map<std::string, std::shared_ptr<http_source_handle>, std::less<>> http_sources;
 };

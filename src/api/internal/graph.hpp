@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What a kind needs to add a node to a job's graph: the kinds' folders
-// (src/kinds/, bench/kinds/) define the API's methods that plan them
-// (`data_stream::sink_to_file`, `job::from_generator`, ...) with it.
+// (src/kinds/, bench/kinds/) define the functions that plan them
+// (`file::add_sink`, `generator::add_source`, ... which `data_stream::sink_to`
+// and `job::from` call) and the API's operator methods with it.
 
 #include "weir/api/job.hpp"
 #include "weir/runtime/job_graph.hpp"
@@ -15,6 +16,24 @@
 #include <string_view>
 
 namespace weir::internal {
+
+/// The parts of a stream a kind's planning reads, and a stream made from a
+/// node of the graph (the constructor is private to the API).
+struct stream_access {
+  static data_stream make(std::shared_ptr<runtime::job_graph> g, std::size_t node,
+                          std::size_t port = 0) {
+    return data_stream{std::move(g), node, port};
+  }
+  static const std::shared_ptr<runtime::job_graph>& graph(const data_stream& s) {
+    return s.graph_;
+  }
+  static std::size_t node(const data_stream& s) { return s.node_; }
+  static std::size_t port(const data_stream& s) { return s.port_; }
+  /// The (node, port) input a node fed by `s` names.
+  static std::pair<std::size_t, std::size_t> input(const data_stream& s) {
+    return {s.node_, s.port_};
+  }
+};
 
 /// Claims a source's stream name (generated from `kind` when empty; errors
 /// for a duplicate) and adds its node without inputs; the caller finishes it.

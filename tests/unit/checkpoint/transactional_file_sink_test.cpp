@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/transactional_file_sink.hpp"
+#include "weir/file/transactional_sink.hpp"
 
 #include "checkpoint_test_util.hpp"
 

@@ -6,7 +6,7 @@
 // restarting from its latest checkpoint, with the same committed output.
 #include "kinds/sources/generator/generator.hpp"
 #include "weir/api/job.hpp"
-#include "weir/connectors/file_sink.hpp"
+#include "weir/file/sink.hpp"
 #include "weir/state/keyed_co_process_function.hpp"
 
 #include <doctest/doctest.h>
@@ -103,7 +103,7 @@ struct job_setup {
 
 weir::job_result run(const job_setup& s) {
   weir::job j{s.opts};
-  weir::generator_source_spec tx;
+  weir::generator::source tx;
   tx.count = transactions;
   tx.rate = s.rate;
   tx.fields = {{"id", "seq"},
@@ -111,15 +111,15 @@ weir::job_result run(const job_setup& s) {
                {"amount", "rand_float(seq, 2) * 2000"},
                {"ts", "to_timestamp(seq * 10 + 3)"}};
   tx.event_time_field = "ts";
-  weir::generator_source_spec acct;
+  weir::generator::source acct;
   acct.count = num_accounts;
   acct.rate = s.rate == 0 ? 0 : s.rate * num_accounts / static_cast<double>(transactions);
   acct.fields = {{"ts", "to_timestamp(seq * 2000 + 500)"},
                  {"id", "seq"},
                  {"owner", "concat('owner-', seq)"}};
   acct.event_time_field = "ts";
-  auto txs = j.from_generator(tx, {"transactions", 0});
-  auto accounts = j.from_generator(acct, {"accounts", 0});
+  auto txs = j.from(tx, {"transactions", 0});
+  auto accounts = j.from(acct, {"accounts", 0});
   REQUIRE(txs);
   REQUIRE(accounts);
   auto unkeyed = txs->connect(*accounts).process(
@@ -136,9 +136,9 @@ weir::job_result run(const job_setup& s) {
   auto enriched = keyed->process("enrich", out_schema,
                                  [] { return std::make_unique<account_enrichment>(); });
   REQUIRE(enriched);
-  weir::file_sink_spec sink;
+  weir::file::sink sink;
   sink.path = s.out.string();
-  REQUIRE(enriched->sink_to_file(sink, {"out", 1}));
+  REQUIRE(enriched->sink_to(sink, {"out", 1}));
   return j.execute();
 }
 

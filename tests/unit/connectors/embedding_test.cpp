@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The embedding API through real jobs on the actor system: a push source fed
 // by the test's threads, callback sinks, queryable state and savepoints
-// (job::from_push, sink_to_callback, query_state, trigger_savepoint).
+// (push::add_source, sink_to_callback, query_state, trigger_savepoint).
 #include "weir/api/job.hpp"
 #include "weir/connectors/push_source.hpp"
 #include "weir/state/keyed_process_function.hpp"
@@ -153,11 +153,11 @@ TEST_CASE("a rewind replays kept records; a new handle renumbers from the restor
 
 TEST_CASE("records pushed from two threads all reach the callback sink; close ends the job") {
   weir::job j{quiet_options()};
-  weir::push_source_spec spec;
+  weir::push::source spec;
   spec.schema = event_schema();
   spec.event_time_field = "ts";
   spec.capacity = 16; // small: the pushing threads meet backpressure
-  auto src = j.from_push(spec, {"events", 0});
+  auto src = j.from(spec, {"events", 0});
   REQUIRE(src);
   collected got;
   REQUIRE(src->stream.sink_to_callback([&](const weir::row_view& r) { got.add(r); },
@@ -195,9 +195,9 @@ TEST_CASE("a record that does not decode is a bad record of the push source") {
   auto o = quiet_options();
   o.on_bad_record = weir::bad_record_policy::skip;
   weir::job j{o};
-  weir::push_source_spec spec;
+  weir::push::source spec;
   spec.schema = event_schema();
-  auto src = j.from_push(spec, {"events", 0});
+  auto src = j.from(spec, {"events", 0});
   REQUIRE(src);
   collected got;
   REQUIRE(src->stream.sink_to_callback([&](const weir::row_view& r) { got.add(r); }));
@@ -213,9 +213,9 @@ TEST_CASE("a record that does not decode is a bad record of the push source") {
 
 TEST_CASE("a running count's queried state equals the count the sink emitted last") {
   weir::job j{quiet_options(2)};
-  weir::push_source_spec spec;
+  weir::push::source spec;
   spec.schema = event_schema();
-  auto src = j.from_push(spec, {"events", 0});
+  auto src = j.from(spec, {"events", 0});
   REQUIRE(src);
   auto keyed = src->stream.key_by({"user"});
   REQUIRE(keyed);
@@ -289,9 +289,9 @@ private:
 
 TEST_CASE("a keyed process function's queried value states equal what it emitted last") {
   weir::job j{quiet_options(2)};
-  weir::push_source_spec spec;
+  weir::push::source spec;
   spec.schema = event_schema();
-  auto src = j.from_push(spec, {"events", 0});
+  auto src = j.from(spec, {"events", 0});
   REQUIRE(src);
   auto tracked = src->stream.key_by({"user"})->process(
     "tracker", weir::make_schema({{"user", weir::type_id::string}, {"n", weir::type_id::int64}}),
@@ -317,12 +317,12 @@ TEST_CASE("a keyed process function's queried value states equal what it emitted
 
 TEST_CASE("a window's queried open window equals the row the sink emits when it fires") {
   weir::job j{quiet_options(2)};
-  weir::push_source_spec spec;
+  weir::push::source spec;
   spec.schema = event_schema();
   spec.event_time_field = "ts";
   // Nothing fires before the input ends (watermark = max ts - 60 s - 1).
   spec.watermark.max_out_of_orderness = 60s;
-  auto src = j.from_push(spec, {"events", 0});
+  auto src = j.from(spec, {"events", 0});
   REQUIRE(src);
   auto keyed = src->stream.key_by({"user"});
   REQUIRE(keyed);
@@ -378,9 +378,9 @@ TEST_CASE("a savepoint of a running job restores into a new job at another paral
     o.checkpoint.dir = dir;
     o.checkpoint.interval = 100ms;
     weir::job j{o};
-    weir::push_source_spec spec;
+    weir::push::source spec;
     spec.schema = event_schema();
-    auto src = j.from_push(spec, {"events", 0});
+    auto src = j.from(spec, {"events", 0});
     REQUIRE(src);
     std::uint64_t covered = 0;
     std::mutex m;
@@ -422,9 +422,9 @@ TEST_CASE("a savepoint of a running job restores into a new job at another paral
   o.checkpoint.dir = dir;
   o.checkpoint.from_savepoint = copy;
   weir::job j{o};
-  weir::push_source_spec spec;
+  weir::push::source spec;
   spec.schema = event_schema();
-  auto src = j.from_push(spec, {"events", 0});
+  auto src = j.from(spec, {"events", 0});
   REQUIRE(src);
   std::uint64_t restored_at = 0;
   src->handle->on_restore([&](std::uint64_t s) { restored_at = s; });

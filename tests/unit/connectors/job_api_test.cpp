@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// job::from_generator, job::from_nexmark and data_stream::sink_to_blackhole,
-// built and run through the public API.
+// generator::add_source, nexmark::add_source and blackhole::add_sink,
+// built and run through the public API; job::from and data_stream::sink_to
+// with a kind defined outside weir.
 #include "api/internal/projection.hpp"
 #include "kinds/sources/generator/generator.hpp"
 #include "kinds/sources/nexmark/nexmark.hpp"
 #include "weir/api/job.hpp"
-#include "weir/connectors/blackhole_sink.hpp"
-#include "weir/connectors/file_sink.hpp"
+#include "weir/blackhole/sink.hpp"
+#include "weir/file/sink.hpp"
 #include "weir/expr/random.hpp"
 
 #include "weir/runtime/execution_plan.hpp"
@@ -15,12 +16,69 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <unistd.h>
 
+// A sink kind of a program's own: its spec and `add_sink` in its namespace,
+// nothing in weir's headers. `sink_to` finds it by argument-dependent lookup.
+namespace app {
+struct counting_sink {
+  std::shared_ptr<std::atomic<std::uint64_t>> rows;
+  std::int64_t only_k = -1; ///< count only rows whose k is this; -1: all
+};
+weir::expected<std::monostate> add_sink(const weir::data_stream& in, counting_sink spec,
+                                        weir::operator_options opts = {}) {
+  if (!spec.rows)
+    return weir::make_error(weir::errc::invalid_argument, "counting_sink needs a counter");
+  return in.sink_to_callback(
+    [spec](const weir::row_view& row) {
+      if (spec.only_k < 0 || row.get_int("k") == spec.only_k)
+        ++*spec.rows;
+    },
+    std::move(opts));
+}
+} // namespace app
+
+// What `from` and `sink_to` accept: a kind's spec, and nothing else.
+static_assert(weir::sink_spec<weir::blackhole::sink>);
+static_assert(weir::sink_spec<weir::file::sink>);
+static_assert(weir::sink_spec<app::counting_sink>);
+static_assert(!weir::sink_spec<weir::generator::source>);
+static_assert(!weir::sink_spec<std::string>);
+static_assert(weir::source_spec<weir::generator::source>);
+static_assert(weir::source_spec<weir::nexmark::source>);
+static_assert(!weir::source_spec<weir::file::sink>);
+static_assert(!weir::source_spec<int>);
+
 TEST_SUITE("connectors") {
+
+TEST_CASE("sink_to runs a sink kind defined outside weir and reports its errors") {
+  weir::job_options opts;
+  opts.parallelism = 2;
+  opts.status_interval = std::chrono::milliseconds{0};
+  weir::job j{opts};
+  weir::generator::source g;
+  g.count = 3'000;
+  g.fields = {{"id", "seq"}, {"k", "seq % 3"}};
+  auto src = j.from(g, {"gen", 0});
+  REQUIRE(src);
+  auto none = src->sink_to(app::counting_sink{}, {"none", 0});
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message == "counting_sink needs a counter");
+  auto rows = std::make_shared<std::atomic<std::uint64_t>>(0);
+  REQUIRE(src->sink_to(app::counting_sink{rows, 1}, {"ones", 0}));
+  auto dup = src->sink_to(app::counting_sink{rows, 1}, {"ones", 0});
+  REQUIRE_FALSE(dup);
+  CHECK(dup.error().message == "duplicate stream name 'ones'");
+  auto r = j.execute();
+  REQUIRE_MESSAGE(r.ok, r.error);
+  CHECK(r.records_read == 3'000);
+  CHECK(rows->load() == 1'000);
+}
 
 TEST_CASE("a generated job runs to completion and its sink receives every row") {
   for (std::size_t p : {1u, 2u}) {
@@ -30,15 +88,15 @@ TEST_CASE("a generated job runs to completion and its sink receives every row") 
     opts.batch_size = 100;
     opts.status_interval = std::chrono::milliseconds{0};
     weir::job j{opts};
-    weir::generator_source_spec g;
+    weir::generator::source g;
     g.count = 10'000;
     g.fields = {{"id", "seq"}, {"ts", "to_timestamp(seq)"}, {"k", "rand_int(seq, 1, 0, 3)"}};
     g.event_time_field = "ts";
-    auto src = j.from_generator(g, {"gen", 0});
+    auto src = j.from(g, {"gen", 0});
     REQUIRE(src);
     auto kept = src->filter(std::string_view{"k = 0"});
     REQUIRE(kept);
-    REQUIRE(kept->sink_to_blackhole({}, {"out", 0}));
+    REQUIRE(kept->sink_to(weir::blackhole::sink{}, {"out", 0}));
     auto r = j.execute();
     REQUIRE_MESSAGE(r.ok, r.error);
     CHECK(r.records_read == 10'000);
@@ -51,13 +109,13 @@ TEST_CASE("a nexmark job reads events and writes the bids") {
   weir::job_options opts;
   opts.status_interval = std::chrono::milliseconds{0};
   weir::job j{opts};
-  weir::nexmark_source_spec n;
+  weir::nexmark::source n;
   n.events = 5000;
-  auto bids = j.from_nexmark(n, {"bids", 2});
+  auto bids = j.from(n, {"bids", 2});
   REQUIRE(bids);
   CHECK(j.graph()->nodes[0].parallelism == 2);
   CHECK(j.graph()->nodes[0].kind == "nexmark_source");
-  REQUIRE(bids->sink_to_blackhole());
+  REQUIRE(bids->sink_to(weir::blackhole::sink{}));
   auto r = j.execute();
   REQUIRE_MESSAGE(r.ok, r.error);
   CHECK(r.records_read == 4600);
@@ -66,32 +124,32 @@ TEST_CASE("a nexmark job reads events and writes the bids") {
 
 TEST_CASE("generated sources and the blackhole reject bad specs through the API") {
   weir::job j;
-  weir::generator_source_spec g;
+  weir::generator::source g;
   g.fields = {{"a", "seq"}};
-  REQUIRE(j.from_generator(g, {"dup", 0}));
-  auto dup = j.from_generator(g, {"dup", 0});
+  REQUIRE(j.from(g, {"dup", 0}));
+  auto dup = j.from(g, {"dup", 0});
   REQUIRE_FALSE(dup);
   CHECK(dup.error().message == "duplicate stream name 'dup'");
   g.fields = {{"a", "sq"}};
-  auto bad = j.from_generator(g);
+  auto bad = j.from(g);
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message == "field 'a': unknown field 'sq', did you mean 'seq'?");
 
-  weir::nexmark_source_spec n;
+  weir::nexmark::source n;
   n.generator.bid_proportion = 0;
-  CHECK_FALSE(j.from_nexmark(n));
+  CHECK_FALSE(j.from(n));
   n = {};
   n.rate = -3;
-  CHECK_FALSE(j.from_nexmark(n));
+  CHECK_FALSE(j.from(n));
 
   auto s = j.stream("dup");
   REQUIRE(s);
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.latency_field = "a";
   spec.rate = -1;
-  CHECK_FALSE(s->sink_to_blackhole(spec));
+  CHECK_FALSE(s->sink_to(spec));
   spec.rate = 0;
-  CHECK(s->sink_to_blackhole(spec));
+  CHECK(s->sink_to(spec));
 }
 
 namespace {
@@ -173,22 +231,22 @@ TEST_CASE("generated fields that nothing reads are not evaluated (projection pus
     weir::job_options opts;
     opts.name = "prune";
     auto j = std::make_unique<weir::job>(opts);
-    weir::generator_source_spec g;
+    weir::generator::source g;
     g.count = 100;
     g.fields = {{"a", "rand_int(seq, 1, 0, 3)"}, {"b", "seq * 2"}, {"c", "rand_int(seq, 2, 0, 9)"},
                 {"ts", "to_timestamp(seq)"}, {"d", "seq + 1"}};
     g.event_time_field = "ts";
     g.projection_push_down = push_down;
-    auto src = j->from_generator(g, {"gen", 0});
+    auto src = j->from(g, {"gen", 0});
     REQUIRE(src);
     auto kept = src->filter(std::string_view{"a = 0"});
     REQUIRE(kept);
     if (sink_reads_all) {
-      REQUIRE(kept->sink_to_blackhole({}, {"out", 0}));
+      REQUIRE(kept->sink_to(weir::blackhole::sink{}, {"out", 0}));
     } else {
       auto picked = kept->select({{"twice", "b + 1"}});
       REQUIRE(picked);
-      REQUIRE(picked->sink_to_file({out_path.string()}, {"out", 0}));
+      REQUIRE(picked->sink_to(weir::file::sink{out_path.string()}, {"out", 0}));
     }
     return j;
   };
@@ -253,12 +311,12 @@ TEST_CASE("a splittable window gets a local phase chained into its input's task"
     opts.name = "two-phase";
     opts.parallelism = 2;
     auto j = std::make_unique<weir::job>(opts);
-    weir::generator_source_spec g;
+    weir::generator::source g;
     g.count = 20000;
     g.fields = {{"k", "rand_int(seq, 1, 0, 9)"}, {"v", "rand_int(seq, 2, 0, 99)"},
                 {"ts", "to_timestamp(seq)"}};
     g.event_time_field = "ts";
-    auto src = j->from_generator(g, {"gen", 0});
+    auto src = j->from(g, {"gen", 0});
     REQUIRE(src);
     auto keyed = src->key_by({"k"});
     REQUIRE(keyed);
@@ -270,7 +328,7 @@ TEST_CASE("a splittable window gets a local phase chained into its input's task"
         *weir::window::tumbling_event_time_windows::make(std::chrono::milliseconds{1000})),
       {{"n", "count(*)"}, {"total", "sum(v)"}}, w, {"per_k", 0});
     REQUIRE(win);
-    REQUIRE(win->sink_to_blackhole({}, {"out", 0}));
+    REQUIRE(win->sink_to(weir::blackhole::sink{}, {"out", 0}));
     return j;
   };
   SUBCASE("when asked: source -> per_k/local (chained) -> hash on the partial key -> per_k") {

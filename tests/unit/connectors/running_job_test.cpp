@@ -4,7 +4,7 @@
 #include "kinds/sources/generator/generator.hpp"
 #include "weir/api/job.hpp"
 #include "weir/api/running_job.hpp"
-#include "weir/connectors/blackhole_sink.hpp"
+#include "weir/blackhole/sink.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -27,15 +27,15 @@ weir::job generator_job(std::uint64_t count, double rate) {
   opts.status_interval = 0ms;
   opts.name = "bg";
   weir::job j{opts};
-  weir::generator_source_spec g;
+  weir::generator::source g;
   if (count > 0)
     g.count = count;
   g.rate = rate;
   g.fields = {{"seq", "seq"}, {"ts", "to_timestamp(seq)"}};
   g.event_time_field = "ts";
-  auto src = j.from_generator(g, {"gen", 1});
+  auto src = j.from(g, {"gen", 1});
   REQUIRE(src);
-  REQUIRE(src->sink_to_blackhole({}, {"out", 1}));
+  REQUIRE(src->sink_to(weir::blackhole::sink{}, {"out", 1}));
   return j;
 }
 

@@ -4,7 +4,7 @@
 // groups, the operator's watermark the minimum of its inputs'.
 #include "kinds/sources/generator/generator.hpp"
 #include "weir/api/job.hpp"
-#include "weir/connectors/file_sink.hpp"
+#include "weir/file/sink.hpp"
 #include "weir/core/key_group.hpp"
 #include "weir/operators/two_input_stream_operator.hpp"
 #include "weir/runtime/job_graph.hpp"
@@ -87,16 +87,16 @@ TEST_CASE("a keyed two-input operator runs through job::execute") {
   opts.batch_size = 64;
   opts.status_interval = std::chrono::milliseconds{0};
   weir::job j{opts};
-  weir::generator_source_spec a;
+  weir::generator::source a;
   a.count = 1000;
   a.fields = {{"id", "seq"}, {"ts", "to_timestamp(seq)"}, {"k", "rand_int(seq, 1, 0, 9)"}};
   a.event_time_field = "ts";
-  weir::generator_source_spec b;
+  weir::generator::source b;
   b.count = 700;
   b.fields = {{"key", "rand_int(seq, 2, 0, 9)"}, {"ts", "to_timestamp(seq * 3)"}};
   b.event_time_field = "ts";
-  auto sa = j.from_generator(a, {"a", 0});
-  auto sb = j.from_generator(b, {"b", 0});
+  auto sa = j.from(a, {"a", 0});
+  auto sb = j.from(b, {"b", 0});
   REQUIRE(sa);
   REQUIRE(sb);
   auto bad = sa->connect(*sb).key_by({"k"}, {"ts"});
@@ -111,7 +111,7 @@ TEST_CASE("a keyed two-input operator runs through job::execute") {
                              [out_schema] { return std::make_unique<co_count>(out_schema); },
                              {"co", 0});
   REQUIRE(co);
-  REQUIRE(co->sink_to_file({out_path.string()}, {"out", 0}));
+  REQUIRE(co->sink_to(weir::file::sink{out_path.string()}, {"out", 0}));
   const auto& g = *j.graph();
   CHECK(g.nodes[2].num_inputs == 2);
   CHECK(g.edges[0].target_input == 0);
@@ -158,16 +158,16 @@ TEST_CASE("interval and window joins run through the C++ API") {
   opts.status_interval = std::chrono::milliseconds{0};
   weir::job j{opts};
   // Left: k = seq % 7 at 10 ms steps; right: k = seq % 5 at 10 ms steps + 3.
-  weir::generator_source_spec a;
+  weir::generator::source a;
   a.count = 600;
   a.fields = {{"id", "seq"}, {"ts", "to_timestamp(seq * 10)"}, {"k", "seq % 7"}};
   a.event_time_field = "ts";
-  weir::generator_source_spec b;
+  weir::generator::source b;
   b.count = 600;
   b.fields = {{"id", "seq"}, {"ts", "to_timestamp(seq * 10 + 3)"}, {"key", "seq % 5"}};
   b.event_time_field = "ts";
-  auto sa = j.from_generator(a, {"a", 0});
-  auto sb = j.from_generator(b, {"b", 0});
+  auto sa = j.from(a, {"a", 0});
+  auto sb = j.from(b, {"b", 0});
   REQUIRE(sa);
   REQUIRE(sb);
   auto ka = sa->key_by({"k"});
@@ -198,8 +198,8 @@ TEST_CASE("interval and window joins run through the C++ API") {
   auto bad = ka->interval_join(*kb, backwards);
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == weir::errc::invalid_argument);
-  REQUIRE(ij->sink_to_file({(dir / "ij.jsonl").string()}, {"ij_out", 0}));
-  REQUIRE(wj->sink_to_file({(dir / "wj.jsonl").string()}, {"wj_out", 0}));
+  REQUIRE(ij->sink_to(weir::file::sink{(dir / "ij.jsonl").string()}, {"ij_out", 0}));
+  REQUIRE(wj->sink_to(weir::file::sink{(dir / "wj.jsonl").string()}, {"wj_out", 0}));
   auto r = j.execute();
   REQUIRE_MESSAGE(r.ok, r.error);
   auto lines = [](const std::filesystem::path& p) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/summary_sink.hpp"
+#include "weir/summary/sink.hpp"
 
 #include "window_test_support.hpp"
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 using weir::make_summary_sink_factory;
-using weir::summary_sink_spec;
+namespace summary = weir::summary;
 using weir::type_id;
 using weir::test::make_batch;
 using weir::test::recording_collector;
@@ -26,7 +26,7 @@ weir::schema_ptr hits_schema() {
 }
 
 // Runs a summary sink over `batches` and returns what it printed.
-std::string run_summary(const summary_sink_spec& spec,
+std::string run_summary(const summary::sink& spec,
                         const std::vector<weir::record_batch_ptr>& batches) {
   std::ostringstream os;
   auto factory = make_summary_sink_factory(hits_schema(), spec, os);
@@ -49,8 +49,8 @@ std::vector<weir::record_batch_ptr> sample_input() {
                      {3, 4, 5})};
 }
 
-summary_sink_spec top_paths() {
-  summary_sink_spec spec;
+summary::sink top_paths() {
+  summary::sink spec;
   spec.title = "Top paths";
   spec.group_by = {"path"};
   spec.aggregates = {{"views", "sum(views)"}, {"bytes", "sum(bytes)"}};
@@ -63,8 +63,8 @@ summary_sink_spec top_paths() {
 
 // Aggregates of every accumulator shape: sums (int, float), counts, min/max
 // over strings, avg, count_distinct (a set), first/last.
-summary_sink_spec every_kind() {
-  summary_sink_spec spec;
+summary::sink every_kind() {
+  summary::sink spec;
   spec.title = "Every kind";
   spec.group_by = {"status"};
   spec.aggregates = {{"hits", "count(*)"},
@@ -97,7 +97,7 @@ std::vector<weir::record_batch_ptr> long_input() {
 }
 
 // A summary sink writing to `os`.
-weir::stream_operator_ptr make_sink(const summary_sink_spec& spec, std::ostream& os) {
+weir::stream_operator_ptr make_sink(const summary::sink& spec, std::ostream& os) {
   auto factory = make_summary_sink_factory(hits_schema(), spec, os);
   REQUIRE_MESSAGE(factory, (factory ? "" : factory.error().message));
   auto op = (*factory)();
@@ -106,7 +106,7 @@ weir::stream_operator_ptr make_sink(const summary_sink_spec& spec, std::ostream&
 }
 
 // The operator state a sink fed `batches` writes at checkpoint `id`.
-std::string state_after(const summary_sink_spec& spec,
+std::string state_after(const summary::sink& spec,
                         const std::vector<weir::record_batch_ptr>& batches,
                         std::uint64_t id = 1) {
   std::ostringstream os;
@@ -123,7 +123,7 @@ std::string state_after(const summary_sink_spec& spec,
 
 // Restores `states` into a fresh sink, feeds it `batches` and returns what it
 // printed.
-std::string restore_and_run(const summary_sink_spec& spec, std::vector<std::string> states,
+std::string restore_and_run(const summary::sink& spec, std::vector<std::string> states,
                             const std::vector<weir::record_batch_ptr>& batches) {
   std::ostringstream os;
   auto op = make_sink(spec, os);
@@ -139,7 +139,7 @@ std::string restore_and_run(const summary_sink_spec& spec, std::vector<std::stri
   return os.str();
 }
 
-weir::error factory_error(const summary_sink_spec& spec) {
+weir::error factory_error(const summary::sink& spec) {
   auto f = make_summary_sink_factory(hits_schema(), spec);
   REQUIRE_FALSE(f);
   return f.error();
@@ -178,7 +178,7 @@ TEST_CASE("the summary sink sorts ascending on request and shows every row with 
 }
 
 TEST_CASE("the summary sink orders by a group field and omits share for a non-additive first aggregate") {
-  summary_sink_spec spec;
+  summary::sink spec;
   spec.title = "Status";
   spec.group_by = {"status"};
   spec.aggregates = {{"mean_bytes", "avg(bytes)"}, {"hits", "count(*)"}};
@@ -194,7 +194,7 @@ TEST_CASE("the summary sink orders by a group field and omits share for a non-ad
 }
 
 TEST_CASE("the summary sink with no group fields and no input prints an empty table") {
-  summary_sink_spec spec;
+  summary::sink spec;
   spec.aggregates = {{"hits", "count(*)"}};
   spec.highlight_where = "status = 200";
   const std::string want = "Summary\n"
@@ -205,7 +205,7 @@ TEST_CASE("the summary sink with no group fields and no input prints an empty ta
 }
 
 TEST_CASE("the summary sink's highlight counts the first aggregate over matching rows") {
-  summary_sink_spec spec;
+  summary::sink spec;
   spec.group_by = {"path"};
   spec.aggregates = {{"hits", "count(*)"}};
   spec.highlight_label = "ok";
@@ -357,7 +357,7 @@ TEST_CASE("a summary sink refuses a malformed state or one of another shape") {
   const auto spec = top_paths();
   const auto good = state_after(spec, long_input());
   std::ostringstream os;
-  auto restore = [&](const summary_sink_spec& sp, std::string bytes) -> std::string {
+  auto restore = [&](const summary::sink& sp, std::string bytes) -> std::string {
     auto op = make_sink(sp, os);
     try {
       op->restore_state(weir::operator_restore{7, {}, {std::move(bytes)}, {}, 0});

@@ -18,7 +18,7 @@ namespace {
 using namespace weir::config;
 
 struct generator_def : kind_spec {
-  generator_source_spec generator;
+  generator::source generator;
   std::vector<named_text> generator_fields;
   const toml::node* fields_node = nullptr;
   const toml::node* event_time_node = nullptr;
@@ -71,7 +71,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
 
 void plan(plan_context& c, const kind_spec& ks) {
   const auto& s = spec_cast<generator_def>(ks);
-  auto r = c.target.from_generator(s.generator, operator_options{c.options.name, s.parallelism});
+  auto r = c.target.from(s.generator, operator_options{c.options.name, s.parallelism});
   if (r)
     return;
   // Point at every field expression that does not compile.
@@ -125,18 +125,17 @@ kind_descriptor describe_sources_generator() {
 namespace weir {
 
 // The API's method: the same source the kind plans.
-expected<data_stream> job::from_generator(generator_source_spec spec,
-                                          operator_options opts) {
+expected<data_stream> generator::add_source(job& j, source spec, operator_options opts) {
   auto schema = generator_output_schema(spec);
   if (!schema)
     return schema.error();
   // The options are read when the job runs: they may change until then.
-  const job_options* options = &graph_->options;
+  const job_options* options = &j.graph()->options;
   // Filled by runtime::prune_generated_fields before the job runs.
   auto needed = std::make_shared<std::vector<bool>>();
   auto node = internal::add_source_node(
-    *graph_, opts, "generator_source", *schema,
-    internal::default_parallelism(*graph_, opts.parallelism), spec.watermark,
+    *j.graph(), opts, "generator_source", *schema,
+    internal::default_parallelism(*j.graph(), opts.parallelism), spec.watermark,
     [spec, options, needed](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
       auto reader = make_generator_reader(spec, subtask, parallelism, options->buffer_timeout,
                                           *needed);
@@ -150,7 +149,7 @@ expected<data_stream> job::from_generator(generator_source_spec spec,
   // it alone and the reader's mask stays empty (every field generated).
   if (spec.projection_push_down)
     (*node)->needed_columns = std::move(needed);
-  return data_stream{graph_, (*node)->id, 0};
+  return internal::stream_access::make(j.graph(), (*node)->id);
 }
 
 } // namespace weir

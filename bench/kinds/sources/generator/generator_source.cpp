@@ -33,7 +33,7 @@ struct compiled_generator {
   std::optional<std::size_t> event_time_index;
 };
 
-expected<compiled_generator> compile_generator(const generator_source_spec& spec) {
+expected<compiled_generator> compile_generator(const generator::source& spec) {
   if (spec.fields.empty())
     return invalid("a generator needs at least one field");
   if (spec.rate < 0)
@@ -136,7 +136,7 @@ protected:
 
 class generator_reader final : public interleaved_reader {
 public:
-  generator_reader(compiled_generator g, const generator_source_spec& spec, std::size_t subtask,
+  generator_reader(compiled_generator g, const generator::source& spec, std::size_t subtask,
                    std::size_t parallelism, std::chrono::milliseconds buffer_timeout,
                    std::vector<bool> needed)
     : interleaved_reader(subtask, parallelism),
@@ -245,7 +245,7 @@ nexmark::event_kind kind_of(nexmark_stream s) {
 
 class nexmark_reader final : public interleaved_reader {
 public:
-  nexmark_reader(schema_ptr output, const nexmark_source_spec& spec, std::size_t subtask,
+  nexmark_reader(schema_ptr output, const nexmark::source& spec, std::size_t subtask,
                  std::size_t parallelism, std::chrono::milliseconds buffer_timeout,
                  nexmark::field_mask fields)
     : interleaved_reader(subtask, parallelism),
@@ -369,14 +369,14 @@ schema_ptr generator_input_schema() {
   return s;
 }
 
-expected<schema_ptr> generator_output_schema(const generator_source_spec& spec) {
+expected<schema_ptr> generator_output_schema(const generator::source& spec) {
   auto g = compile_generator(spec);
   if (!g)
     return g.error();
   return g->output;
 }
 
-expected<schema_ptr> nexmark_output_schema(const nexmark_source_spec& spec) {
+expected<schema_ptr> nexmark_output_schema(const nexmark::source& spec) {
   auto base = nexmark::schema_of(kind_of(spec.stream));
   if (spec.generation_time_field.empty())
     return base;
@@ -388,7 +388,7 @@ expected<schema_ptr> nexmark_output_schema(const nexmark_source_spec& spec) {
   return make_schema(std::move(fields));
 }
 
-expected<source_reader_ptr> make_generator_reader(const generator_source_spec& spec,
+expected<source_reader_ptr> make_generator_reader(const generator::source& spec,
                                                   std::size_t subtask, std::size_t parallelism,
                                                   std::chrono::milliseconds buffer_timeout,
                                                   std::vector<bool> needed) {
@@ -403,7 +403,7 @@ expected<source_reader_ptr> make_generator_reader(const generator_source_spec& s
                                        std::move(needed))};
 }
 
-expected<source_reader_ptr> make_nexmark_reader(const nexmark_source_spec& spec,
+expected<source_reader_ptr> make_nexmark_reader(const nexmark::source& spec,
                                                 std::size_t subtask, std::size_t parallelism,
                                                 std::chrono::milliseconds buffer_timeout,
                                                 const std::vector<bool>& needed) {

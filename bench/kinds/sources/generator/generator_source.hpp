@@ -18,14 +18,14 @@ schema_ptr generator_input_schema();
 
 /// The output schema of a generator source: its fields in order with the
 /// types of their expressions (a bare `null` is a string), then the
-/// generation-time field if named (int64). Errors as `job::from_generator`
+/// generation-time field if named (int64). Errors as `generator::add_source` (`job::from`)
 /// documents (field expressions compiled with `spec.seed`).
-[[nodiscard]] expected<schema_ptr> generator_output_schema(const generator_source_spec& spec);
+[[nodiscard]] expected<schema_ptr> generator_output_schema(const generator::source& spec);
 
 /// The output schema of a Nexmark source: the stream's schema
 /// (`nexmark::schema_of`) plus the generation-time field if named (int64).
 /// Errors: `errc::invalid_argument` when that field clashes with a column.
-[[nodiscard]] expected<schema_ptr> nexmark_output_schema(const nexmark_source_spec& spec);
+[[nodiscard]] expected<schema_ptr> nexmark_output_schema(const nexmark::source& spec);
 
 /// The reader of subtask `subtask` (0-based) of `parallelism` of a
 /// generator source: it produces the seqs `subtask + k * parallelism` below
@@ -43,7 +43,7 @@ schema_ptr generator_input_schema();
 /// projection push-down; the event-time field is always evaluated).
 /// Errors: as `generator_output_schema`.
 [[nodiscard]] expected<source_reader_ptr>
-make_generator_reader(const generator_source_spec& spec, std::size_t subtask,
+make_generator_reader(const generator::source& spec, std::size_t subtask,
                       std::size_t parallelism, std::chrono::milliseconds buffer_timeout,
                       std::vector<bool> needed = {});
 
@@ -55,7 +55,7 @@ make_generator_reader(const generator_source_spec& spec, std::size_t subtask,
 /// text columns flagged false are not generated and come out null
 /// (projection push-down, `nexmark::field_mask`).
 [[nodiscard]] expected<source_reader_ptr>
-make_nexmark_reader(const nexmark_source_spec& spec, std::size_t subtask,
+make_nexmark_reader(const nexmark::source& spec, std::size_t subtask,
                     std::size_t parallelism, std::chrono::milliseconds buffer_timeout,
                     const std::vector<bool>& needed = {});
 

@@ -13,14 +13,14 @@
 #include <stdexcept>
 
 using namespace std::chrono_literals;
-using weir::generator_source_spec;
+namespace generator = weir::generator;
 using weir::record_batch_ptr;
 using weir::type_id;
 
 namespace {
 
-generator_source_spec spec_of(std::uint64_t count) {
-  generator_source_spec s;
+generator::source spec_of(std::uint64_t count) {
+  generator::source s;
   s.count = count;
   s.seed = 5;
   s.fields = {{"id", "seq"},
@@ -31,7 +31,7 @@ generator_source_spec spec_of(std::uint64_t count) {
   return s;
 }
 
-weir::source_reader_ptr reader(const generator_source_spec& s, std::size_t subtask = 0,
+weir::source_reader_ptr reader(const generator::source& s, std::size_t subtask = 0,
                                std::size_t parallelism = 1) {
   auto r = weir::make_generator_reader(s, subtask, parallelism, 10ms);
   REQUIRE_MESSAGE(r, (r ? "" : r.error().message));
@@ -162,7 +162,7 @@ TEST_CASE("a generator's spec errors name the field and keep the expression offs
   auto twice = spec_of(10);
   twice.fields.emplace_back("id", "1");
   CHECK(weir::generator_output_schema(twice).error().message == "field 'id' is defined twice");
-  generator_source_spec none;
+  generator::source none;
   CHECK(weir::generator_output_schema(none).error().code == weir::errc::invalid_argument);
   auto slow = spec_of(10);
   slow.rate = -1;

@@ -21,7 +21,7 @@ using namespace weir::config;
 const key_list nexmark_streams = {"bid", "auction", "person"};
 
 struct nexmark_def : kind_spec {
-  nexmark_source_spec nexmark;
+  nexmark::source nexmark;
   std::size_t parallelism = 0;
 };
 
@@ -62,7 +62,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
 
 void plan(plan_context& c, const kind_spec& ks) {
   const auto& s = spec_cast<nexmark_def>(ks);
-  auto r = c.target.from_nexmark(s.nexmark, operator_options{c.options.name, s.parallelism});
+  auto r = c.target.from(s.nexmark, operator_options{c.options.name, s.parallelism});
   if (!r)
     c.report_api(c.table.get("generation_time_field"), "", r.error());
 }
@@ -97,7 +97,7 @@ kind_descriptor describe_sources_nexmark() {
 namespace weir {
 
 // The API's method: the same source the kind plans.
-expected<data_stream> job::from_nexmark(nexmark_source_spec spec, operator_options opts) {
+expected<data_stream> nexmark::add_source(job& j, source spec, operator_options opts) {
   const auto& g = spec.generator;
   if (spec.rate < 0)
     return make_error(errc::invalid_argument, "a nexmark source's rate must not be negative");
@@ -110,12 +110,12 @@ expected<data_stream> job::from_nexmark(nexmark_source_spec spec, operator_optio
   auto schema = nexmark_output_schema(spec);
   if (!schema)
     return schema.error();
-  const job_options* options = &graph_->options;
+  const job_options* options = &j.graph()->options;
   // Filled by runtime::prune_generated_fields before the job runs.
   auto needed = std::make_shared<std::vector<bool>>();
   auto node = internal::add_source_node(
-    *graph_, opts, "nexmark_source", *schema,
-    internal::default_parallelism(*graph_, opts.parallelism), spec.watermark,
+    *j.graph(), opts, "nexmark_source", *schema,
+    internal::default_parallelism(*j.graph(), opts.parallelism), spec.watermark,
     [spec, options, needed](std::size_t subtask, std::size_t parallelism, bad_record_handler) {
       auto reader =
         make_nexmark_reader(spec, subtask, parallelism, options->buffer_timeout, *needed);
@@ -129,7 +129,7 @@ expected<data_stream> job::from_nexmark(nexmark_source_spec spec, operator_optio
   // it alone and the reader's mask stays empty (every field generated).
   if (spec.projection_push_down)
     (*node)->needed_columns = std::move(needed);
-  return data_stream{graph_, (*node)->id, 0};
+  return internal::stream_access::make(j.graph(), (*node)->id);
 }
 
 } // namespace weir

@@ -189,7 +189,7 @@ class generator {
 public:
   /// Builds the price table.
   /// Precondition: proportions, ratios and event_rate are positive (the
-  /// API's `from_nexmark` checks them).
+  /// API's `nexmark::add_source` checks them).
   explicit generator(generator_config config);
 
   const generator_config& config() const noexcept { return config_; }

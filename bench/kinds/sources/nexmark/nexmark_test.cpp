@@ -122,7 +122,7 @@ TEST_CASE("the generator reproduces the shared test vectors of bench/vectors") {
 }
 
 TEST_CASE("a nexmark reader emits the bids among its events, split over subtasks") {
-  weir::nexmark_source_spec spec;
+  weir::nexmark::source spec;
   spec.events = 1000;
   std::multiset<std::string> whole, split;
   const generator g{generator_config{}};
@@ -151,7 +151,7 @@ TEST_CASE("a nexmark reader emits the bids among its events, split over subtasks
 }
 
 TEST_CASE("a nexmark reader can emit persons or auctions, with a generation time") {
-  weir::nexmark_source_spec spec;
+  weir::nexmark::source spec;
   spec.events = 500;
   spec.stream = weir::nexmark_stream::person;
   spec.generation_time_field = "gen_ns";
@@ -460,7 +460,7 @@ TEST_CASE("ahead gives the next draws without taking them, and skip takes them")
 }
 
 TEST_CASE("a nexmark reader leaves the columns nothing reads null") {
-  weir::nexmark_source_spec spec;
+  weir::nexmark::source spec;
   spec.events = 2000;
   auto full = weir::make_nexmark_reader(spec, 0, 1, 10ms);
   std::vector<bool> needed(7, false);
@@ -502,7 +502,7 @@ TEST_CASE("a nexmark reader leaves the columns nothing reads null") {
 
 TEST_CASE("a nexmark reader of auctions or persons leaves the text columns nothing reads null") {
   const generator g{generator_config{}};
-  weir::nexmark_source_spec spec;
+  weir::nexmark::source spec;
   spec.events = 3000;
   spec.generation_time_field = "gen_ns";
   SUBCASE("auctions") {
@@ -556,7 +556,7 @@ TEST_CASE("a nexmark reader of auctions or persons leaves the text columns nothi
 TEST_CASE("nexmark readers at any parallelism together emit each event of their kind once") {
   for (const auto stream : {weir::nexmark_stream::person, weir::nexmark_stream::auction,
                             weir::nexmark_stream::bid}) {
-    weir::nexmark_source_spec spec;
+    weir::nexmark::source spec;
     spec.events = 2017;
     spec.stream = stream;
     std::multiset<std::int64_t> whole;

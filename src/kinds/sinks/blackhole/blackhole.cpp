@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `type = "blackhole"` sink: drops every row, optionally slowly, optionally
-// reporting counts, a digest and latencies (weir/connectors/blackhole_sink.hpp).
+// reporting counts, a digest and latencies (weir/blackhole/sink.hpp).
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/blackhole_sink.hpp"
+#include "weir/blackhole/sink.hpp"
 
 namespace weir::kinds {
 
@@ -14,7 +14,7 @@ namespace {
 using namespace weir::config;
 
 struct blackhole_def : kind_spec {
-  blackhole_sink_spec blackhole;
+  blackhole::sink blackhole;
   const toml::node* latency_node = nullptr;
 };
 } // namespace
@@ -45,7 +45,7 @@ kind_descriptor describe_sinks_blackhole() {
   };
   d.plan = [](plan_context& c, const kind_spec& ks) {
     const auto& s = spec_cast<blackhole_def>(ks);
-    auto r = c.inputs.front().sink_to_blackhole(s.blackhole, c.options);
+    auto r = c.inputs.front().sink_to(s.blackhole, c.options);
     if (!r)
       c.report_api(s.latency_node, "", without_prefix(r.error(), "blackhole: "));
   };
@@ -56,21 +56,20 @@ kind_descriptor describe_sinks_blackhole() {
 
 namespace weir {
 
-// The API's methods: the sink this kind plans (blackhole_sink.cpp).
-expected<std::monostate> data_stream::sink_to_blackhole(blackhole_sink_spec spec,
-                                                        operator_options opts) const {
-  auto factory = make_blackhole_sink_factory(output_schema(), spec);
+// The API's entry point for this kind (`data_stream::sink_to`; the
+// operator is in blackhole_sink.cpp).
+expected<std::monostate> blackhole::add_sink(const data_stream& in, sink spec,
+                                             operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
+  auto factory = make_blackhole_sink_factory(in.output_schema(), spec);
   if (!factory)
     return factory.error();
   auto id = internal::add_operator_node(
-    *graph_, opts, {"blackhole_sink", nullptr, std::move(*factory), true}, {{node_, port_}});
+    graph, opts, {"blackhole_sink", nullptr, std::move(*factory), true}, {input});
   if (!id)
     return id.error();
   return std::monostate{};
-}
-
-expected<std::monostate> data_stream::sink_to_blackhole() const {
-  return sink_to_blackhole(blackhole_sink_spec{});
 }
 
 } // namespace weir

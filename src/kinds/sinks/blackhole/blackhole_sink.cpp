@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/blackhole_sink.hpp"
+#include "weir/blackhole/sink.hpp"
 
 #include "connectors/internal/pacer.hpp"
 #include "weir/expr/random.hpp"
@@ -199,7 +199,7 @@ std::string json_escape(std::string_view s) {
 
 class blackhole_sink final : public stream_operator {
 public:
-  blackhole_sink(const blackhole_sink_spec& spec, std::optional<std::size_t> latency_index,
+  blackhole_sink(const blackhole::sink& spec, std::optional<std::size_t> latency_index,
                  std::FILE* out)
     : rate_(spec.rate),
       report_(spec.report || spec.digest || latency_index),
@@ -329,7 +329,7 @@ private:
 } // namespace
 
 expected<std::function<stream_operator_ptr()>>
-make_blackhole_sink_factory(const schema_ptr& input, const blackhole_sink_spec& spec,
+make_blackhole_sink_factory(const schema_ptr& input, const blackhole::sink& spec,
                             std::FILE* out) {
   if (spec.rate < 0)
     return make_error(errc::invalid_argument, "blackhole: rate must not be negative");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/blackhole_sink.hpp"
+#include "weir/blackhole/sink.hpp"
 
 #include "weir/expr/random.hpp"
 #include "weir/state/codec.hpp"
@@ -49,7 +49,7 @@ weir::record_batch_ptr batch_of(std::initializer_list<std::int64_t> ids, std::in
 
 /// Runs a blackhole over `batches` and returns its report line.
 template <class... Batches>
-std::string run_sink(const weir::blackhole_sink_spec& spec, Batches... batches) {
+std::string run_sink(const weir::blackhole::sink& spec, Batches... batches) {
   std::FILE* f = std::tmpfile();
   REQUIRE(f);
   auto factory = weir::make_blackhole_sink_factory(test_schema(), spec, f);
@@ -84,7 +84,7 @@ struct sink_run {
   weir::stream_operator_ptr op;
   null_collector out;
 
-  explicit sink_run(const weir::blackhole_sink_spec& spec, std::size_t subtask = 0,
+  explicit sink_run(const weir::blackhole::sink& spec, std::size_t subtask = 0,
                     std::size_t parallelism = 1) {
     REQUIRE(file);
     auto factory = weir::make_blackhole_sink_factory(test_schema(), spec, file);
@@ -161,7 +161,7 @@ TEST_CASE("a string hashes its length and its bytes, so column boundaries matter
 }
 
 TEST_CASE("a blackhole reports rows and a digest that ignores batch boundaries and order") {
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.digest = true;
   auto one = run_sink(spec, batch_of({1, 2, 3, 4, 5}, 0));
   auto two = run_sink(spec, batch_of({4, 2}, 0), batch_of({5, 1, 3}, 0));
@@ -181,8 +181,8 @@ TEST_CASE("a blackhole reports rows and a digest that ignores batch boundaries a
 }
 
 TEST_CASE("a blackhole prints nothing unless asked to report") {
-  CHECK(run_sink(weir::blackhole_sink_spec{}, batch_of({1, 2}, 0)).empty());
-  weir::blackhole_sink_spec report;
+  CHECK(run_sink(weir::blackhole::sink{}, batch_of({1, 2}, 0)).empty());
+  weir::blackhole::sink report;
   report.report = true;
   auto line = run_sink(report, batch_of({1, 2}, 0));
   CHECK(field(line, "rows") == "2");
@@ -191,7 +191,7 @@ TEST_CASE("a blackhole prints nothing unless asked to report") {
 }
 
 TEST_CASE("a blackhole measures latency from a generation-time field") {
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.latency_field = "gen_ns";
   // Generated "now" minus 2 ms and minus 1 s: arrival is later than both.
   const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -205,7 +205,7 @@ TEST_CASE("a blackhole measures latency from a generation-time field") {
 }
 
 TEST_CASE("blackhole factory errors: a latency field that is not int64, a negative rate") {
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.latency_field = "name";
   auto r = weir::make_blackhole_sink_factory(test_schema(), spec);
   REQUIRE_FALSE(r);
@@ -214,7 +214,7 @@ TEST_CASE("blackhole factory errors: a latency field that is not int64, a negati
   spec.latency_field = "nope";
   CHECK(weir::make_blackhole_sink_factory(test_schema(), spec).error().message.rfind(
           "blackhole: latency_field 'nope' is not a field of the input", 0) == 0);
-  weir::blackhole_sink_spec slow;
+  weir::blackhole::sink slow;
   slow.rate = -1;
   CHECK(weir::make_blackhole_sink_factory(test_schema(), slow).error().code
         == weir::errc::invalid_argument);
@@ -243,7 +243,7 @@ TEST_CASE("latency histogram buckets bound values within 1/32 and quantiles foll
 }
 
 TEST_CASE("a restored blackhole reports the rows, digest and latency count of an uninterrupted run") {
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.digest = true;
   spec.latency_field = "gen_ns";
   const auto t = steady_ns();
@@ -272,7 +272,7 @@ TEST_CASE("a restored blackhole reports the rows, digest and latency count of an
 }
 
 TEST_CASE("a blackhole's snapshot leaves it unchanged and a second restore adds on") {
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.digest = true;
   sink_run whole{spec};
   whole.feed({batch_of({1, 2}, 0), batch_of({3}, 0), batch_of({4, 5, 6}, 0)});
@@ -298,7 +298,7 @@ TEST_CASE("a blackhole's snapshot leaves it unchanged and a second restore adds 
 }
 
 TEST_CASE("two blackhole subtasks' states restored into one subtask add up") {
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.digest = true;
   spec.latency_field = "gen_ns";
   const auto t = steady_ns();
@@ -322,7 +322,7 @@ TEST_CASE("two blackhole subtasks' states restored into one subtask add up") {
 }
 
 TEST_CASE("a blackhole restored with no state reports like a fresh one") {
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.digest = true;
   sink_run fresh{spec};
   fresh.feed({batch_of({1, 2}, 0)});
@@ -339,7 +339,7 @@ TEST_CASE("a blackhole restored with no state reports like a fresh one") {
 TEST_CASE("a restored blackhole paces only the rows of its own run") {
   // 100,000 restored rows at 1,000 rows/s would be 100 s of sleep if the
   // pacer counted them; one new row is 1 ms. (A regression hangs here.)
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.report = true;
   weir::batch_builder b{test_schema()};
   for (int i = 0; i < 1000; ++i) {
@@ -362,7 +362,7 @@ TEST_CASE("a restored blackhole paces only the rows of its own run") {
 }
 
 TEST_CASE("a blackhole refuses a malformed state") {
-  weir::blackhole_sink_spec spec;
+  weir::blackhole::sink spec;
   spec.report = true;
   spec.latency_field = "gen_ns";
   sink_run source{spec};

@@ -2,14 +2,14 @@
 // `type = "elasticsearch"` sink: rows indexed into Elasticsearch or
 // OpenSearch through the `_bulk` API, at least once, idempotent with
 // deterministic document ids (README.md here). Its keys,
-// `data_stream::sink_to_elasticsearch`, and the runtime
-// (elasticsearch_sink.cpp, declared in weir/connectors/elasticsearch_sink.hpp).
+// `elasticsearch::add_sink` (`data_stream::sink_to`), and the runtime
+// (elasticsearch_sink.cpp, declared in weir/elasticsearch/sink.hpp).
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/elasticsearch_sink.hpp"
+#include "weir/elasticsearch/sink.hpp"
 #include "weir/expr/expression.hpp"
 
 #include <limits>
@@ -23,7 +23,7 @@ namespace {
 using namespace weir::config;
 
 struct elasticsearch_sink_def : kind_spec {
-  elasticsearch_sink_spec es;
+  elasticsearch::sink es;
   const toml::node* index_node = nullptr;
   const toml::node* document_id_node = nullptr;
   const toml::node* hosts_node = nullptr;
@@ -129,7 +129,7 @@ kind_descriptor describe_sinks_elasticsearch() {
       }
     if (!ok)
       return;
-    auto r = c.inputs.front().sink_to_elasticsearch(s.es, c.options);
+    auto r = c.inputs.front().sink_to(s.es, c.options);
     if (!r)
       c.report_api(nullptr, "", r.error());
   };
@@ -140,22 +140,24 @@ kind_descriptor describe_sinks_elasticsearch() {
 
 namespace weir {
 
-// The API's method: the sink this kind plans.
-expected<std::monostate> data_stream::sink_to_elasticsearch(elasticsearch_sink_spec spec,
-                                                            operator_options opts) const {
+// The API's entry point for this kind (`data_stream::sink_to`).
+expected<std::monostate> elasticsearch::add_sink(const data_stream& in, sink spec,
+                                                 operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
   // Checked now for the caller, and again when each subtask's sink is made.
-  auto probe = make_elasticsearch_sink(spec, output_schema());
+  auto probe = make_elasticsearch_sink(spec, in.output_schema());
   if (!probe)
     return probe.error();
-  auto factory = [spec, schema = output_schema()]() -> stream_operator_ptr {
+  auto factory = [spec, schema = in.output_schema()]() -> stream_operator_ptr {
     auto op = make_elasticsearch_sink(spec, schema);
     if (!op)
       throw std::runtime_error(op.error().message);
     return std::move(*op);
   };
-  auto id = internal::add_operator_node(*graph_, opts,
+  auto id = internal::add_operator_node(graph, opts,
                                         {"elasticsearch_sink", nullptr, factory, true},
-                                        {{node_, port_}});
+                                        {input});
   if (!id)
     return id.error();
   return std::monostate{};

@@ -2,7 +2,7 @@
 // The Elasticsearch sink's runtime: one cpp-httplib client per subtask
 // sending `_bulk` requests of `index` actions, with per-item retries and
 // exponential backoff (README.md beside this file).
-#include "weir/connectors/elasticsearch_sink.hpp"
+#include "weir/elasticsearch/sink.hpp"
 
 #include "weir/connectors/source_reader.hpp"
 #include "weir/core/log.hpp"
@@ -156,7 +156,7 @@ private:
 
 class elasticsearch_sink final : public stream_operator {
 public:
-  elasticsearch_sink(elasticsearch_sink_spec spec, schema_ptr schema,
+  elasticsearch_sink(elasticsearch::sink spec, schema_ptr schema,
                      std::vector<host_url> hosts,
                      std::optional<expr::compiled_expression> index,
                      std::optional<expr::compiled_expression> id)
@@ -401,7 +401,7 @@ private:
     return failed;
   }
 
-  elasticsearch_sink_spec spec_;
+  elasticsearch::sink spec_;
   schema_ptr schema_;
   std::unique_ptr<format::record_encoder> encoder_;
   bulk_client client_;
@@ -423,7 +423,7 @@ private:
 
 } // namespace
 
-expected<stream_operator_ptr> make_elasticsearch_sink(const elasticsearch_sink_spec& spec,
+expected<stream_operator_ptr> make_elasticsearch_sink(const elasticsearch::sink& spec,
                                                       schema_ptr input_schema) {
   if (!input_schema)
     return make_error(errc::invalid_argument, "an Elasticsearch sink needs its input's schema");

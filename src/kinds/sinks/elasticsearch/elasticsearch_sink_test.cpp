@@ -3,7 +3,7 @@
 // whose answers each test scripts: the request shape, flushing, per-item and
 // whole-request retries, the retry bound, and rejected documents. A real
 // OpenSearch node is in tests/opensearch/bulk_sink_tests.py.
-#include "weir/connectors/elasticsearch_sink.hpp"
+#include "weir/elasticsearch/sink.hpp"
 
 #include "weir/connectors/source_reader.hpp"
 
@@ -128,8 +128,8 @@ weir::record_batch_ptr rows(std::initializer_list<std::pair<const char*, std::in
   return b.finish();
 }
 
-weir::elasticsearch_sink_spec spec_for(const bulk_server& s) {
-  weir::elasticsearch_sink_spec spec;
+weir::elasticsearch::sink spec_for(const bulk_server& s) {
+  weir::elasticsearch::sink spec;
   spec.hosts = {s.url()};
   spec.index = "t";
   spec.document_id = "user";
@@ -145,7 +145,7 @@ struct opened {
   std::vector<weir::bad_record> bad;
 };
 
-std::unique_ptr<opened> open_sink(const weir::elasticsearch_sink_spec& spec,
+std::unique_ptr<opened> open_sink(const weir::elasticsearch::sink& spec,
                                   bool with_bad_handler = true) {
   auto made = weir::make_elasticsearch_sink(spec, test_schema());
   REQUIRE(made);
@@ -322,7 +322,7 @@ TEST_CASE("a request refused with 401 fails the sink at once with the server's a
 }
 
 TEST_CASE("no server: retried, then the sink fails naming the host") {
-  weir::elasticsearch_sink_spec spec;
+  weir::elasticsearch::sink spec;
   {
     bulk_server gone{[](const std::string& body, int n) {
       return std::pair{200, all_ok(body, n)};
@@ -362,7 +362,7 @@ TEST_CASE("a null document id is a bad record; nothing is sent for it") {
 }
 
 TEST_CASE("make rejects a bad host, both or neither index keys, and a bad expression") {
-  weir::elasticsearch_sink_spec spec;
+  weir::elasticsearch::sink spec;
   spec.hosts = {"127.0.0.1:9200"};
   spec.index = "t";
   CHECK_FALSE(weir::make_elasticsearch_sink(spec, test_schema()));

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // `type = "file"` sink: JSONL or CSV; with checkpoints a directory of
-// committed parts (two-phase commit): its keys, `data_stream::sink_to_file`,
+// committed parts (two-phase commit): its keys, `file::add_sink` (`data_stream::sink_to`),
 // and the sinks themselves (file_sink.cpp, transactional_file_sink.cpp,
-// declared in weir/connectors/file_sink.hpp and transactional_file_sink.hpp).
+// declared in weir/file/sink.hpp and transactional_file_sink.hpp).
 #include "config/kind.hpp"
 #include "config/output_path.hpp"
 
 #include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/transactional_file_sink.hpp"
+#include "weir/file/transactional_sink.hpp"
 
 #include <stdexcept>
-#include "weir/connectors/file_sink.hpp"
+#include "weir/file/sink.hpp"
 
 namespace weir::kinds {
 
@@ -23,7 +23,7 @@ const key_list file_sink_formats = {"jsonl", "csv"};
 const key_list timestamp_formats = {"epoch_ms", "iso8601"};
 
 struct file_sink_def : kind_spec {
-  file_sink_spec file;
+  file::sink file;
 };
 } // namespace
 
@@ -59,7 +59,7 @@ kind_descriptor describe_sinks_file() {
   };
   d.plan = [](plan_context& c, const kind_spec& ks) {
     const auto& s = spec_cast<file_sink_def>(ks);
-    auto r = c.inputs.front().sink_to_file(s.file, c.options);
+    auto r = c.inputs.front().sink_to(s.file, c.options);
     if (!r)
       c.report_api(nullptr, "", r.error());
   };
@@ -70,15 +70,17 @@ kind_descriptor describe_sinks_file() {
 
 namespace weir {
 
-// The API's method: the sink this kind plans.
-expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
-                                                   operator_options opts) const {
+// The API's entry point for this kind (`data_stream::sink_to`).
+expected<std::monostate> file::add_sink(const data_stream& in, sink spec,
+                                        operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
   if (spec.path.empty())
     return make_error(errc::invalid_argument, "a file sink needs a path");
   if (spec.format == format::format_kind::apache_combined)
     return make_error(errc::invalid_argument,
                       "apache_combined is an input format only; write jsonl or csv");
-  auto factory = [spec, schema = output_schema()](bool transactional) {
+  auto factory = [spec, schema = in.output_schema()](bool transactional) {
     return [spec, schema, transactional] {
       auto op = transactional ? make_transactional_file_sink(spec.path, spec.format, schema,
                                                              spec.timestamp_format)
@@ -91,10 +93,10 @@ expected<std::monostate> data_stream::sink_to_file(file_sink_spec spec,
   };
   // One output file (or one directory of committed parts): parallelism 1.
   auto id = internal::add_operator_node(
-    *graph_, opts, {"file_sink", nullptr, factory(false), true, 1}, {{node_, port_}});
+    graph, opts, {"file_sink", nullptr, factory(false), true, 1}, {input});
   if (!id)
     return id.error();
-  graph_->nodes[*id].make_transactional_operator = factory(true);
+  graph.nodes[*id].make_transactional_operator = factory(true);
   return std::monostate{};
 }
 

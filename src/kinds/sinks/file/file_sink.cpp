@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/file_sink.hpp"
+#include "weir/file/sink.hpp"
 
 #include <cerrno>
 #include <chrono>

@@ -2,15 +2,15 @@
 // `type = "kafka"` sink: one producer per subtask, delivery none,
 // at_least_once or exactly_once (a transaction per checkpoint, recoverable
 // after a crash at commit time: README.md here). Its keys,
-// `data_stream::sink_to_kafka`, and the runtime (kafka_sink.cpp over
-// kafka_client.cpp, declared in weir/connectors/kafka_sink.hpp).
+// `kafka::add_sink` (`data_stream::sink_to`), and the runtime (kafka_sink.cpp over
+// kafka_client.cpp, declared in weir/kafka/sink.hpp).
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
 #include "kinds/kafka_properties.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/kafka_sink.hpp"
+#include "weir/kafka/sink.hpp"
 #include "weir/expr/expression.hpp"
 
 #include <memory>
@@ -26,7 +26,7 @@ const key_list kafka_sink_formats = {"json", "jsonl", "csv"};
 const key_list kafka_deliveries = {"none", "at_least_once", "exactly_once"};
 
 struct kafka_sink_def : kind_spec {
-  kafka_sink_spec kafka;
+  kafka::sink kafka;
   const toml::node* key_node = nullptr;
   std::vector<named_text> headers;
   const toml::node* delivery_node = nullptr;
@@ -35,7 +35,7 @@ struct kafka_sink_def : kind_spec {
 /// Reads `properties` into name/value strings; a nested table stands for
 /// dotted names (`linger.ms = 5` in TOML is the table linger = {ms = 5}).
 void read_properties(reader& r, const toml::table& t, const std::string& prefix,
-                     kafka_sink_spec& out, std::vector<kafka_properties::property>& at) {
+                     kafka::sink& out, std::vector<kafka_properties::property>& at) {
   for (auto&& [k, v] : t) {
     std::string name = prefix + std::string(k.str());
     const auto before = out.properties.size();
@@ -144,7 +144,7 @@ kind_descriptor describe_sinks_kafka() {
     }
     if (!ok)
       return;
-    auto r = c.inputs.front().sink_to_kafka(s.kafka, c.options);
+    auto r = c.inputs.front().sink_to(s.kafka, c.options);
     if (!r)
       c.report_api(nullptr, "", r.error());
   };
@@ -155,17 +155,19 @@ kind_descriptor describe_sinks_kafka() {
 
 namespace weir {
 
-// The API's method: the sink this kind plans.
-expected<std::monostate> data_stream::sink_to_kafka(kafka_sink_spec spec,
-                                                    operator_options opts) const {
+// The API's entry point for this kind (`data_stream::sink_to`).
+expected<std::monostate> kafka::add_sink(const data_stream& in, sink spec,
+                                         operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
   // Checked now for the caller, and again when each subtask's sink is made.
-  auto probe = make_kafka_sink(spec, kafka_sink_job{}, output_schema());
+  auto probe = make_kafka_sink(spec, kafka_sink_job{}, in.output_schema());
   if (!probe)
     return probe.error();
-  std::weak_ptr<runtime::job_graph> graph = graph_;
-  auto factory = [spec, schema = output_schema(), graph]() -> stream_operator_ptr {
+  std::weak_ptr<runtime::job_graph> weak_graph = internal::stream_access::graph(in);
+  auto factory = [spec, schema = in.output_schema(), weak_graph]() -> stream_operator_ptr {
     kafka_sink_job job;
-    if (auto g = graph.lock()) {
+    if (auto g = weak_graph.lock()) {
       job.job_name = g->options.name;
       job.checkpoints = g->options.checkpoint.enabled;
       job.checkpoint_interval = g->options.checkpoint.interval;
@@ -175,8 +177,8 @@ expected<std::monostate> data_stream::sink_to_kafka(kafka_sink_spec spec,
       throw std::runtime_error(op.error().message);
     return std::move(*op);
   };
-  auto id = internal::add_operator_node(*graph_, opts, {"kafka_sink", nullptr, factory, true},
-                                        {{node_, port_}});
+  auto id = internal::add_operator_node(graph, opts, {"kafka_sink", nullptr, factory, true},
+                                        {input});
   if (!id)
     return id.error();
   return std::monostate{};

@@ -3,7 +3,7 @@
 // protocol of exactly_once (a transaction per checkpoint, a copy of each
 // pre-committed transaction in the checkpoint, a marker per transaction in
 // the progress topic) is described in README.md beside this file.
-#include "weir/connectors/kafka_sink.hpp"
+#include "weir/kafka/sink.hpp"
 
 #include "kafka_client.hpp"
 
@@ -190,7 +190,7 @@ std::uint64_t fault_kill_after_complete() {
 
 class kafka_sink final : public stream_operator {
 public:
-  kafka_sink(kafka_sink_spec spec, kafka_sink_job job, schema_ptr schema,
+  kafka_sink(kafka::sink spec, kafka_sink_job job, schema_ptr schema,
              std::optional<expr::compiled_expression> key,
              std::vector<std::pair<std::string, expr::compiled_expression>> headers)
     : spec_(std::move(spec)),
@@ -611,7 +611,7 @@ private:
         + std::to_string(interval) + " ms) or raise the broker's limit");
   }
 
-  kafka_sink_spec spec_;
+  kafka::sink spec_;
   kafka_sink_job job_;
   schema_ptr schema_;
   std::unique_ptr<format::record_encoder> encoder_;
@@ -644,7 +644,7 @@ private:
 
 } // namespace
 
-expected<stream_operator_ptr> make_kafka_sink(const kafka_sink_spec& spec,
+expected<stream_operator_ptr> make_kafka_sink(const kafka::sink& spec,
                                               const kafka_sink_job& job,
                                               schema_ptr input_schema) {
   if (spec.format == format::format_kind::apache_combined)

@@ -3,7 +3,7 @@
 // shape and the error paths. The mock accepts transactions without
 // honouring them, so no exactly-once property is asserted here
 // (tests/kafka/sink_tests.py does that on a real broker).
-#include "weir/connectors/kafka_sink.hpp"
+#include "weir/kafka/sink.hpp"
 
 #include <doctest/doctest.h>
 #include <librdkafka/rdkafka.h>
@@ -138,8 +138,8 @@ weir::record_batch_ptr rows(std::initializer_list<std::pair<const char*, std::in
   return b.finish();
 }
 
-weir::kafka_sink_spec spec_for(const std::string& bootstraps, const std::string& topic) {
-  weir::kafka_sink_spec s;
+weir::kafka::sink spec_for(const std::string& bootstraps, const std::string& topic) {
+  weir::kafka::sink s;
   s.topic = topic;
   s.bootstrap_servers = bootstraps;
   s.key = "user";
@@ -148,7 +148,7 @@ weir::kafka_sink_spec spec_for(const std::string& bootstraps, const std::string&
   return s;
 }
 
-weir::stream_operator_ptr make(const weir::kafka_sink_spec& s, bool checkpoints = false) {
+weir::stream_operator_ptr make(const weir::kafka::sink& s, bool checkpoints = false) {
   weir::kafka_sink_job job{"job", "out", checkpoints, std::chrono::milliseconds{1000}};
   auto op = weir::make_kafka_sink(s, job, test_schema());
   REQUIRE(op);
@@ -316,7 +316,7 @@ TEST_CASE("an authorization failure on delivery fails the sink at the barrier na
 }
 
 TEST_CASE("make_kafka_sink refuses a key expression that does not compile, keeping its offset") {
-  weir::kafka_sink_spec s;
+  weir::kafka::sink s;
   s.topic = "t";
   s.bootstrap_servers = "x:1";
   s.key = "usr";

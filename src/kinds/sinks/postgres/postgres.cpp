@@ -2,14 +2,14 @@
 // `type = "postgres"` sink: rows inserted or upserted into a table in
 // batches; at_least_once, or exactly_once through two-phase commit
 // (PREPARE TRANSACTION at the barrier, COMMIT PREPARED when the checkpoint
-// completes: README.md here). Its keys, `data_stream::sink_to_postgres`, and
-// the runtime (postgres_sink.cpp, declared in weir/connectors/postgres_sink.hpp).
+// completes: README.md here). Its keys, `postgres::add_sink` (`data_stream::sink_to`), and
+// the runtime (postgres_sink.cpp, declared in weir/postgres/sink.hpp).
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/postgres_sink.hpp"
+#include "weir/postgres/sink.hpp"
 #include "weir/expr/expression.hpp"
 
 #include <algorithm>
@@ -26,7 +26,7 @@ const key_list pg_modes = {"insert", "upsert"};
 const key_list pg_deliveries = {"at_least_once", "exactly_once"};
 
 struct postgres_sink_def : kind_spec {
-  postgres_sink_spec pg;
+  postgres::sink pg;
   std::vector<named_text> columns;
   std::vector<located> key_columns;
   const toml::node* mode_node = nullptr;
@@ -140,7 +140,7 @@ kind_descriptor describe_sinks_postgres() {
     }
     if (!ok)
       return;
-    auto r = c.inputs.front().sink_to_postgres(s.pg, c.options);
+    auto r = c.inputs.front().sink_to(s.pg, c.options);
     if (!r)
       c.report_api(nullptr, "", r.error());
   };
@@ -151,20 +151,22 @@ kind_descriptor describe_sinks_postgres() {
 
 namespace weir {
 
-// The API's method: the sink this kind plans.
-expected<std::monostate> data_stream::sink_to_postgres(postgres_sink_spec spec,
-                                                       operator_options opts) const {
-  std::weak_ptr<runtime::job_graph> graph = graph_;
+// The API's entry point for this kind (`data_stream::sink_to`).
+expected<std::monostate> postgres::add_sink(const data_stream& in, sink spec,
+                                            operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
+  std::weak_ptr<runtime::job_graph> weak_graph = internal::stream_access::graph(in);
   postgres_sink_job probe_job;
   // Checked now for the caller, and again when each subtask's sink is made
   // (checkpoints then: the job's options may be set after the graph).
   probe_job.checkpoints = true;
-  auto probe = make_postgres_sink(spec, probe_job, output_schema());
+  auto probe = make_postgres_sink(spec, probe_job, in.output_schema());
   if (!probe)
     return probe.error();
-  auto factory = [spec, schema = output_schema(), graph]() -> stream_operator_ptr {
+  auto factory = [spec, schema = in.output_schema(), weak_graph]() -> stream_operator_ptr {
     postgres_sink_job job;
-    if (auto g = graph.lock()) {
+    if (auto g = weak_graph.lock()) {
       job.job_name = g->options.name;
       job.checkpoints = g->options.checkpoint.enabled;
     }
@@ -173,9 +175,9 @@ expected<std::monostate> data_stream::sink_to_postgres(postgres_sink_spec spec,
       throw std::runtime_error(op.error().message);
     return std::move(*op);
   };
-  auto id = internal::add_operator_node(*graph_, opts,
+  auto id = internal::add_operator_node(graph, opts,
                                         {"postgres_sink", nullptr, factory, true},
-                                        {{node_, port_}});
+                                        {input});
   if (!id)
     return id.error();
   return std::monostate{};

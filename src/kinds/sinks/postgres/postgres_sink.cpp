@@ -4,7 +4,7 @@
 // exactly_once: a transaction per checkpoint, PREPARE TRANSACTION at the
 // barrier, COMMIT PREPARED when the checkpoint completes, recovered through
 // pg_prepared_xacts on restore. The protocol: README.md beside this file.
-#include "weir/connectors/postgres_sink.hpp"
+#include "weir/postgres/sink.hpp"
 
 #include "weir/core/log.hpp"
 #include "weir/core/test_fault.hpp"
@@ -179,7 +179,7 @@ std::uint64_t fault_kill_after_complete() {
 
 class postgres_sink final : public stream_operator {
 public:
-  postgres_sink(postgres_sink_spec spec, postgres_sink_job job,
+  postgres_sink(postgres::sink spec, postgres_sink_job job,
                 std::vector<std::pair<std::string, expr::compiled_expression>> columns)
     : spec_(std::move(spec)), job_(std::move(job)), columns_(std::move(columns)) {
     buffer_.width = columns_.size();
@@ -752,7 +752,7 @@ private:
     }
   }
 
-  postgres_sink_spec spec_;
+  postgres::sink spec_;
   postgres_sink_job job_;
   std::vector<std::pair<std::string, expr::compiled_expression>> columns_;
   std::vector<std::size_t> key_index_;
@@ -777,7 +777,7 @@ private:
 
 } // namespace
 
-expected<stream_operator_ptr> make_postgres_sink(const postgres_sink_spec& spec,
+expected<stream_operator_ptr> make_postgres_sink(const postgres::sink& spec,
                                                  const postgres_sink_job& job,
                                                  schema_ptr input_schema) {
   if (!input_schema)

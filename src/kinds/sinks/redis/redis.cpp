@@ -2,14 +2,14 @@
 // `type = "redis"` sink: SET, HSET or ZADD per row, key / field / value /
 // score as expressions, pipelined and flushed at every checkpoint barrier
 // (at-least-once delivery, idempotent effect: README.md here). Its keys,
-// `data_stream::sink_to_redis`, and the runtime (redis_sink.cpp, declared in
-// weir/connectors/redis_sink.hpp).
+// `redis::add_sink` (`data_stream::sink_to`), and the runtime (redis_sink.cpp, declared in
+// weir/redis/sink.hpp).
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/redis_sink.hpp"
+#include "weir/redis/sink.hpp"
 #include "weir/expr/expression.hpp"
 
 #include <memory>
@@ -24,7 +24,7 @@ using namespace weir::config;
 const key_list redis_commands = {"set", "hset", "zadd"};
 
 struct redis_sink_def : kind_spec {
-  redis_sink_spec redis;
+  redis::sink redis;
   const toml::node* command_node = nullptr;
   std::vector<std::pair<std::string, located>> exprs; ///< key name, text and node
 };
@@ -127,7 +127,7 @@ kind_descriptor describe_sinks_redis() {
     }
     if (!ok)
       return;
-    auto r = c.inputs.front().sink_to_redis(s.redis, c.options);
+    auto r = c.inputs.front().sink_to(s.redis, c.options);
     if (!r)
       c.report_api(nullptr, "", r.error());
   };
@@ -138,21 +138,23 @@ kind_descriptor describe_sinks_redis() {
 
 namespace weir {
 
-// The API's method: the sink this kind plans.
-expected<std::monostate> data_stream::sink_to_redis(redis_sink_spec spec,
-                                                    operator_options opts) const {
+// The API's entry point for this kind (`data_stream::sink_to`).
+expected<std::monostate> redis::add_sink(const data_stream& in, sink spec,
+                                         operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
   // Checked now for the caller, and again when each subtask's sink is made.
-  auto probe = make_redis_sink(spec, output_schema());
+  auto probe = make_redis_sink(spec, in.output_schema());
   if (!probe)
     return probe.error();
-  auto factory = [spec, schema = output_schema()]() -> stream_operator_ptr {
+  auto factory = [spec, schema = in.output_schema()]() -> stream_operator_ptr {
     auto op = make_redis_sink(spec, schema);
     if (!op)
       throw std::runtime_error(op.error().message);
     return std::move(*op);
   };
-  auto id = internal::add_operator_node(*graph_, opts, {"redis_sink", nullptr, factory, true},
-                                        {{node_, port_}});
+  auto id = internal::add_operator_node(graph, opts, {"redis_sink", nullptr, factory, true},
+                                        {input});
   if (!id)
     return id.error();
   return std::monostate{};

@@ -3,7 +3,7 @@
 // pipelined (appended, then every reply read) at each checkpoint barrier,
 // every `batch_size` commands, every `flush_interval` and at the end of the
 // input. Guarantee and errors: README.md beside this file.
-#include "weir/connectors/redis_sink.hpp"
+#include "weir/redis/sink.hpp"
 
 #include "weir/core/log.hpp"
 #include "weir/expr/expression.hpp"
@@ -57,7 +57,7 @@ struct connection_lost {
 
 class redis_sink final : public stream_operator {
 public:
-  redis_sink(redis_sink_spec spec, expr::compiled_expression key,
+  redis_sink(redis::sink spec, expr::compiled_expression key,
              std::optional<expr::compiled_expression> field, expr::compiled_expression value,
              std::optional<expr::compiled_expression> score)
     : spec_(std::move(spec)),
@@ -283,7 +283,7 @@ private:
     pending_.clear();
   }
 
-  redis_sink_spec spec_;
+  redis::sink spec_;
   expr::compiled_expression key_;
   std::optional<expr::compiled_expression> field_;
   expr::compiled_expression value_;
@@ -311,7 +311,7 @@ expected<expr::compiled_expression> compile_key(const std::string& text, const s
 
 } // namespace
 
-expected<stream_operator_ptr> make_redis_sink(const redis_sink_spec& spec,
+expected<stream_operator_ptr> make_redis_sink(const redis::sink& spec,
                                               schema_ptr input_schema) {
   if (!input_schema)
     return make_error(errc::invalid_argument, "a Redis sink needs its input's schema");

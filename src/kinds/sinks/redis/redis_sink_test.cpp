@@ -2,8 +2,8 @@
 // The Redis and PostgreSQL sinks' factories: what they refuse before any
 // connection (the servers themselves are in tests/dbsinks/, ctest labels
 // redis and postgres).
-#include "weir/connectors/postgres_sink.hpp"
-#include "weir/connectors/redis_sink.hpp"
+#include "weir/postgres/sink.hpp"
+#include "weir/redis/sink.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,8 +17,8 @@ weir::schema_ptr clicks_schema() {
                             {"window_start", weir::type_id::timestamp}});
 }
 
-weir::redis_sink_spec hset() {
-  weir::redis_sink_spec s;
+weir::redis::sink hset() {
+  weir::redis::sink s;
   s.command = weir::redis_command::hset;
   s.key = "concat('clicks:', window_start - to_timestamp(0))";
   s.field = "page";
@@ -74,7 +74,7 @@ TEST_CASE("redis sink: an expression error keeps its offset, prefixed with the k
 }
 
 TEST_CASE("postgres sink: upsert needs key columns among the columns written") {
-  weir::postgres_sink_spec s;
+  weir::postgres::sink s;
   s.connection = "host=127.0.0.1";
   s.table = "clicks";
   weir::postgres_sink_job job;
@@ -96,7 +96,7 @@ TEST_CASE("postgres sink: upsert needs key columns among the columns written") {
 }
 
 TEST_CASE("postgres sink: exactly_once needs checkpoints") {
-  weir::postgres_sink_spec s;
+  weir::postgres::sink s;
   s.connection = "host=127.0.0.1";
   s.table = "clicks";
   s.delivery = weir::postgres_delivery::exactly_once;

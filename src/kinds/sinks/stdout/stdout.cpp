@@ -5,7 +5,8 @@
 #include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/file_sink.hpp"
+#include "weir/file/sink.hpp"
+#include "weir/print/sink.hpp"
 
 #include <stdexcept>
 
@@ -18,7 +19,7 @@ const key_list stdout_formats = {"jsonl"};
 const key_list timestamp_formats = {"epoch_ms", "iso8601"};
 
 struct stdout_sink_def : kind_spec {
-  stdout_sink_spec spec;
+  print::sink spec;
 };
 } // namespace
 
@@ -39,7 +40,9 @@ kind_descriptor describe_sinks_stdout() {
     return s;
   };
   d.plan = [](plan_context& c, const kind_spec& ks) {
-    c.inputs.front().print(spec_cast<stdout_sink_def>(ks).spec, c.options);
+    auto r = c.inputs.front().sink_to(spec_cast<stdout_sink_def>(ks).spec, c.options);
+    if (!r)
+      c.report_api(nullptr, "", r.error());
   };
   return d;
 }
@@ -48,19 +51,25 @@ kind_descriptor describe_sinks_stdout() {
 
 namespace weir {
 
-// The API's method: the sink this kind plans (make_stdout_sink is beside
-// the file sink, ../file/file_sink.cpp, with which it shares its encoding).
-void data_stream::print(operator_options opts) const { print(stdout_sink_spec{}, opts); }
-
-void data_stream::print(const stdout_sink_spec& spec, operator_options opts) const {
+// The API's entry point for this kind (make_stdout_sink is beside the file
+// sink, ../file/file_sink.cpp, with which it shares its encoding).
+expected<std::monostate> print::add_sink(const data_stream& in, sink spec,
+                                         operator_options opts) {
   const auto ts = spec.timestamp_format;
   auto id = internal::add_operator_node(
-    *graph_, opts,
+    *internal::stream_access::graph(in), opts,
     {"stdout_sink", nullptr,
      [ts] { return make_stdout_sink(format::format_kind::jsonl, nullptr, ts); }, true, 1},
-    {{node_, port_}});
+    {internal::stream_access::input(in)});
   if (!id)
-    throw std::invalid_argument(id.error().message);
+    return id.error();
+  return std::monostate{};
+}
+
+void data_stream::print(operator_options opts) const {
+  auto r = sink_to(print::sink{}, std::move(opts));
+  if (!r)
+    throw std::invalid_argument(r.error().message);
 }
 
 } // namespace weir

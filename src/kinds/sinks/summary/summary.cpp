@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `type = "summary"`: a table on stdout at the end of the job (the sink is
-// make_summary_sink_factory in weir/connectors/summary_sink.hpp).
+// make_summary_sink_factory in weir/summary/sink.hpp).
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/summary_sink.hpp"
+#include "weir/summary/sink.hpp"
 
 namespace weir::kinds {
 
@@ -84,7 +84,7 @@ void plan(plan_context& c, const kind_spec& ks) {
   const auto& input_schema = in.output_schema();
   if (!c.check_fields_exist(*input_schema, s.group_by, "group_by"))
     return;
-  summary_sink_spec spec;
+  summary::sink spec;
   spec.title = s.title;
   for (const auto& g : s.group_by)
     spec.group_by.push_back(g.value);
@@ -95,7 +95,7 @@ void plan(plan_context& c, const kind_spec& ks) {
   spec.limit = s.limit;
   spec.highlight_label = s.highlight_label;
   spec.highlight_where = s.highlight_where.value;
-  auto r = in.sink_to_summary(spec, c.options);
+  auto r = in.sink_to(spec, c.options);
   if (r)
     return;
   // Find which expression the API tripped on, and any others: check each
@@ -103,7 +103,7 @@ void plan(plan_context& c, const kind_spec& ks) {
   bool found = false;
   bool first_ok = true;
   for (const auto& a : s.aggregates) {
-    summary_sink_spec one;
+    summary::sink one;
     one.group_by = spec.group_by;
     one.aggregates = {window::aggregate_spec{a.name, a.text}};
     if (auto f = make_summary_sink_factory(input_schema, one); !f) {
@@ -113,7 +113,7 @@ void plan(plan_context& c, const kind_spec& ks) {
     }
   }
   if (first_ok && s.highlight_where.node) {
-    summary_sink_spec first;
+    summary::sink first;
     first.group_by = spec.group_by;
     first.aggregates = {spec.aggregates.front()};
     first.highlight_where = spec.highlight_where;
@@ -156,17 +156,19 @@ kind_descriptor describe_sinks_summary() {
 
 namespace weir {
 
-// The API's method: the sink this kind plans (summary_sink.cpp).
-expected<std::monostate> data_stream::sink_to_summary(summary_sink_spec spec,
-                                                      operator_options opts) const {
-  auto board = graph_->end_output;
+// The API's entry point for this kind (`data_stream::sink_to`) (summary_sink.cpp).
+expected<std::monostate> summary::add_sink(const data_stream& in, sink spec,
+                                           operator_options opts) {
+  auto& graph = *internal::stream_access::graph(in);
+  const auto input = internal::stream_access::input(in);
+  auto board = graph.end_output;
   const auto slot = board->reserve();
   auto factory = make_summary_sink_factory(
-    output_schema(), spec, [board, slot](const std::string& text) { board->put(slot, text); });
+    in.output_schema(), spec, [board, slot](const std::string& text) { board->put(slot, text); });
   if (!factory)
     return factory.error();
   auto id = internal::add_operator_node(
-    *graph_, opts, {"summary_sink", nullptr, std::move(*factory), true, 1}, {{node_, port_}});
+    graph, opts, {"summary_sink", nullptr, std::move(*factory), true, 1}, {input});
   if (!id)
     return id.error();
   return std::monostate{};

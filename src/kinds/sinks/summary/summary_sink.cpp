@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "weir/connectors/summary_sink.hpp"
+#include "weir/summary/sink.hpp"
 
 #include "window/aggregates.hpp"
 
@@ -372,7 +372,7 @@ error invalid(std::string msg) {
 } // namespace
 
 expected<std::function<stream_operator_ptr()>>
-make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec,
+make_summary_sink_factory(const schema_ptr& input, const summary::sink& spec,
                           std::ostream& out) {
   return make_summary_sink_factory(input, spec, [&out](const std::string& text) {
     out << text;
@@ -381,7 +381,7 @@ make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec
 }
 
 expected<std::function<stream_operator_ptr()>>
-make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec,
+make_summary_sink_factory(const schema_ptr& input, const summary::sink& spec,
                           std::function<void(const std::string&)> write) {
   if (!input)
     return invalid("no input schema");
@@ -471,7 +471,7 @@ make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec
 }
 
 expected<std::function<stream_operator_ptr()>>
-make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec) {
+make_summary_sink_factory(const schema_ptr& input, const summary::sink& spec) {
   return make_summary_sink_factory(input, spec, std::cout);
 }
 

@@ -2,7 +2,7 @@
 // `type = "file"` source: jsonl, csv or apache_combined, one split per file
 // or byte-range splits of one file, read in chunks (weir/format/format.hpp:
 // the decoders and the reader, shared format code): its keys, parsing,
-// planning and `job::from_file`.
+// planning and `file::add_source` (`job::from`).
 #include "config/byte_size.hpp"
 #include "config/kind.hpp"
 #include "kinds/sources/source_keys.hpp"
@@ -11,7 +11,7 @@
 #include "api/internal/graph.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/file_source.hpp"
+#include "weir/file/source.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -213,7 +213,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
 
 void plan(plan_context& c, const kind_spec& ks) {
   const auto& s = spec_cast<file_source_def>(ks);
-  file_source_spec spec;
+  file::source spec;
   spec.path = s.path.value;
   spec.decoder = s.decoder;
   spec.event_time_field = s.event_time_field.value;
@@ -228,7 +228,7 @@ void plan(plan_context& c, const kind_spec& ks) {
   spec.split_size = s.split_size;
   const bool partitioned = s.many && s.files == format::file_set_mode::partitioned;
   const bool may_split = !s.many && s.split != format::file_split_mode::none;
-  auto res = c.target.from_file(
+  auto res = c.target.from(
     std::move(spec),
     operator_options{c.options.name, partitioned || may_split ? s.parallelism : 1});
   if (!res && !s.file_error && !s.split_error)
@@ -289,8 +289,8 @@ error invalid(std::string msg) {
 }
 } // namespace
 
-// The API's method: the source this kind plans.
-expected<data_stream> job::from_file(file_source_spec spec, operator_options opts) {
+// The API's entry point for this kind (`job::from`).
+expected<data_stream> file::add_source(job& j, source spec, operator_options opts) {
   if (spec.path.empty())
     return invalid("a file source needs a path");
   if (spec.decoder.kind == format::format_kind::apache_combined)
@@ -347,7 +347,7 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
     return invalid("'" + spec.path + "' is not a regular file and cannot be split "
                    "(split = \"none\" reads it as one stream)");
   const std::size_t parallelism = partitioned || split
-                                    ? internal::default_parallelism(*graph_, opts.parallelism)
+                                    ? internal::default_parallelism(*j.graph(), opts.parallelism)
                                     : 1;
   if (opts.parallelism > 1 && !partitioned && !split)
     return invalid("a file source read as one stream has parallelism 1 (files = "
@@ -381,8 +381,8 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
   // (projection push-down into the decoder; empty = all).
   auto needed = std::make_shared<std::vector<bool>>();
   auto node = internal::add_source_node(
-    *graph_, opts, "file_source", spec.decoder.schema, parallelism, spec.watermark,
-    [spec, many, split, needed, options = &graph_->options](std::size_t subtask, std::size_t n,
+    *j.graph(), opts, "file_source", spec.decoder.schema, parallelism, spec.watermark,
+    [spec, many, split, needed, options = &j.graph()->options](std::size_t subtask, std::size_t n,
                                                             bad_record_handler on_bad)
       -> source_reader_ptr {
       format::file_source_options fo;
@@ -425,7 +425,7 @@ expected<data_stream> job::from_file(file_source_spec spec, operator_options opt
   (*node)->processing_time_field = proc_field;
   if (spec.decoder.kind != format::format_kind::apache_combined)
     (*node)->needed_columns = std::move(needed);
-  return data_stream{graph_, (*node)->id, 0};
+  return internal::stream_access::make(j.graph(), (*node)->id);
 }
 
 } // namespace weir

@@ -3,7 +3,7 @@
 // `/ingest/{source}` (JSONL or CSV bodies), queued whole per request and
 // acknowledged when accepted or when a completed checkpoint covers them
 // (README.md beside this file): its keys, parsing, planning and
-// `job::from_http`.
+// `http::add_source` (`job::from`).
 #include "config/byte_size.hpp"
 #include "config/kind.hpp"
 #include "kinds/sources/source_keys.hpp"
@@ -20,7 +20,7 @@ namespace {
 using namespace weir::config;
 
 struct http_source_def : kind_spec {
-  http_source_spec spec;
+  weir::http::source spec;
   bool error = false; ///< reported at its key; plan does not report again
 };
 
@@ -83,7 +83,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
 
 void plan(plan_context& c, const kind_spec& ks) {
   const auto& s = spec_cast<http_source_def>(ks);
-  auto res = c.target.from_http(s.spec, operator_options{c.options.name, 1});
+  auto res = c.target.from(s.spec, operator_options{c.options.name, 1});
   if (!res && !s.error)
     c.report_api(nullptr, "", res.error());
 }
@@ -124,8 +124,8 @@ error invalid(std::string msg) {
 
 } // namespace
 
-// The API's method: the source this kind plans.
-expected<data_stream> job::from_http(http_source_spec spec, operator_options opts) {
+// The API's entry point for this kind (`job::from`).
+expected<data_stream> http::add_source(job& j, source spec, operator_options opts) {
   if (!spec.decoder.schema || spec.decoder.schema->size() == 0)
     return invalid("an http source needs a schema");
   if (spec.decoder.kind != format::format_kind::jsonl
@@ -144,16 +144,16 @@ expected<data_stream> job::from_http(http_source_spec spec, operator_options opt
       return invalid("event_time.field '" + spec.event_time_field
                      + "' must be a timestamp or int64, got " + std::string{to_string(t)});
   }
-  if (spec.ack == http_ack::checkpoint && !graph_->options.checkpoint.enabled)
+  if (spec.ack == http_ack::checkpoint && !j.graph()->options.checkpoint.enabled)
     return invalid("ack = checkpoint needs checkpoints on");
   spec.decoder.event_time_field = spec.event_time_field;
   if (auto check = format::make_decoder(spec.decoder); !check)
     return check.error();
   // The handle is named once the node has its name.
   auto handle_slot = std::make_shared<http_source_handle_ptr>();
-  const runtime::job_graph* g = graph_.get();
+  const runtime::job_graph* g = j.graph().get();
   auto node = internal::add_source_node(
-    *graph_, opts, "http_source", spec.decoder.schema, 1, spec.watermark,
+    *j.graph(), opts, "http_source", spec.decoder.schema, 1, spec.watermark,
     [handle_slot, g](std::size_t, std::size_t, bad_record_handler on_bad) -> source_reader_ptr {
       return kinds::http::make_reader(*handle_slot, g->options.on_bad_record,
                                       g->options.checkpoint.enabled, std::move(on_bad));
@@ -161,8 +161,8 @@ expected<data_stream> job::from_http(http_source_spec spec, operator_options opt
   if (!node)
     return node.error();
   *handle_slot = std::make_shared<http_source_handle>((*node)->name, std::move(spec));
-  graph_->http_sources[(*node)->name] = *handle_slot;
-  return data_stream{graph_, (*node)->id, 0};
+  j.graph()->http_sources[(*node)->name] = *handle_slot;
+  return internal::stream_access::make(j.graph(), (*node)->id);
 }
 
 } // namespace weir

@@ -3,7 +3,7 @@
 // idempotency keys, the acknowledgements) and its reader, which takes whole
 // requests from the queue on the source subtask's thread. Why a completed
 // checkpoint with the keys in the source's state gives exactly once: the
-// class comment of `http_source_handle` (weir/connectors/http_source.hpp)
+// class comment of `http_source_handle` (weir/http/source.hpp)
 // and README.md beside this file.
 #include "http_source.hpp"
 
@@ -37,7 +37,7 @@ bool valid_key(const std::string& k) {
 
 } // namespace
 
-http_source_handle::http_source_handle(std::string name, http_source_spec spec)
+http_source_handle::http_source_handle(std::string name, http::source spec)
   : name_(std::move(name)), spec_(std::move(spec)), id_prefix_(make_id_prefix()) {
   if (spec_.max_queued_records == 0)
     spec_.max_queued_records = 1;

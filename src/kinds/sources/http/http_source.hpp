@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The http source's reader (http_source.cpp), for `job::from_http` (http.cpp).
+// The http source's reader (http_source.cpp), for `http::add_source` (`job::from`) (http.cpp).
 
-#include "weir/connectors/http_source.hpp"
+#include "weir/http/source.hpp"
 
 namespace weir::kinds::http {
 

@@ -14,8 +14,8 @@ namespace weir {
 
 namespace {
 
-http_source_spec spec_of(http_ack ack, std::size_t max_queued = 100) {
-  http_source_spec s;
+http::source spec_of(http_ack ack, std::size_t max_queued = 100) {
+  http::source s;
   s.decoder.kind = format::format_kind::jsonl;
   s.decoder.schema = make_schema({{"n", type_id::int64}, {"k", type_id::string}});
   s.ack = ack;

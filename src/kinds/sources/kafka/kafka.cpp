@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `type = "kafka"` source (librdkafka): its keys, parsing, planning and
-// `job::from_kafka`; the runtime is kafka_source_reader.{hpp,cpp}.
+// `kafka::add_source` (`job::from`); the runtime is kafka_source_reader.{hpp,cpp}.
 #include "config/kind.hpp"
 
 #include "api/internal/graph.hpp"
@@ -10,7 +10,7 @@
 #include "kinds/sources/source_keys.hpp"
 
 #include "weir/api/job.hpp"
-#include "weir/connectors/kafka_source.hpp"
+#include "weir/kafka/source.hpp"
 #include "weir/core/timestamp.hpp"
 
 #include <memory>
@@ -31,7 +31,7 @@ const key_list managed_properties = {"bootstrap.servers", "group.id", "enable.au
                                      "enable.auto.offset.store", "enable.partition.eof"};
 
 struct kafka_source_def : kind_spec {
-  kafka_source_spec spec;
+  kafka::source spec;
   const toml::node* event_time_node = nullptr;
   const toml::node* topics_node = nullptr;
   /// The source's own `parallelism` key (0: absent, the job's). The loader
@@ -222,7 +222,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
 
 void plan(plan_context& c, const kind_spec& ks) {
   const auto& d = spec_cast<kafka_source_def>(ks);
-  auto res = c.target.from_kafka(d.spec, operator_options{c.options.name, d.parallelism});
+  auto res = c.target.from(d.spec, operator_options{c.options.name, d.parallelism});
   if (res)
     return;
   const auto& msg = res.error().message;
@@ -280,7 +280,7 @@ error invalid(std::string msg) {
 }
 } // namespace
 
-expected<schema_ptr> kafka_source_schema(const kafka_source_spec& spec) {
+expected<schema_ptr> kafka_source_schema(const kafka::source& spec) {
   std::vector<field> fields;
   if (spec.raw) {
     fields.push_back(field{"value", type_id::string});
@@ -305,8 +305,8 @@ expected<schema_ptr> kafka_source_schema(const kafka_source_spec& spec) {
   return make_schema(std::move(fields));
 }
 
-// The API's method: the source this kind plans.
-expected<data_stream> job::from_kafka(kafka_source_spec spec, operator_options opts) {
+// The API's entry point for this kind (`job::from`).
+expected<data_stream> kafka::add_source(job& j, source spec, operator_options opts) {
   if (spec.topics.empty() == spec.topic_pattern.empty())
     return invalid("a Kafka source needs topics or a topic_pattern (one of them)");
   if (!spec.topic_pattern.empty()) {
@@ -353,7 +353,7 @@ expected<data_stream> job::from_kafka(kafka_source_spec spec, operator_options o
     if (auto dec = format::make_decoder(d); !dec)
       return dec.error();
   }
-  const auto* options = &graph_->options;
+  const auto* options = &j.graph()->options;
   auto out_schema = *schema;
   // The stream's name (generated when empty) is known once the node exists.
   auto source_name = std::make_shared<std::string>(opts.name);
@@ -364,8 +364,8 @@ expected<data_stream> job::from_kafka(kafka_source_spec spec, operator_options o
   // columns are always filled.
   auto needed = std::make_shared<std::vector<bool>>();
   auto node = internal::add_source_node(
-    *graph_, opts, "kafka_source", out_schema,
-    internal::default_parallelism(*graph_, opts.parallelism), spec.watermark,
+    *j.graph(), opts, "kafka_source", out_schema,
+    internal::default_parallelism(*j.graph(), opts.parallelism), spec.watermark,
     [spec, options, out_schema, source_name, needed](std::size_t subtask,
                                                      std::size_t parallelism,
                                                      bad_record_handler on_bad)
@@ -393,7 +393,7 @@ expected<data_stream> job::from_kafka(kafka_source_spec spec, operator_options o
   *source_name = (*node)->name;
   if (!spec.raw)
     (*node)->needed_columns = std::move(needed);
-  return data_stream{graph_, (*node)->id, 0};
+  return internal::stream_access::make(j.graph(), (*node)->id);
 }
 
 } // namespace weir

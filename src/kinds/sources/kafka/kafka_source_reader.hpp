@@ -4,7 +4,7 @@
 // explicit assignment (no group rebalancing), decoding each message into a
 // row (src/kinds/sources/kafka/).
 
-#include "weir/connectors/kafka_source.hpp"
+#include "weir/kafka/source.hpp"
 #include "weir/connectors/source_reader.hpp"
 
 #include <cstddef>
@@ -22,7 +22,7 @@ std::size_t owner_of(std::string_view topic, std::int32_t partition, std::size_t
 
 /// What a Kafka source subtask reads.
 struct reader_options {
-  kafka_source_spec spec;
+  kafka::source spec;
   schema_ptr output;          ///< kafka_source_schema(spec)
   std::string source_name;    ///< for messages: "kafka source 'logs'"
   std::string job_name;       ///< the client.id names it

@@ -74,8 +74,8 @@ private:
   rd_kafka_mock_cluster_t* mc_ = nullptr;
 };
 
-weir::kafka_source_spec jsonl_spec(const mock_kafka& k, std::vector<std::string> topics) {
-  weir::kafka_source_spec s;
+weir::kafka::source jsonl_spec(const mock_kafka& k, std::vector<std::string> topics) {
+  weir::kafka::source s;
   s.topics = std::move(topics);
   s.bootstrap_servers = k.bootstrap;
   s.decoder.kind = weir::format::format_kind::jsonl;
@@ -92,7 +92,7 @@ struct bad_list {
   }
 };
 
-weir::source_reader_ptr make(const weir::kafka_source_spec& s, std::size_t subtask,
+weir::source_reader_ptr make(const weir::kafka::source& s, std::size_t subtask,
                              std::size_t parallelism, bad_list* bad = nullptr) {
   weir::kafka::reader_options o;
   o.spec = s;
@@ -344,7 +344,7 @@ TEST_CASE("raw messages with key, headers and the Kafka timestamp as event time"
   k.produce("t", 0, "hello", "k1", 1000);
   k.produce("t", 1, "world", "", 2000);
   k.flush();
-  weir::kafka_source_spec s;
+  weir::kafka::source s;
   s.topics = {"t"};
   s.bootstrap_servers = k.bootstrap;
   s.raw = true;
@@ -470,18 +470,18 @@ type = "stdout"
 
 TEST_CASE("a kafka source plans through the API with metadata after the value's fields") {
   weir::job j;
-  weir::kafka_source_spec s;
+  weir::kafka::source s;
   s.topics = {"t"};
   s.bootstrap_servers = "127.0.0.1:9092";
   s.decoder.kind = weir::format::format_kind::csv;
   s.decoder.schema = weir::make_schema({{"a", type_id::string}, {"ts", type_id::timestamp}});
   s.metadata.offset = "off";
   s.event_time_field = "ts";
-  auto st = j.from_kafka(s, {"k", 3});
+  auto st = j.from(s, {"k", 3});
   REQUIRE(st);
   CHECK(st->output_schema()->to_string() == "a:string, ts:timestamp, off:int64");
   s.metadata.offset = "a";
-  auto dup = j.from_kafka(s, {"k2", 1});
+  auto dup = j.from(s, {"k2", 1});
   REQUIRE_FALSE(dup);
   CHECK(dup.error().message.find("'a' is defined twice") != std::string::npos);
 }

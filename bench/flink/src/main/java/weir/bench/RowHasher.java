@@ -3,7 +3,7 @@ package weir.bench;
 
 import java.nio.charset.StandardCharsets;
 
-/** The Java port of weir::row_hasher (include/weir/connectors/blackhole_sink.hpp): the hash of
+/** The Java port of weir::row_hasher (src/kinds/sinks/blackhole/include/weir/blackhole/sink.hpp): the hash of
  * one result row; a result's digest is the sum of its rows' hashes, mod 2^64. */
 public final class RowHasher {
   private long state = 0x243F6A8885A308D3L;

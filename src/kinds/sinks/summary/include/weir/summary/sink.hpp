@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+// The summary sink (`type = "summary"`): its spec `weir::summary::sink`
+// and `weir::summary::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/summary/).
 
+#include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/schema.hpp"
 #include "weir/operators/stream_operator.hpp"
@@ -11,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace weir {
+namespace weir::summary {
 
 /// A summary table printed on stdout at the end of the job: rows of the
 /// input re-aggregated by `group_by`, sorted by `order_by` (an aggregate
@@ -19,7 +22,7 @@ namespace weir {
 /// share of the total of the first aggregate. `highlight_where`, if set,
 /// adds a line with the share of that total over rows matching it (e.g. an
 /// error rate: "status >= 400").
-struct summary_sink_spec {
+struct sink {
   std::string title;
   std::vector<std::string> group_by;
   std::vector<window::aggregate_spec> aggregates;
@@ -29,6 +32,17 @@ struct summary_sink_spec {
   std::string highlight_label;
   std::string highlight_where;
 };
+
+/// Adds a summary sink fed by `in` (what `data_stream::sink_to` calls;
+/// Flink's `DataStream.sinkTo`). Errors: `errc::invalid_argument` for a
+/// duplicate `opts.name`, and those of `make_summary_sink_factory`.
+/// Parallelism 1: one instance sees every group.
+[[nodiscard]] expected<std::monostate> add_sink(const data_stream& in, sink spec,
+                                                operator_options opts = {});
+
+} // namespace weir::summary
+
+namespace weir {
 
 /// Makes the factory of a summary sink: an operator that re-aggregates every
 /// row it receives by `spec.group_by` with `spec.aggregates` (same calls and
@@ -75,17 +89,17 @@ struct summary_sink_spec {
 /// a state written by a summary with other columns, column types or
 /// aggregate functions throws `std::runtime_error` (as does a malformed one).
 [[nodiscard]] expected<std::function<stream_operator_ptr()>>
-make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec);
+make_summary_sink_factory(const schema_ptr& input, const summary::sink& spec);
 
 /// As above, writing to `out`, which must outlive every operator made.
 [[nodiscard]] expected<std::function<stream_operator_ptr()>>
-make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec,
+make_summary_sink_factory(const schema_ptr& input, const summary::sink& spec,
                           std::ostream& out);
 
 /// As above, handing the rendered table (text with newlines) to `write`
 /// once, from `finish()` on the sink's thread.
 [[nodiscard]] expected<std::function<stream_operator_ptr()>>
-make_summary_sink_factory(const schema_ptr& input, const summary_sink_spec& spec,
+make_summary_sink_factory(const schema_ptr& input, const summary::sink& spec,
                           std::function<void(const std::string&)> write);
 
 } // namespace weir

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a Kafka source (`type = "kafka"`), for `job::from_kafka`
-// (src/kinds/sources/kafka/).
+// The Kafka source (`type = "kafka"`): its spec `weir::kafka::source`
+// and `weir::kafka::add_source`, which `job::from` calls (src/kinds/sources/kafka/).
 
+#include "weir/api/job.hpp"
 #include "weir/api/source_options.hpp"
 #include "weir/format/format.hpp"
 
@@ -35,12 +36,16 @@ struct kafka_metadata_fields {
   std::string headers;   ///< string: a JSON object {"name": "value", ...}
 };
 
+} // namespace weir
+
+namespace weir::kafka {
+
 /// A Kafka source (librdkafka). Partitions are assigned to subtasks
 /// explicitly, without consumer-group rebalancing: partition p of topic t
 /// belongs to subtask `(hash(t) + p) % parallelism` (a fixed hash), so the
 /// mapping is stable across runs. Offsets are the source's checkpointed
 /// positions; on recovery each partition rewinds to its checkpointed offset.
-struct kafka_source_spec {
+struct source {
   std::vector<std::string> topics; ///< the topics; or:
   std::string topic_pattern;       ///< an ECMAScript regex matching whole topic names
   std::string bootstrap_servers;
@@ -76,9 +81,24 @@ struct kafka_source_spec {
   double rate = 0;
 };
 
+/// Adds a Kafka source to `j` (what `job::from` calls; Flink's
+/// `StreamExecutionEnvironment.fromSource`): its stream, named `opts.name`
+/// (generated when empty). Errors (`errc::invalid_argument`): a duplicate
+/// name, neither or both of topics and topic_pattern, a pattern
+/// that is not a regex, no bootstrap servers, a missing schema, a field name
+/// used twice, an event-time field that is absent or not a timestamp/int64,
+/// `start = committed` without a group, or a property weir manages
+/// (group.id, enable.auto.commit, ...). The brokers are first contacted when
+/// the job runs.
+[[nodiscard]] expected<data_stream> add_source(job& j, source spec, operator_options opts = {});
+
+} // namespace weir::kafka
+
+namespace weir {
+
 /// The output schema of a Kafka source: the value's fields (or `value`
 /// string for raw), then the metadata fields. Errors:
 /// `errc::invalid_argument` for a missing schema or a name used twice.
-[[nodiscard]] expected<schema_ptr> kafka_source_schema(const kafka_source_spec& spec);
+[[nodiscard]] expected<schema_ptr> kafka_source_schema(const kafka::source& spec);
 
 } // namespace weir

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a PostgreSQL sink (`type = "postgres"`), for
-// `data_stream::sink_to_postgres` (src/kinds/sinks/postgres/).
+// The PostgreSQL sink (`type = "postgres"`): its spec `weir::postgres::sink`
+// and `weir::postgres::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/postgres/).
 
+#include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/schema.hpp"
 #include "weir/operators/stream_operator.hpp"
@@ -27,11 +28,15 @@ enum class postgres_delivery {
   exactly_once,  ///< a prepared transaction per checkpoint, committed when it completes
 };
 
+} // namespace weir
+
+namespace weir::postgres {
+
 /// A PostgreSQL sink: one libpq connection per subtask (two with
 /// exactly_once: rows and commits) writing `table` in multi-row INSERTs
 /// (Flink's JDBC sink; exactly_once as its `JdbcSink.exactlyOnceSink` over
 /// XA, here PostgreSQL's PREPARE TRANSACTION / COMMIT PREPARED).
-struct postgres_sink_spec {
+struct sink {
   /// libpq connection string: "host=127.0.0.1 port=5432 dbname=app user=weir"
   /// or a URI "postgresql://weir@127.0.0.1:5432/app" (libpq's rules,
   /// environment variables PGHOST, PGPASSWORD, ... included).
@@ -65,6 +70,17 @@ struct postgres_sink_spec {
   std::size_t max_attempts = 6;
 };
 
+/// Adds a PostgreSQL sink fed by `in` (what `data_stream::sink_to` calls;
+/// Flink's `DataStream.sinkTo`). Errors: `errc::invalid_argument` for a
+/// duplicate `opts.name`, and those of `make_postgres_sink` checked against
+/// `in`'s schema. Parallelism as for operators: one connection per subtask.
+[[nodiscard]] expected<std::monostate> add_sink(const data_stream& in, sink spec,
+                                                operator_options opts = {});
+
+} // namespace weir::postgres
+
+namespace weir {
+
 /// What the runtime knows of the job when it makes a sink subtask.
 struct postgres_sink_job {
   std::string job_name;
@@ -83,7 +99,7 @@ struct postgres_sink_job {
 /// expression that does not compile keeps its `errc` and offset, its
 /// message prefixed with "columns.<name>: ".
 [[nodiscard]] expected<stream_operator_ptr>
-make_postgres_sink(const postgres_sink_spec& spec, const postgres_sink_job& job,
+make_postgres_sink(const postgres::sink& spec, const postgres_sink_job& job,
                    schema_ptr input_schema);
 
 } // namespace weir

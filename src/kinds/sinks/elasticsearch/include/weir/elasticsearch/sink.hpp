@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of an Elasticsearch-compatible sink (`type = "elasticsearch"`), for
-// `data_stream::sink_to_elasticsearch` (src/kinds/sinks/elasticsearch/).
+// The Elasticsearch-compatible sink (`type = "elasticsearch"`): its spec
+// `weir::elasticsearch::sink` and `weir::elasticsearch::add_sink`, which
+// `data_stream::sink_to` calls (src/kinds/sinks/elasticsearch/).
 
+#include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/schema.hpp"
 #include "weir/operators/stream_operator.hpp"
@@ -12,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace weir {
+namespace weir::elasticsearch {
 
 /// An Elasticsearch or OpenSearch sink: each row becomes one `index` action
 /// of the `_bulk` API (its document: the row as a JSON object, fields in
@@ -26,7 +28,7 @@ namespace weir {
 /// own document: the index ends as an exactly-once run leaves it (an
 /// idempotent effect). Without it the server assigns ids and a replay adds
 /// documents again.
-struct elasticsearch_sink_spec {
+struct sink {
   /// Base URLs, `http://host:port` or `https://host:port`, optionally with a
   /// path prefix (`http://proxy/es`). Requests go to the first; a connection
   /// failure moves the next attempt to the next one.
@@ -58,6 +60,18 @@ struct elasticsearch_sink_spec {
   std::chrono::milliseconds request_timeout{30000};
 };
 
+/// Adds a Elasticsearch sink fed by `in` (what `data_stream::sink_to` calls;
+/// Flink's `DataStream.sinkTo`). Errors: `errc::invalid_argument` for a
+/// duplicate `opts.name`, and those of `make_elasticsearch_sink` checked
+/// against `in`'s schema. Parallelism as for operators: one HTTP client per
+/// subtask.
+[[nodiscard]] expected<std::monostate> add_sink(const data_stream& in, sink spec,
+                                                operator_options opts = {});
+
+} // namespace weir::elasticsearch
+
+namespace weir {
+
 /// Makes one subtask's Elasticsearch sink. It emits nothing downstream.
 ///
 /// Runtime: a document the server rejects with any other 4xx (a mapping
@@ -74,6 +88,6 @@ struct elasticsearch_sink_spec {
 /// `max_actions` or `max_bytes` of 0, or a retry delay above the maximum;
 /// an expression that does not compile keeps its `errc` and offset.
 [[nodiscard]] expected<stream_operator_ptr>
-make_elasticsearch_sink(const elasticsearch_sink_spec& spec, schema_ptr input_schema);
+make_elasticsearch_sink(const elasticsearch::sink& spec, schema_ptr input_schema);
 
 } // namespace weir

@@ -38,9 +38,13 @@ enum class http_ack {
   checkpoint,
 };
 
-/// `job::from_http`: a source fed by HTTP requests (`weir serve`, or a host
+} // namespace weir
+
+namespace weir::http {
+
+/// `http::add_source` (`job::from`): a source fed by HTTP requests (`weir serve`, or a host
 /// running `weir::server::http_server`).
-struct http_source_spec {
+struct source {
   /// Decoding of each body line: `kind` jsonl (one JSON object per line) or
   /// csv (one record per line, fields by position unless `csv_header`:
   /// then each body's first line names the columns); `schema` required.
@@ -66,6 +70,20 @@ struct http_source_spec {
   /// retry whose key was dropped is ingested again.
   std::size_t idempotency_keys = 10'000;
 };
+
+/// Adds a http source to `j` (what `job::from` calls; Flink's
+/// `StreamExecutionEnvironment.fromSource`): its stream, named `opts.name`
+/// (generated when empty). Errors (`errc::invalid_argument`): a duplicate
+/// name, a missing schema, a format other than jsonl or csv,
+/// an event-time field that is absent or not a timestamp/int64, or
+/// `ack = checkpoint` without checkpoints. Parallelism 1; `weir serve` (or
+/// a host's `server::http_server`) hands it the bodies POSTed to
+/// `/ingest/{name}`.
+[[nodiscard]] expected<data_stream> add_source(job& j, source spec, operator_options opts = {});
+
+} // namespace weir::http
+
+namespace weir {
 
 /// What `http_source_handle::ingest` did with one request.
 struct ingest_result {
@@ -125,10 +143,10 @@ struct ingest_result {
 /// Every member may be called from any thread, concurrently.
 class http_source_handle {
 public:
-  http_source_handle(std::string name, http_source_spec spec);
+  http_source_handle(std::string name, http::source spec);
 
   const std::string& name() const noexcept { return name_; }
-  const http_source_spec& spec() const noexcept { return spec_; }
+  const http::source& spec() const noexcept { return spec_; }
 
   /// Decodes `body` and queues its records whole, then returns (ack =
   /// accepted) or waits until a completed checkpoint covers them (ack =
@@ -211,7 +229,7 @@ private:
   void evict_keys();
 
   std::string name_;
-  http_source_spec spec_;
+  http::source spec_;
   std::string id_prefix_;
   mutable std::mutex mutex_;
   std::condition_variable progress_;

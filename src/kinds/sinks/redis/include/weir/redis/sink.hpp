@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a Redis sink (`type = "redis"`), for `data_stream::sink_to_redis`
-// (src/kinds/sinks/redis/).
+// The Redis sink (`type = "redis"`): its spec `weir::redis::sink`
+// and `weir::redis::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/redis/).
 
+#include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/schema.hpp"
 #include "weir/operators/stream_operator.hpp"
@@ -21,6 +22,10 @@ enum class redis_command {
   zadd, ///< ZADD <key> <score> <value> (the value is the member)
 };
 
+} // namespace weir
+
+namespace weir::redis {
+
 /// A Redis sink: one connection per subtask, writes pipelined.
 ///
 /// Every write sets an absolute value (SET, HSET, ZADD), so the effect is
@@ -31,7 +36,7 @@ enum class redis_command {
 /// uninterrupted run's when the rows themselves are deterministic (event
 /// time, not processing time). Flink matched: the Bahir `RedisSink` with
 /// `RedisCommand.SET` / `HSET` / `ZADD`, flushed at checkpoints.
-struct redis_sink_spec {
+struct sink {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
   std::int64_t db = 0;          ///< SELECT db after connecting (0..): 0 = the default
@@ -58,6 +63,18 @@ struct redis_sink_spec {
   std::size_t max_attempts = 6;
 };
 
+/// Adds a Redis sink fed by `in` (what `data_stream::sink_to` calls;
+/// Flink's `DataStream.sinkTo`). Errors: `errc::invalid_argument` for a
+/// duplicate `opts.name`, a missing key, value, field (hset) or score
+/// (zadd); an expression that does not compile keeps its `errc` and offset.
+/// Parallelism as for operators: one connection per subtask.
+[[nodiscard]] expected<std::monostate> add_sink(const data_stream& in, sink spec,
+                                                operator_options opts = {});
+
+} // namespace weir::redis
+
+namespace weir {
+
 /// Makes one subtask's Redis sink. The operator emits nothing downstream;
 /// it throws std::runtime_error naming host:port when Redis stays unreachable
 /// for `max_attempts` connection attempts, or at once when Redis answers a
@@ -69,7 +86,7 @@ struct redis_sink_spec {
 /// a number or timestamp; an expression that does not compile against
 /// `input_schema` keeps its `errc` and offset, its message prefixed with
 /// the key ("field: unknown field ...").
-[[nodiscard]] expected<stream_operator_ptr> make_redis_sink(const redis_sink_spec& spec,
+[[nodiscard]] expected<stream_operator_ptr> make_redis_sink(const redis::sink& spec,
                                                             schema_ptr input_schema);
 
 } // namespace weir

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+// The file sink (`type = "file"`): its spec `weir::file::sink`
+// and `weir::file::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/file/).
 
+#include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/schema.hpp"
 #include "weir/format/format.hpp"
@@ -9,10 +12,10 @@
 #include <chrono>
 #include <string>
 
-namespace weir {
+namespace weir::file {
 
 /// A file sink; parallelism is always 1 (one output file).
-struct file_sink_spec {
+struct sink {
   std::string path;
   format::format_kind format = format::format_kind::jsonl;
   /// Without checkpoints: written output reaches the file at least this
@@ -23,10 +26,17 @@ struct file_sink_spec {
   format::timestamp_format timestamp_format = format::timestamp_format::epoch_ms;
 };
 
-/// The stdout sink's options (`data_stream::print`).
-struct stdout_sink_spec {
-  format::timestamp_format timestamp_format = format::timestamp_format::epoch_ms;
-};
+/// Adds a file sink fed by `in` (what `data_stream::sink_to` calls;
+/// Flink's `DataStream.sinkTo`). Errors: `errc::invalid_argument` for a
+/// duplicate `opts.name`, `apache_combined` (read-only), an empty path. Parallelism 1;
+/// exactly once (`make_transactional_file_sink`) when the job checkpoints
+/// exactly once, else at least once (`make_file_sink`).
+[[nodiscard]] expected<std::monostate> add_sink(const data_stream& in, sink spec,
+                                                operator_options opts = {});
+
+} // namespace weir::file
+
+namespace weir {
 
 /// Makes a sink operator that writes every row it receives to the file
 /// `path`, encoded as `format` (jsonl or csv, see `format::make_encoder`),

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a file source (`type = "file"`), for `job::from_file`
-// (src/kinds/sources/file/).
+// The file source (`type = "file"`): its spec `weir::file::source`
+// and `weir::file::add_source`, which `job::from` calls (src/kinds/sources/file/).
 
+#include "weir/api/job.hpp"
 #include "weir/api/source_options.hpp"
 #include "weir/format/file_set.hpp"
 #include "weir/format/file_split.hpp"
@@ -13,10 +14,10 @@
 #include <string>
 #include <vector>
 
-namespace weir {
+namespace weir::file {
 
 /// A file source: one split per file (or byte-range splits of one file), read in chunks.
-struct file_source_spec {
+struct source {
   /// A file, a directory (its files, not its subdirectories; names starting
   /// with '.' or '_' left out) or a glob: see format::list_files.
   std::string path;
@@ -57,4 +58,13 @@ struct file_source_spec {
   double rate = 0;
 };
 
-} // namespace weir
+/// Adds a file source to `j` (what `job::from` calls; Flink's
+/// `StreamExecutionEnvironment.fromSource`): its stream, named `opts.name`
+/// (generated when empty). Errors (`errc::invalid_argument`): a duplicate
+/// name, a missing path or schema, an event-time field that is absent or not a
+/// timestamp/int64, monitor_interval on a single file, split options on a
+/// directory or glob, csv split by lines without `split = lines`.
+[[nodiscard]] expected<data_stream> add_source(job& j, source spec, operator_options opts = {});
+
+} // namespace weir::file
+

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+// The blackhole sink (`type = "blackhole"`): its spec `weir::blackhole::sink`
+// and `weir::blackhole::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/blackhole/).
 
+#include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/record_batch.hpp"
 #include "weir/operators/stream_operator.hpp"
@@ -12,12 +15,12 @@
 #include <string>
 #include <string_view>
 
-namespace weir {
+namespace weir::blackhole {
 
 /// A sink that drops every row (`type = "blackhole"`), optionally slowly
 /// and optionally reporting what it saw, one JSON line per subtask on
 /// stdout at the end (see `make_blackhole_sink`).
-struct blackhole_sink_spec {
+struct sink {
   double rate = 0;     ///< rows/s over all subtasks (it sleeps); 0 = no limit
   bool report = false; ///< print rows received (implied by the next two)
   bool digest = false; ///< also an order-independent digest of the rows
@@ -25,6 +28,17 @@ struct blackhole_sink_spec {
   /// p50/p99/p99.9 of arrival minus generation time. Empty: no latency.
   std::string latency_field;
 };
+
+/// Adds a blackhole sink fed by `in` (what `data_stream::sink_to` calls;
+/// Flink's `DataStream.sinkTo`). Errors: `errc::invalid_argument` for a
+/// duplicate `opts.name`, a negative rate or a latency_field that is not an
+/// int64 field. Parallelism as for operators, so it chains to its input.
+[[nodiscard]] expected<std::monostate> add_sink(const data_stream& in, sink spec,
+                                                operator_options opts = {});
+
+} // namespace weir::blackhole
+
+namespace weir {
 
 /// The hash of one row for result digests: values fed in column order,
 /// `finish()` gives the row's hash. The digest of a result is the sum
@@ -114,7 +128,7 @@ private:
 /// Errors: `errc::invalid_argument` when `latency_field` is not an int64
 /// field of `input`, or the rate is negative.
 [[nodiscard]] expected<std::function<stream_operator_ptr()>>
-make_blackhole_sink_factory(const schema_ptr& input, const blackhole_sink_spec& spec,
+make_blackhole_sink_factory(const schema_ptr& input, const blackhole::sink& spec,
                             std::FILE* out = nullptr);
 
 } // namespace weir

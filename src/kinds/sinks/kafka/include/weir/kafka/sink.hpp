@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The spec of a Kafka sink (`type = "kafka"`), for `data_stream::sink_to_kafka`
-// (src/kinds/sinks/kafka/).
+// The Kafka sink (`type = "kafka"`): its spec `weir::kafka::sink`
+// and `weir::kafka::add_sink`, which `data_stream::sink_to` calls (src/kinds/sinks/kafka/).
 
+#include "weir/api/job.hpp"
 #include "weir/core/expected.hpp"
 #include "weir/core/schema.hpp"
 #include "weir/format/format.hpp"
@@ -22,8 +23,12 @@ enum class kafka_delivery {
   exactly_once,  ///< a transaction per checkpoint, committed when it completes
 };
 
+} // namespace weir
+
+namespace weir::kafka {
+
 /// A Kafka sink: one producer per subtask writing `topic`.
-struct kafka_sink_spec {
+struct sink {
   std::string topic;
   std::string bootstrap_servers;
   /// librdkafka properties passed through as given (Flink's Kafka properties),
@@ -47,6 +52,18 @@ struct kafka_sink_spec {
   std::string progress_topic;
 };
 
+/// Adds a Kafka sink fed by `in` (what `data_stream::sink_to` calls;
+/// Flink's `DataStream.sinkTo`). Errors: `errc::invalid_argument` for a
+/// duplicate `opts.name`, an empty topic or bootstrap_servers, apache_combined;
+/// a key or header expression that does not compile keeps its `errc` and
+/// offset. Parallelism as for operators: one producer per subtask.
+[[nodiscard]] expected<std::monostate> add_sink(const data_stream& in, sink spec,
+                                                operator_options opts = {});
+
+} // namespace weir::kafka
+
+namespace weir {
+
 /// What the runtime knows of the job when it makes a sink subtask.
 struct kafka_sink_job {
   std::string job_name;
@@ -65,7 +82,7 @@ struct kafka_sink_job {
 /// bootstrap_servers, `exactly_once` without checkpoints, or a key or header
 /// expression that does not compile against `input_schema` (its offset kept).
 [[nodiscard]] expected<stream_operator_ptr>
-make_kafka_sink(const kafka_sink_spec& spec, const kafka_sink_job& job,
+make_kafka_sink(const kafka::sink& spec, const kafka_sink_job& job,
                 schema_ptr input_schema);
 
 } // namespace weir
