@@ -397,7 +397,7 @@ public:
 
 private:
   std::string who() const {
-    return "kafka source '" + o_.source_name + "' subtask " + std::to_string(o_.subtask + 1)
+    return "kafka source '" + o_.source_name + "' subtask " + std::to_string(o_.subtask)
            + "/" + std::to_string(o_.parallelism);
   }
 
