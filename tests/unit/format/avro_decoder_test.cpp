@@ -263,3 +263,86 @@ TEST_CASE("avro: a datum ending in a newline byte is kept whole") {
   REQUIRE(d.bad.empty());
   CHECK(d.rows[0] == std::vector<value>{std::int64_t{5}});
 }
+
+namespace {
+
+// An Object Container File (codec null) of `blocks`, each a list of `long`
+// ids; `bad_sync_after`: the block whose trailing sync marker is damaged.
+std::string container_file(const std::vector<std::vector<std::int64_t>>& blocks,
+                           int bad_sync_after = -1) {
+  const std::string sync = "0123456789abcdef";
+  enc e;
+  e.raw(std::string{"Obj\x01", 4}).lng(2).str("avro.schema")
+    .str(record(R"({"name":"id","type":"long"})")).str("avro.codec").str("null").lng(0).raw(sync);
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    enc data;
+    for (auto id : blocks[b])
+      data.lng(id);
+    e.lng(static_cast<std::int64_t>(blocks[b].size())).str(data.out);
+    e.raw(static_cast<int>(b) == bad_sync_after ? std::string(16, 'x') : sync);
+  }
+  return e.out;
+}
+
+std::vector<std::int64_t> read_ids(source_reader& r, std::size_t max_rows,
+                                   std::size_t max_batches = 1000) {
+  std::vector<std::int64_t> ids;
+  for (std::size_t i = 0; i < max_batches; ++i) {
+    auto b = r.poll_next(max_rows);
+    if (!b)
+      break;
+    for (std::size_t row = 0; row < b->num_rows; ++row)
+      ids.push_back(std::get<std::int64_t>(b->columns[0].get(row)));
+  }
+  return ids;
+}
+
+file_source_options container_opts(const std::string& path) {
+  file_source_options o;
+  o.path = path;
+  o.decoder.kind = format_kind::avro;
+  o.decoder.schema = make_schema({{"id", type_id::int64}});
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("avro: a container file's position counts records; a restore skips as many") {
+  test::temp_dir dir{"avro-seek"};
+  const auto path = dir.file("ids.avro", container_file({{0, 1}, {2, 3}, {4}}));
+  auto first = make_avro_file_reader(container_opts(path), nullptr);
+  REQUIRE(first);
+  CHECK(read_ids(**first, 3, 1) == std::vector<std::int64_t>{0, 1, 2});
+  const auto at = (*first)->positions();
+  REQUIRE(at.size() == 1);
+  CHECK(at[0] == source_position{path, position_unit::event_number, 3, false});
+  auto second = make_avro_file_reader(container_opts(path), nullptr);
+  REQUIRE(second);
+  (*second)->seek(at);
+  CHECK(read_ids(**second, 100) == std::vector<std::int64_t>{3, 4});
+  CHECK((*second)->positions()[0] == source_position{path, position_unit::event_number, 5, true});
+}
+
+TEST_CASE("avro: a corrupt container block is one bad record; the next block is read") {
+  test::temp_dir dir{"avro-corrupt"};
+  // The first block's sync marker damaged: it is corrupt; reading resumes
+  // after the next marker found, the second block's, so the third is read.
+  const auto path = dir.file("ids.avro", container_file({{0, 1}, {2, 3}, {4}}, 0));
+  std::vector<bad_record> bad;
+  auto r = make_avro_file_reader(container_opts(path),
+                                 [&](const bad_record& b) { bad.push_back(b); });
+  REQUIRE(r);
+  CHECK(read_ids(**r, 100) == std::vector<std::int64_t>{4});
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].origin == path);
+  CHECK(bad[0].offset > 0);
+  CHECK(bad[0].reason.find("sync marker mismatch") != std::string::npos);
+}
+
+TEST_CASE("avro: a file that is not a container file is refused when the reader is made") {
+  test::temp_dir dir{"avro-notavro"};
+  const auto path = dir.file("x.avro", "{\"id\": 1}\n");
+  auto r = make_avro_file_reader(container_opts(path), nullptr);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message == path + " is not an Avro container file: no 'Obj\\x01' magic");
+}
