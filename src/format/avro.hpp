@@ -58,7 +58,7 @@ using writer_schema_ptr = std::shared_ptr<const writer_schema>;
 
 /// The decoding plan of one writer schema against the declared fields: for
 /// each field of the writer's record, the column it fills (or none: skipped).
-/// The resolution rules (docs/reference/formats.md, "avro"): fields match by
+/// The resolution rules (docs/kinds/formats/avro.md): fields match by
 /// name; a declared field the writer lacks is null; a writer field not
 /// declared is skipped; int and long read into int64 or float64, float and
 /// double into float64; string, bytes, enum and uuid into string (bytes must

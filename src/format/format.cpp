@@ -204,18 +204,19 @@ expected<common_options> make_common_options(const decoder_options& opts, const 
 
 } // namespace internal
 
-std::optional<std::string> check_avro_file(const std::string& path, const schema& reader) {
+std::optional<avro_file_problem> check_avro_file(const std::string& path,
+                                                 const schema& reader) {
 #ifdef WEIR_HAVE_AVRO
   auto h = avro::read_container_header(path);
   if (!h)
-    return h.error().message;
+    return avro_file_problem{true, h.error().message};
   if (auto plan = avro::resolve(h->schema, reader); !plan)
-    return path + ": " + plan.error().message;
+    return avro_file_problem{false, path + ": " + plan.error().message};
   return std::nullopt;
 #else
   (void) path;
   (void) reader;
-  return std::string{avro_not_built};
+  return avro_file_problem{true, std::string{avro_not_built}};
 #endif
 }
 

@@ -275,11 +275,18 @@ make_file_source_reader(const file_source_options& opts, bad_record_handler on_b
 [[nodiscard]] expected<std::unique_ptr<record_decoder>>
 make_file_decoder(const file_source_options& opts);
 
+/// What is wrong with an Avro container file for a file source.
+struct avro_file_problem {
+  bool header = false; ///< the file itself (not readable, not Avro); else the resolution
+  std::string message;
+};
+
 /// Load-time check of an Avro Object Container File for a file source: its
 /// header can be read and its writer schema resolves against `reader` (the
-/// rules of src/format/avro.hpp, `resolve`). nullopt when it does, else why
-/// not; `avro_not_built` in a build without avro-c.
-std::optional<std::string> check_avro_file(const std::string& path, const schema& reader);
+/// rules of src/format/avro.hpp, `resolve`). nullopt when it does, else the
+/// problem; `avro_not_built` (a header problem) in a build without avro-c.
+std::optional<avro_file_problem> check_avro_file(const std::string& path,
+                                                 const schema& reader);
 
 /// Makes a reader of the Avro Object Container File `opts.path`
 /// (src/format/avro.hpp, `make_container_reader`): `opts.decoder.schema`

@@ -159,8 +159,12 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
       d.file_error = true;
     } else if (d.decoder.schema) {
       if (auto why = format::check_avro_file(d.path.value, *d.decoder.schema)) {
-        r.fail(pos_of(schema_node ? *schema_node : *d.path.node), *why,
-               {"hint: docs/reference/formats.md lists the Avro types each field type reads"});
+        if (why->header)
+          r.fail(pos_of(*d.path.node), why->message);
+        else
+          r.fail(pos_of(schema_node ? *schema_node : *d.path.node), why->message,
+                 {"hint: docs/kinds/formats/avro.md lists the Avro types each field type "
+                  "reads"});
         d.file_error = true;
       }
     }

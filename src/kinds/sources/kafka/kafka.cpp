@@ -95,7 +95,7 @@ void read_avro_schema(reader& r, const std::optional<located>& fmt,
   auto probe = d;
   if (auto dec = format::make_decoder(probe); !dec)
     r.fail(pos_of(*v->node), dec.error().message,
-           {"hint: docs/reference/formats.md lists the Avro types each field type reads"});
+           {"hint: docs/kinds/formats/avro.md lists the Avro types each field type reads"});
 }
 
 std::unique_ptr<kind_spec> parse(parse_context& c) {
