@@ -98,6 +98,9 @@ private:
 /// with `reason` saying which field and at which byte. `consumed`: the
 /// datum's length (a container block holds datums back to back). Nothing is
 /// allocated from a length read in the datum before the bytes are there.
+/// The writer schema comes with each call's `plan`: a schema registry's
+/// reader resolves each writer schema once (by its id) and passes the plan
+/// of each message's schema.
 record_decoder::status decode_datum(const resolution& plan, std::string_view datum,
                                     const internal::common_options& co, batch_builder& out,
                                     std::string& reason, std::size_t& consumed,
