@@ -292,7 +292,7 @@ bool job_master::read_restore_points(
                                          g.options.max_parallelism);
         if (!r) {
           ctx.fail("cannot restore operator '" + g.nodes[node_id].name + "' subtask "
-                   + std::to_string(s + 1) + " from checkpoint "
+                   + std::to_string(s) + " from checkpoint "
                    + std::to_string(m.checkpoint_id) + ": " + r.error().message);
           return false;
         }
@@ -397,7 +397,7 @@ void job_master::deploy() {
       for (const auto& t : outputs.channels)
         d.out_channels.push_back({task_at[t.vertex][t.subtask], t.channel});
       log::runtime().debug("job '{}': operator '{}' subtask {}/{}: deploying (attempt {})",
-                           g.options.name, vertex.name, s + 1, vertex.parallelism,
+                           g.options.name, vertex.name, s, vertex.parallelism,
                            attempt_ + 1);
       task_at[v].push_back(d.task);
       tasks_.push_back(task_info{v, s, vertex.is_source, true});
@@ -815,7 +815,7 @@ void job_master::on_state_query(state_query q) {
       task = t;
   if (!task) {
     q.reply->set(make_error(errc::runtime_error, "operator '" + q.operator_name + "' subtask "
-                                                   + std::to_string(sub + 1)
+                                                   + std::to_string(sub)
                                                    + " is not running (finished or restarting)"));
     return;
   }
@@ -835,7 +835,7 @@ std::string job_master::who(std::uint32_t task) const {
   if (task >= tasks_.size())
     return "task " + std::to_string(task);
   const auto& vertex = ctx_->plan.vertices[tasks_[task].vertex];
-  return "operator '" + vertex.name + "' subtask " + std::to_string(tasks_[task].subtask + 1)
+  return "operator '" + vertex.name + "' subtask " + std::to_string(tasks_[task].subtask)
          + "/" + std::to_string(vertex.parallelism);
 }
 

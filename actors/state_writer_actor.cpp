@@ -120,11 +120,16 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
           log::checkpoint().warn("job '{}': {}", self->state.job_name, r.error);
           return r;
         }
+        // Test-only kills around a checkpoint's manifest commit: its state
+        // is written either way; before, the checkpoint never completed;
+        // after, it completed and no sink has committed it yet.
+        weir::internal::test_fault_kill("kill_before_manifest_commit");
         auto deleted = self->state.store->commit_manifest(m);
         if (!deleted) {
           r.error = deleted.error().message;
           return r;
         }
+        weir::internal::test_fault_kill("kill_after_manifest_commit");
         r.ok = true;
         r.deleted = std::move(*deleted);
         self->state.last_committed = m.checkpoint_id;

@@ -123,11 +123,12 @@ std::vector<const operator_state_handle*> ordered_handles(const snapshot_manifes
   return out;
 }
 
-/// "logs" for a single subtask, "logs[2/4]" otherwise (1-based).
+/// "logs" for a single subtask, "logs[1/4]" otherwise (0-based: the subtask
+/// index, as in the REST API and the metrics, and Flink).
 std::string subtask_label(const operator_state_handle& h) {
   if (h.parallelism <= 1)
     return h.operator_uid;
-  return h.operator_uid + "[" + std::to_string(h.subtask + 1) + "/"
+  return h.operator_uid + "[" + std::to_string(h.subtask) + "/"
          + std::to_string(h.parallelism) + "]";
 }
 
@@ -229,7 +230,7 @@ std::string format_checkpoint_details(const checkpoint_listing& l) {
     // One line per split of a source; the first beside its subtask.
     auto splits = lines_of(h.source_position);
     rows.push_back({h.operator_uid,
-                    std::to_string(h.subtask + 1) + "/" + std::to_string(h.parallelism),
+                    std::to_string(h.subtask) + "/" + std::to_string(h.parallelism),
                     std::to_string(h.key_groups.size()), format_bytes(keyed),
                     h.has_operator_state ? format_bytes(h.operator_state_bytes) : "-",
                     splits.empty() ? "-" : splits.front()});

@@ -2,6 +2,7 @@
 #include "weir/checkpoint/lmdb_checkpoint_store.hpp"
 
 #include "weir/core/key_group.hpp"
+#include "weir/core/test_fault.hpp"
 
 #include "internal/lmdb_file_check.hpp"
 
@@ -978,6 +979,8 @@ expected<std::uint64_t> lmdb_checkpoint_store::export_checkpoint(const snapshot_
   }
   if (int rc = wtxn.commit(); rc != 0)
     return dst.fail(cp + ": committing the state", rc);
+  // Test-only: a kill with the savepoint's state written, its manifest not.
+  internal::test_fault_kill("kill_in_savepoint");
   if (auto r = (*target)->commit_manifest(m); !r)
     return r.error();
   return bytes;

@@ -335,6 +335,7 @@ std::unique_ptr<record_encoder> make_encoder(format_kind kind, timestamp_format 
     case format_kind::csv:
       return std::make_unique<csv_encoder>(ts);
     case format_kind::apache_combined:
+    case format_kind::avro:
       return nullptr;
   }
   return nullptr;

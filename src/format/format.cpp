@@ -2,6 +2,9 @@
 #include "weir/format/format.hpp"
 
 #include "internal/decoder_common.hpp"
+#ifdef WEIR_HAVE_AVRO
+#include "avro.hpp"
+#endif
 
 #include <simdjson.h>
 
@@ -105,6 +108,8 @@ std::optional<format_kind> parse_format(std::string_view name) noexcept {
     return format_kind::csv;
   if (name == "apache_combined")
     return format_kind::apache_combined;
+  if (name == "avro")
+    return format_kind::avro;
   return std::nullopt;
 }
 
@@ -116,6 +121,8 @@ std::string_view to_string(format_kind k) noexcept {
       return "csv";
     case format_kind::apache_combined:
       return "apache_combined";
+    case format_kind::avro:
+      return "avro";
   }
   return "unknown";
 }
@@ -166,14 +173,10 @@ void record_decoder::decode_many(std::string_view text, bool at_eof, const batch
   }
 }
 
-expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& opts) {
-  schema_ptr s = opts.kind == format_kind::apache_combined ? apache_combined_schema()
-                                                           : opts.schema;
-  if (!s)
-    return make_error(errc::invalid_argument,
-                      std::string{"format "} + std::string{to_string(opts.kind)}
-                        + " needs a schema");
-  internal::common_options co;
+namespace internal {
+
+expected<common_options> make_common_options(const decoder_options& opts, const schema_ptr& s) {
+  common_options co;
   co.invalid_utf8 = opts.invalid_utf8;
   co.zone = opts.zone;
   auto& rc = co.rc;
@@ -196,6 +199,57 @@ expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& op
   if (opts.kind != format_kind::apache_combined)
     for (std::size_t i = 0; i < opts.read_fields.size() && i < s->size(); ++i)
       co.read[i] = opts.read_fields[i] || (rc.event_time_index && *rc.event_time_index == i);
+  return co;
+}
+
+} // namespace internal
+
+std::optional<avro_file_problem> check_avro_file(const std::string& path,
+                                                 const schema& reader) {
+#ifdef WEIR_HAVE_AVRO
+  auto h = avro::read_container_header(path);
+  if (!h)
+    return avro_file_problem{true, h.error().message};
+  if (auto plan = avro::resolve(h->schema, reader); !plan)
+    return avro_file_problem{false, path + ": " + plan.error().message};
+  return std::nullopt;
+#else
+  (void) path;
+  (void) reader;
+  return avro_file_problem{true, std::string{avro_not_built}};
+#endif
+}
+
+expected<source_reader_ptr> make_avro_file_reader(const file_source_options& opts,
+                                                  bad_record_handler on_bad) {
+#ifdef WEIR_HAVE_AVRO
+  return avro::make_container_reader(opts, std::move(on_bad));
+#else
+  (void) opts;
+  (void) on_bad;
+  return make_error(errc::invalid_argument, std::string{avro_not_built});
+#endif
+}
+
+bool avro_built() noexcept {
+#ifdef WEIR_HAVE_AVRO
+  return true;
+#else
+  return false;
+#endif
+}
+
+expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& opts) {
+  schema_ptr s = opts.kind == format_kind::apache_combined ? apache_combined_schema()
+                                                           : opts.schema;
+  if (!s)
+    return make_error(errc::invalid_argument,
+                      std::string{"format "} + std::string{to_string(opts.kind)}
+                        + " needs a schema");
+  auto made = internal::make_common_options(opts, s);
+  if (!made)
+    return made.error();
+  auto co = std::move(*made);
   switch (opts.kind) {
     case format_kind::jsonl:
       return internal::make_jsonl_decoder(std::move(s), std::move(co), opts.control_lines,
@@ -209,6 +263,12 @@ expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& op
                                         opts.csv_delimiter, std::move(co));
     case format_kind::apache_combined:
       return internal::make_apache_combined_decoder(std::move(co));
+    case format_kind::avro:
+#ifdef WEIR_HAVE_AVRO
+      return avro::make_datum_decoder(opts, std::move(co));
+#else
+      return make_error(errc::invalid_argument, std::string{avro_not_built});
+#endif
   }
   return make_error(errc::invalid_argument, "unknown format");
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/runtime/operator_chain.hpp"
 
+#include "weir/core/test_fault.hpp"
+
 #include <algorithm>
 #include <exception>
 #include <stdexcept>
@@ -105,6 +107,10 @@ void operator_chain::restore(
     current_ = k;
     const auto& r = restores[k];
     ops_[k]->restore_state(r ? *r : empty);
+    // Test-only: a kill once this exactly-once sink has settled the
+    // transactions of the restored checkpoint, the other subtasks maybe not.
+    if (ops_[k]->is_two_phase_commit())
+      weir::internal::test_fault_kill("kill_in_restore");
   }
   current_ = 0;
 }
@@ -294,7 +300,7 @@ void operator_chain::finish(bool drain) {
 std::string operator_chain::describe(std::size_t k) const {
   const auto& node = *nodes_[k];
   return "operator '" + node.name + "' (" + node.kind + ") subtask "
-         + std::to_string(subtask_ + 1) + "/" + std::to_string(vertex_->parallelism);
+         + std::to_string(subtask_) + "/" + std::to_string(vertex_->parallelism);
 }
 
 void operator_chain::collector::collect(record_batch_ptr batch) {

@@ -152,7 +152,7 @@ def test_bad_record_fail(weir, work, repo):
     proc = box.run("run", "pipeline.toml", toml_text=text, expect=1)
     assert "apache_logs_anon.log:8899" in proc.stderr, (
         f"the failure does not name file:line:\n{proc.stderr[-2000:]}")
-    assert "operator 'logs'" in proc.stderr and "subtask 1/1" in proc.stderr, (
+    assert "operator 'logs'" in proc.stderr and "subtask 0/1" in proc.stderr, (
         f"the failure does not name the operator and subtask:\n{proc.stderr[-2000:]}")
 
 
@@ -182,7 +182,7 @@ def test_subtask_failure(weir, work, repo):
         log=LOG, sink_path="out/x.jsonl")
     proc = box.run("run", "pipeline.toml", toml_text=text, expect=1)
     assert "operator 'out'" in proc.stderr, f"no operator named:\n{proc.stderr[-2000:]}"
-    assert "subtask 1/1" in proc.stderr, f"no subtask named:\n{proc.stderr[-2000:]}"
+    assert "subtask 0/1" in proc.stderr, f"no subtask named:\n{proc.stderr[-2000:]}"
     assert "injected failure" in proc.stderr, f"no reason given:\n{proc.stderr[-2000:]}"
 
 
@@ -376,7 +376,7 @@ def test_cli_overrides(weir, work, repo):
     listing = box.run("checkpoints", "list", "state").stdout
     assert "no checkpoints" not in listing and listing.strip(), (
         f"the parallelism-2 run completed no checkpoint:\n{listing}")
-    assert "gen[1/2]: event " in listing, f"generator positions are not event numbers:\n{listing}"
+    assert "gen[0/2]: event " in listing, f"generator positions are not event numbers:\n{listing}"
     proc = box.run("run", "pipeline.toml", "-q", "--parallelism", "1", expect=1)
     assert ("holds source 'gen' at parallelism 2" in proc.stderr
         and "resumes only at the parallelism it ran with" in proc.stderr), (

@@ -35,7 +35,9 @@ Each is the test function test_<name> with - as _ (test_truncated_tail, ...):
   faults-truncate    the fault-injection sweep: data.mdb cut at every page
                      boundary (0 pages .. its size)
   faults-flip        bytes flipped: in every manifest, in state values, in
-                     every field of both meta pages, and at seeded random
+                     every field of both meta pages, in the offset, key size
+                     or value size of every node of every branch and leaf
+                     page (--sweep: each of the three), and at seeded random
                      non-zero bytes of data.mdb (40; --sweep: 400)
   faults-missing     data.mdb, lock.mdb, the savepoint's data.mdb or
                      lock.mdb missing
@@ -43,6 +45,10 @@ Each is the test function test_<name> with - as _ (test_truncated_tail, ...):
                      EFBIG as on a full disk) reached at a range of sizes
                      during a run (6; --sweep: 24); every run ends cleanly
                      and a rerun without the limit is exact
+  faults-enospc      a real full disk: state and output on a tmpfs of their
+                     own (needs root to mount it) of a range of sizes (15;
+                     --sweep: 60): each run finishes or fails saying "No
+                     space left on device", and a rerun with room is exact
 Every faults-* case ends in a refusal (exit 1, a message naming --fresh or
 --allow-rollback, store and output byte for byte unchanged) or in a run whose
 output is exact; a signal fails the test. --sweep widens the flip and disk
@@ -59,6 +65,7 @@ import random
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import time
 
@@ -213,6 +220,26 @@ def manifest_offsets(data, ids=None):
         cid = int.from_bytes(data[m.start() + 7:m.start() + 15], "little")
         if ids is None or cid in ids:
             out.append((cid, m.start()))
+    return out
+
+
+def tree_pages(data):
+    """Every page of data.mdb that looks like a branch or leaf page (names
+    itself, flags 1 or 2; stale free ones included): (page number, "branch" or
+    "leaf", [(node index, offset of its pointer, offset of the node)]), offsets
+    into `data` (LMDB 0.9's MDB_page and MDB_node)."""
+    out = []
+    for pg in range(2, len(data) // PAGE):
+        base = pg * PAGE
+        pgno, _, flags, lower, _ = struct.unpack_from("<QHHHH", data, base)
+        if pgno != pg or flags not in (1, 2) or lower < 16 or lower > PAGE:
+            continue
+        nodes = []
+        for i in range((lower - 16) // 2):
+            off = struct.unpack_from("<H", data, base + 16 + 2 * i)[0]
+            if off + 8 <= PAGE:
+                nodes.append((i, base + 16 + 2 * i, base + off))
+        out.append((pg, "branch" if flags == 1 else "leaf", nodes))
     return out
 
 
@@ -524,12 +551,25 @@ def test_faults_flip(weir, work, seed, sweep):
     for page in (0, 1):  # every meta field: magic, version, sizes, roots, last page, txnid
         for field in range(16, 16 + 136, 4):
             cases.append((f"meta page {page} byte {field}", page * PAGE + field))
+    cases = [(what, off, 0xFF) for what, off in cases]
+    # Every node of every branch and leaf page: a size or offset a few bytes
+    # off still lies inside its page, but no longer fits its neighbours (a
+    # delete on that page then moves memory by a wrong length). Node i gets
+    # the i-th of its faults in turn (--sweep: each of them).
+    for pg, kind, nodes in tree_pages(data):
+        for i, ptr, node in nodes:
+            where = f"{kind} page {pg} node {i}"
+            faults = [(f"{where}: its offset + 2", ptr, 0x02),
+                      (f"{where}: its key size ^ 8", node + 6, 0x08)]
+            if kind == "leaf":
+                faults.append((f"{where}: its value size ^ 2", node, 0x02))
+            cases += faults if sweep else [faults[i % len(faults)]]
     results = collections.Counter()
-    for what, off in cases:
+    for what, off, mask in cases:
         store.reset()
         path = store.state / "data.mdb"
         b = bytearray(path.read_bytes())
-        b[off] ^= 0xFF if "random" not in what else 1 << rnd.randrange(8)
+        b[off] ^= mask if "random" not in what else 1 << rnd.randrange(8)
         path.write_bytes(bytes(b))
         before = digest([store.state, store.out])
         p = store.listing()
@@ -586,3 +626,50 @@ def test_faults_disk_full(weir, work, sweep):
         expect_exact(store.run(), store, f"rerun after the {limit}-byte limit")
     assert results["failed cleanly"] > 0, "no size limit was reached"
     print(f"ok: {steps} size limits from {size} bytes: {dict(results)}, every rerun exact")
+
+
+def test_faults_enospc(weir, work, sweep):
+    """A real full disk: state and output on a tmpfs of their own (mount needs
+    root), remounted at a range of sizes so that the disk fills up at
+    different writes (LMDB pages, sink parts, renames)."""
+    store = Store(weir, work)
+    store.create()
+    disk = store.work
+    used = sum(p.stat().st_size for p in store.pristine.rglob("*") if p.is_file())
+    # The runs write the rest of the input (~150 KiB of parts) and a few
+    # checkpoints; the last sizes leave room for all of it.
+    step = 4 * PAGE
+    steps = 60 if sweep else 15
+    toml = store.toml.read_text()
+    shutil.rmtree(disk)
+    disk.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={used + step}", "weir-enospc",
+                            str(disk)], capture_output=True, text=True)
+    assert mount.returncode == 0, f"mount -t tmpfs failed (this test needs root): {mount.stderr}"
+    results = collections.Counter()
+    try:
+        for i in range(steps):
+            size = used + (i + 1) * step
+            for d in ("state", "out"):
+                shutil.rmtree(disk / d, ignore_errors=True)
+            subprocess.run(["mount", "-o", f"remount,size={size}", str(disk)], check=True)
+            store.toml.write_text(toml)
+            store.reset()
+            p = store.run()
+            assert not signalled(p.returncode), (
+                f"{size}-byte disk: died by a signal ({p.returncode}):\n{p.stderr[-2000:]}")
+            assert p.returncode in (0, 1), f"{size}-byte disk: exit {p.returncode}"
+            if p.returncode == 1:
+                assert "No space left on device" in p.stderr, (
+                    f"{size}-byte disk: the error does not say the disk is full:\n"
+                    f"{p.stderr[-2000:]}")
+                results["failed cleanly"] += 1
+            else:
+                results["finished"] += 1
+            subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+            expect_exact(store.run(), store, f"rerun after the {size}-byte disk was full")
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
+    assert results["failed cleanly"] > 0, "the disk never filled up"
+    assert results["finished"] > 0, "no disk was large enough to finish"
+    print(f"ok: {steps} disk sizes from {used + step} bytes: {dict(results)}, every rerun exact")

@@ -18,8 +18,17 @@
 namespace weir::format {
 
 /// Record formats of files (docs/reference/pipeline.md: `format = "jsonl" | "csv" |
-/// "apache_combined"`).
-enum class format_kind { jsonl, csv, apache_combined };
+/// "apache_combined" | "avro"`). Avro is decoded only (no encoder) and only
+/// in a build with avro-c (`avro_built()`).
+enum class format_kind { jsonl, csv, apache_combined, avro };
+
+/// Whether this build decodes Avro (built with avro-c, WEIR_WITH_AVRO).
+bool avro_built() noexcept;
+
+/// Why a build without avro-c refuses format "avro".
+inline constexpr std::string_view avro_not_built =
+  "format \"avro\" is not built into this weir: rebuild with -DWEIR_WITH_AVRO=ON and "
+  "libavro-dev installed";
 
 std::optional<format_kind> parse_format(std::string_view name) noexcept;
 std::string_view to_string(format_kind k) noexcept;
@@ -71,6 +80,10 @@ struct decoder_options {
   /// fields too). The event-time field is decoded whatever this says.
   /// Fields past the vector's end are read.
   std::vector<bool> read_fields;
+  /// avro only: the writer's schema (JSON text, an .avsc file's content)
+  /// for single datums (a Kafka message's value). An Object Container File
+  /// carries its own and ignores this.
+  std::string avro_schema;
   /// jsonl `decode_many` only: the bytes simdjson's stage 1 indexes at a time
   /// (`iterate_many`'s batch size); a line longer than this is decoded by the
   /// per-line path. 0 = 256 KiB. A tuning and testing knob, not a TOML key.
@@ -261,6 +274,27 @@ make_file_source_reader(const file_source_options& opts, bad_record_handler on_b
 /// `opts.event_time_field` when set. Errors: those of `make_decoder`.
 [[nodiscard]] expected<std::unique_ptr<record_decoder>>
 make_file_decoder(const file_source_options& opts);
+
+/// What is wrong with an Avro container file for a file source.
+struct avro_file_problem {
+  bool header = false; ///< the file itself (not readable, not Avro); else the resolution
+  std::string message;
+};
+
+/// Load-time check of an Avro Object Container File for a file source: its
+/// header can be read and its writer schema resolves against `reader` (the
+/// rules of src/format/avro.hpp, `resolve`). nullopt when it does, else the
+/// problem; `avro_not_built` (a header problem) in a build without avro-c.
+std::optional<avro_file_problem> check_avro_file(const std::string& path,
+                                                 const schema& reader);
+
+/// Makes a reader of the Avro Object Container File `opts.path`
+/// (src/format/avro.hpp, `make_container_reader`): `opts.decoder.schema`
+/// gives the fields read, the file its writer schema. Errors: those of
+/// `make_container_reader`, or `errc::invalid_argument` (`avro_not_built`)
+/// in a build without avro-c.
+[[nodiscard]] expected<source_reader_ptr> make_avro_file_reader(const file_source_options& opts,
+                                                                bad_record_handler on_bad);
 
 /// Writes rows of a batch as text, one record per line.
 class record_encoder {

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -119,6 +120,7 @@ public:
     const auto& newest = m[m[0].txnid < m[1].txnid ? 1 : 0];
     out.txnid = newest.txnid;
     last_pg_ = newest.last_pg;
+    txnid_ = newest.txnid;
     file_pages_ = file_bytes_ / psize_;
     out.needed_bytes = (last_pg_ + 1) * psize_;
     if (last_pg_ < num_metas - 1)
@@ -239,10 +241,43 @@ private:
     if (db.depth == 0 || db.depth > max_depth)
       return fail(lmdb_file_check::verdict::damaged,
                   what + " has a depth of " + std::to_string(db.depth));
-    return walk_page(db.root, db.depth, what, r);
+    return walk_page(db.root, db.depth, what, r, {}, {});
   }
 
-  bool walk_page(std::uint64_t pg, unsigned depth, const std::string& what, role r) {
+  /// Whether key `a` sorts before key `b` in a database of role `r`: the
+  /// free-page database's keys are transaction ids (MDB_INTEGERKEY, 8
+  /// bytes), the others' bytes compared unsigned, a prefix first (LMDB's
+  /// default `mdb_cmp_memn`).
+  static bool before(std::string_view a, std::string_view b, role r) {
+    if (r == role::free_list && a.size() == 8 && b.size() == 8)
+      return load<std::uint64_t>(reinterpret_cast<const unsigned char*>(a.data()))
+             < load<std::uint64_t>(reinterpret_cast<const unsigned char*>(b.data()));
+    return a < b; // char_traits<char> compares as unsigned char
+  }
+
+  /// A database name or key for a message: printable ASCII as is, other
+  /// bytes as \xNN, at most 64 bytes.
+  static std::string printable(std::string_view k) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < k.size() && i < 64; ++i) {
+      const auto c = static_cast<unsigned char>(k[i]);
+      if (c >= 0x20 && c < 0x7f && c != '\\') {
+        out += static_cast<char>(c);
+      } else {
+        out += "\\x";
+        out += hex[c >> 4];
+        out += hex[c & 15];
+      }
+    }
+    return k.size() > 64 ? out + "..." : out;
+  }
+
+  /// Walks the subtree at page `pg`, `depth` levels high; every key in it
+  /// must lie in [lo, hi) (an empty optional: unbounded), as the separator
+  /// keys of the branch pages above route a search (`mdb_node_search`).
+  bool walk_page(std::uint64_t pg, unsigned depth, const std::string& what, role r,
+                 std::optional<std::string> lo_key, std::optional<std::string> hi_key) {
     if (!claim(pg, 1, what))
       return false;
     std::vector<unsigned char> page(psize_);
@@ -267,22 +302,73 @@ private:
       return fail(lmdb_file_check::verdict::damaged,
                   here + ": bad bounds " + std::to_string(lower) + ".." + std::to_string(upper));
     const unsigned n = (lower - page_header) / 2;
+    // The nodes, each EVEN(its size) bytes (a branch node: header and key; a
+    // leaf node: header, key and its value or an overflow page number), fill
+    // [upper, page end) exactly, without gaps or overlaps: LMDB adds a node
+    // just below `upper` and closes the gap when it deletes one
+    // (`mdb_node_add`, `mdb_node_del`). A node size or offset that is off by
+    // a few bytes still lies inside the page, but a delete would then move
+    // memory by the wrong length.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> extents; // offset, bytes
+    extents.reserve(n);
+    std::vector<std::string_view> keys;
+    keys.reserve(n);
     for (unsigned i = 0; i < n; ++i) {
       const std::uint64_t off = load<std::uint16_t>(p + page_header + 2 * i);
       if (off < upper || off + node_header > psize_)
         return fail(lmdb_file_check::verdict::damaged,
                     here + ": node " + std::to_string(i) + " at a bad offset");
       const auto* node = p + off;
-      const std::uint64_t lo = load<std::uint16_t>(node);
-      const std::uint64_t hi = load<std::uint16_t>(node + 2);
       const std::uint64_t nflags = load<std::uint16_t>(node + 4);
       const std::uint64_t ksize = load<std::uint16_t>(node + 6);
       if (off + node_header + ksize > psize_)
         return fail(lmdb_file_check::verdict::damaged,
                     here + ": node " + std::to_string(i) + "'s key runs past the page");
+      std::uint64_t bytes = node_header + ksize;
+      if (depth == 1)
+        bytes += nflags == f_bigdata ? 8 : (load<std::uint16_t>(node)
+                                            | std::uint64_t{load<std::uint16_t>(node + 2)} << 16);
+      extents.emplace_back(off, bytes + (bytes & 1));
+      keys.emplace_back(reinterpret_cast<const char*>(node + node_header), ksize);
+    }
+    std::sort(extents.begin(), extents.end());
+    std::uint64_t end = upper;
+    for (const auto& [off, bytes] : extents) {
+      if (off != end)
+        return fail(lmdb_file_check::verdict::damaged,
+                    here + ": a node at byte " + std::to_string(off) + " where "
+                      + (off < end ? "another node" : "a node or the free space")
+                      + " ends at byte " + std::to_string(end)
+                      + " (a node offset or size is damaged)");
+      end = off + bytes;
+    }
+    if (end != psize_)
+      return fail(lmdb_file_check::verdict::damaged,
+                  here + ": its nodes end at byte " + std::to_string(end)
+                    + ", not at the page's end (a node size is damaged)");
+    // Keys in order, inside the range the branch pages above give: a
+    // search (and so a delete) could not find one that is not. A branch
+    // page's first key is never compared.
+    for (unsigned i = depth > 1 ? 1 : 0; i < n; ++i) {
+      const bool low = i > (depth > 1 ? 1u : 0u) ? !before(keys[i - 1], keys[i], r)
+                                                 : lo_key && before(keys[i], *lo_key, r);
+      if (low || (hi_key && !before(keys[i], *hi_key, r)))
+        return fail(lmdb_file_check::verdict::damaged,
+                    here + ": key " + std::to_string(i) + " ('" + printable(keys[i])
+                      + "') is out of order");
+    }
+    for (unsigned i = 0; i < n; ++i) {
+      const std::uint64_t off = load<std::uint16_t>(p + page_header + 2 * i);
+      const auto* node = p + off;
+      const std::uint64_t lo = load<std::uint16_t>(node);
+      const std::uint64_t hi = load<std::uint16_t>(node + 2);
+      const std::uint64_t nflags = load<std::uint16_t>(node + 4);
+      const std::uint64_t ksize = load<std::uint16_t>(node + 6);
       if (depth > 1) {
         const auto child = lo | (hi << 16) | (nflags << 32);
-        if (!walk_page(child, depth - 1, what, r))
+        auto child_lo = i == 0 ? lo_key : std::optional<std::string>{keys[i]};
+        auto child_hi = i + 1 == n ? hi_key : std::optional<std::string>{keys[i + 1]};
+        if (!walk_page(child, depth - 1, what, r, std::move(child_lo), std::move(child_hi)))
           return false;
         continue;
       }
@@ -330,8 +416,19 @@ private:
             || load<std::uint64_t>(data) != dsize / 8 - 1)
           return fail(lmdb_file_check::verdict::damaged,
                       here + ": free-list entry " + std::to_string(i) + " is malformed");
-        for (std::uint64_t j = 1; j < dsize / 8; ++j)
-          free_pages_.push_back(load<std::uint64_t>(data + 8 * j));
+        // Keyed by the transaction that freed the pages, listed in
+        // descending order (LMDB's IDLs, midl.h).
+        if (load<std::uint64_t>(node + node_header) > txnid_)
+          return fail(lmdb_file_check::verdict::damaged,
+                      here + ": free-list entry " + std::to_string(i)
+                        + " names a transaction after the newest");
+        for (std::uint64_t j = 1; j < dsize / 8; ++j) {
+          const auto freed = load<std::uint64_t>(data + 8 * j);
+          if (j > 1 && freed >= load<std::uint64_t>(data + 8 * (j - 1)))
+            return fail(lmdb_file_check::verdict::damaged,
+                        here + ": free-list entry " + std::to_string(i) + " is out of order");
+          free_pages_.push_back(freed);
+        }
       } else if (nflags == f_subdata) {
         if (dsize != db_record)
           return fail(lmdb_file_check::verdict::damaged,
@@ -340,8 +437,8 @@ private:
         const std::string name{reinterpret_cast<const char*>(node + node_header), ksize};
         if (db.flags != 0)
           return fail(lmdb_file_check::verdict::damaged,
-                      "the record of database '" + name + "' has damaged flags");
-        if (!walk_db(db, "'" + name + "'", role::named))
+                      "the record of database '" + printable(name) + "' has damaged flags");
+        if (!walk_db(db, "'" + printable(name) + "'", role::named))
           return false;
       }
     }
@@ -352,6 +449,7 @@ private:
   std::uint64_t file_bytes_;
   std::uint64_t psize_ = 0;
   std::uint64_t last_pg_ = 0;
+  std::uint64_t txnid_ = 0;
   std::uint64_t file_pages_ = 0;
   std::vector<bool> seen_;
   std::vector<std::uint64_t> free_pages_;

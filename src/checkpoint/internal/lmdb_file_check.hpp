@@ -34,9 +34,14 @@ struct lmdb_file_check {
 /// make LMDB open a stale snapshot), then every branch, leaf and overflow page
 /// of the free-page database, the main database and each named database in
 /// it. Every page must lie in `[2, last_pg]` and inside the file, carry its
-/// own number and the expected kind, hold its nodes within its bounds, and be
-/// reached once; every page the free list names must be in `[2, last_pg]`,
-/// named once and not reached. A file may end before `last_pg` (LMDB counts
+/// own number and the expected kind, and be reached once; its nodes must
+/// fill the space from its `upper` bound to its end exactly, without gaps or
+/// overlaps (a node offset or size a few bytes off is a wild `memmove` in
+/// LMDB's next delete on that page), and its keys must be in order and
+/// inside the range the separator keys above it give. Every page the free
+/// list names must be in `[2, last_pg]`, named once and not reached; each
+/// free-list entry is keyed by a transaction no newer than the meta page's
+/// and lists its pages in descending order. A file may end before `last_pg` (LMDB counts
 /// pages a transaction allocated and freed again without writing them): that
 /// is sound when every page of the missing tail is on the free list (every
 /// page below LMDB's next page is either reached or free: `mdb_audit`'s

@@ -197,6 +197,11 @@ struct common_options {
   std::vector<bool> read;
 };
 
+/// The common options of a decoder of `opts` over schema `s` (what
+/// `make_decoder` gives every format). Errors: `errc::invalid_argument` when
+/// the event-time field is not a timestamp or int64 field of `s`.
+expected<common_options> make_common_options(const decoder_options& opts, const schema_ptr& s);
+
 /// Appends a row to a column nothing reads (decoder_options::read_fields):
 /// null, and no value (`column::has_values` stays false).
 inline void append_unread(column& c) { c.validity.push_back(0); }

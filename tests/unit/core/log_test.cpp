@@ -76,11 +76,11 @@ TEST_CASE("a message below the level is not written, one at or above it is") {
 
   weir::log::checkpoint().warn("job '{}': checkpoint {} failed: {}", "clicks", 8, "disk full");
   weir::log::runtime().error("job '{}': operator '{}' subtask {}/{}: stopped", "clicks", "out",
-                             1, 2);
+                             0, 2);
   auto text = log.text.str();
   CHECK(text.find("[warning] weir.checkpoint: job 'clicks': checkpoint 8 failed: disk full\n")
         != std::string::npos);
-  CHECK(text.find("[error] weir.runtime: job 'clicks': operator 'out' subtask 1/2: stopped\n")
+  CHECK(text.find("[error] weir.runtime: job 'clicks': operator 'out' subtask 0/2: stopped\n")
         != std::string::npos);
   CHECK(text.find("restoring") == std::string::npos);
 }

@@ -463,7 +463,7 @@ TEST_CASE("job master: a checkpoint that times out is aborted and counted; past 
     REQUIRE(s.checkpoints.size() == 1);
     CHECK(s.checkpoints[0].failure_reason
           == "declined by task " + std::to_string(f.source_task())
-               + ": operator 'src' subtask 1/1 could not store its state: MDB_MAP_FULL");
+               + ": operator 'src' subtask 0/1 could not store its state: MDB_MAP_FULL");
     CHECK(s.checkpoints_failed == 1);
     CHECK_FALSE(f.master->failed());
   }

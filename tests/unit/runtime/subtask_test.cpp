@@ -927,7 +927,7 @@ TEST_CASE("a finished source leaves its final positions for later checkpoints (F
     f.run_source();
     FAIL("no exception");
   } catch (const std::exception& e) {
-    CHECK(f.task().failure_message(e.what()) == "operator 'boom' (test) subtask 1/1 failed: no");
+    CHECK(f.task().failure_message(e.what()) == "operator 'boom' (test) subtask 0/1 failed: no");
   }
 }
 

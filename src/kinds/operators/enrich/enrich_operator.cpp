@@ -112,7 +112,7 @@ public:
     if (unmatched_ > 0)
       log::runtime().info("enrich '{}' subtask {}/{}: {} record(s) found no table row for "
                           "their key ({})",
-                          info_.operator_name, info_.subtask_index + 1, info_.parallelism,
+                          info_.operator_name, info_.subtask_index, info_.parallelism,
                           unmatched_,
                           dropping() ? "dropped" : "emitted with null table fields");
   }

@@ -249,7 +249,7 @@ private:
   }
 
   std::string who() const {
-    return "Elasticsearch sink '" + name_ + "' subtask " + std::to_string(subtask_ + 1);
+    return "Elasticsearch sink '" + name_ + "' subtask " + std::to_string(subtask_);
   }
 
   void close() {

@@ -271,7 +271,7 @@ TEST_CASE("an item still failing after max_retries fails the sink naming it") {
   null_collector out;
   s->op->process_batch(rows({{"ann", 1}, {"bob", 2}}), out);
   auto what = failure_of([&] { s->op->finish(out); });
-  CHECK(what.find("Elasticsearch sink 'es' subtask 1") != std::string::npos);
+  CHECK(what.find("Elasticsearch sink 'es' subtask 0") != std::string::npos);
   CHECK(what.find("1 of the bulk request's actions still failed after 2 retries")
         != std::string::npos);
   CHECK(what.find("index 't' id 'bob': status 503 test_exception: injected for bob")

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/file/transactional_sink.hpp"
 
+#include "weir/core/test_fault.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -175,6 +177,9 @@ public:
     bool any = false;
     while (!pending_.empty() && pending_.front() <= checkpoint_id) {
       commit(subtask_, pending_.front());
+      // Test-only: a kill with this part committed, and the parts of the
+      // other subtasks (or of its later checkpoints) not yet.
+      weir::internal::test_fault_kill("kill_in_sink_commit");
       pending_.erase(pending_.begin());
       any = true;
     }

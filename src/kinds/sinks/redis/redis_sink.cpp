@@ -96,7 +96,7 @@ public:
           log::connectors().warn("Redis sink '{}' subtask {}: a row with a null key, field, "
                                  "value or score was skipped (counted; the total is "
                                  "reported at the end)",
-                                 name_, subtask_ + 1);
+                                 name_, subtask_);
         continue;
       }
       command cmd;
@@ -162,13 +162,13 @@ private:
 
   void report() const {
     log::connectors().info("Redis sink '{}' subtask {}: {} commands written to {}:{}{}",
-                           name_, subtask_ + 1, written_, spec_.host, spec_.port,
+                           name_, subtask_, written_, spec_.host, spec_.port,
                            skipped_ ? ", " + std::to_string(skipped_) + " rows skipped (null)"
                                     : std::string{});
     if (skipped_)
       log::connectors().warn("Redis sink '{}' subtask {}: {} rows skipped: their key, field, "
                              "value or score was null",
-                             name_, subtask_ + 1, skipped_);
+                             name_, subtask_, skipped_);
   }
 
   std::string where() const {
@@ -197,7 +197,7 @@ private:
                                  + " attempts (last error: " + last + ")");
       log::connectors().warn("Redis sink '{}' subtask {}: {} (attempt {} of {}); retrying in "
                              "{} ms",
-                             name_, subtask_ + 1, last, attempt, spec_.max_attempts,
+                             name_, subtask_, last, attempt, spec_.max_attempts,
                              wait.count());
       std::this_thread::sleep_for(wait);
       wait = std::min(wait * 2, std::chrono::milliseconds{5000});

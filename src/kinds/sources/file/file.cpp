@@ -24,7 +24,7 @@ namespace weir::kinds {
 namespace {
 using namespace weir::config;
 
-const key_list source_formats = {"jsonl", "csv", "apache_combined"};
+const key_list source_formats = {"jsonl", "csv", "apache_combined", "avro"};
 const key_list invalid_utf8_choices = {"error", "replace"};
 
 struct file_source_def : kind_spec {
@@ -124,8 +124,15 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
       d.decoder.kind = format::format_kind::jsonl;
     else if (fmt->value == "csv")
       d.decoder.kind = format::format_kind::csv;
+    else if (fmt->value == "avro")
+      d.decoder.kind = format::format_kind::avro;
     else
       d.decoder.kind = format::format_kind::apache_combined;
+  }
+  const bool avro = fmt && fmt->value == "avro";
+  if (avro && !format::avro_built()) {
+    r.fail(pos_of(*fmt->node), std::string{format::avro_not_built});
+    d.file_error = true;
   }
   const auto* schema_node = r.get("schema");
   if (fmt && fmt->value == "apache_combined") {
@@ -141,6 +148,32 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
                            "\"timestamp\", key = \"string\" }"});
   } else if (auto schema = schema_table(r)) {
     d.decoder.schema = std::move(schema);
+  }
+  // An Avro container file carries its writer's schema: it must resolve
+  // against the declared fields now, not when the job starts.
+  if (avro && format::avro_built() && !d.file_error && !d.path.value.empty()) {
+    if (d.many) {
+      r.fail(pos_of(*d.path.node), "format \"avro\" reads one container file, and "
+                                     + quote(d.path.value) + " is a directory or glob",
+             {"hint: a directory of Avro files is not supported yet"});
+      d.file_error = true;
+    } else if (d.decoder.schema) {
+      if (auto why = format::check_avro_file(d.path.value, *d.decoder.schema)) {
+        if (why->header)
+          r.fail(pos_of(*d.path.node), why->message);
+        else
+          r.fail(pos_of(schema_node ? *schema_node : *d.path.node), why->message,
+                 {"hint: docs/kinds/formats/avro.md lists the Avro types each field type "
+                  "reads"});
+        d.file_error = true;
+      }
+    }
+    for (const char* key : {"split", "split_size"})
+      if (const auto* n = r.get(key)) {
+        r.fail(pos_of(*n), std::string{key} + " does not apply to format \"avro\": a "
+                                                "container file is read as one stream");
+        d.split_error = true;
+      }
   }
   if (auto* et = r.subtable("event_time")) {
     auto er = r.sub(*et, "event_time");
@@ -193,6 +226,10 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
                 "parallelism must be 1 for a directory read as one stream, got "
                   + std::to_string(*v),
                 {"hint: files = \"partitioned\" spreads a directory's files over subtasks"});
+    else if (avro)
+      soft.fail(pos_of(*at),
+                "parallelism must be 1 for format \"avro\" (one container file, one stream), "
+                "got " + std::to_string(*v));
     else if (!d.many && d.split == format::file_split_mode::none)
       soft.fail(pos_of(*at),
                 "parallelism must be 1 for a file read as one stream (split = \"none\"), got "
@@ -249,7 +286,7 @@ kind_descriptor describe_sources_file() {
     {"rate", "number", false, "as fast as possible", "rows/s over all subtasks: replays the file at a steady pace"},
     {"split", "string", false, "\"auto\"", "auto | lines | none: one file read as line-boundary splits, one per subtask (auto: jsonl and apache_combined when the source's parallelism > 1)"},
     {"split_size", "string", false, "", "one file: bytes per split, e.g. \"64MiB\" (splits spread round robin over subtasks); none: one split per subtask"},
-    {"format", "string", true, "", "jsonl | csv | apache_combined"},
+    {"format", "string", true, "", "jsonl | csv | apache_combined | avro (an Avro container file)"},
     {"schema", "table of type names", true, "", "name = \"int64\" (not for apache_combined)"},
   }, sources::event_time_keys(true), sources::watermark_keys("", "a partition"),
   sources::csv_keys("the first line names the fields"), {
@@ -314,6 +351,18 @@ expected<data_stream> file::add_source(job& j, source spec, operator_options opt
   const bool many = std::filesystem::is_directory(spec.path, ec)
                     || (format::is_glob(spec.path) && !std::filesystem::exists(spec.path, ec));
   const bool partitioned = many && spec.files == format::file_set_mode::partitioned;
+  const bool avro = spec.decoder.kind == format::format_kind::avro;
+  if (avro && !format::avro_built())
+    return invalid(std::string{format::avro_not_built});
+  if (avro && many)
+    return invalid("format \"avro\" reads one container file, and '" + spec.path
+                   + "' is a directory or glob");
+  if (avro && (spec.split == format::file_split_mode::lines || spec.split_size > 0
+               || opts.parallelism > 1))
+    return invalid("format \"avro\" reads a container file as one stream (parallelism 1, "
+                   "no split)");
+  if (avro)
+    spec.split = format::file_split_mode::none;
   if (!many && spec.monitor_interval.count() > 0)
     return invalid("monitor_interval applies to a directory or glob path, and '" + spec.path
                    + "' is a file");
@@ -391,6 +440,8 @@ expected<data_stream> file::add_source(job& j, source spec, operator_options opt
       fo.decoder.read_fields = *needed;
       fo.event_time_field = spec.event_time_field;
       auto reader = [&] {
+        if (fo.decoder.kind == format::format_kind::avro)
+          return format::make_avro_file_reader(fo, std::move(on_bad));
         if (split) {
           format::file_split_options so;
           so.file = fo;

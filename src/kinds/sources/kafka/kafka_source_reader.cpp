@@ -63,6 +63,21 @@ constexpr auto idle_poll_delay = std::chrono::milliseconds{10};
 constexpr auto warn_interval = std::chrono::seconds{10};
 
 // Cuts `s` to at most `n` bytes without splitting a UTF-8 sequence.
+// The first `n` bytes of `s` as lowercase hex ("..." after when cut): a
+// binary value in a dead letter.
+std::string hex_bytes(std::string_view s, std::size_t n) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < n; ++i) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    out += hex[b >> 4];
+    out += hex[b & 0xF];
+  }
+  if (s.size() > n)
+    out += "...";
+  return out;
+}
+
 std::string_view cut_utf8(std::string_view s, std::size_t n) noexcept {
   if (s.size() <= n)
     return s;
@@ -196,6 +211,7 @@ public:
       if (!dec)
         throw std::runtime_error(who() + ": " + dec.error().message);
       decoder_ = std::move(*dec);
+      binary_ = d.kind == format::format_kind::avro;
     }
     if (!s.topic_pattern.empty())
       pattern_.emplace(s.topic_pattern, std::regex::ECMAScript);
@@ -397,7 +413,7 @@ public:
 
 private:
   std::string who() const {
-    return "kafka source '" + o_.source_name + "' subtask " + std::to_string(o_.subtask + 1)
+    return "kafka source '" + o_.source_name + "' subtask " + std::to_string(o_.subtask)
            + "/" + std::to_string(o_.parallelism);
   }
 
@@ -795,7 +811,9 @@ private:
     std::string_view value;
     if (m.payload != nullptr)
       value = std::string_view{static_cast<const char*>(m.payload), m.len};
-    while (!value.empty() && (value.back() == '\n' || value.back() == '\r'))
+    // A text record's line end is not part of it; an Avro datum's last
+    // byte may be 0x0a or 0x0d.
+    while (!binary_ && !value.empty() && (value.back() == '\n' || value.back() == '\r'))
       value.remove_suffix(1);
     rd_kafka_timestamp_type_t ts_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
     const std::int64_t ts = rd_kafka_message_timestamp(&m, &ts_type);
@@ -837,7 +855,8 @@ private:
       if (reason.empty())
         reason = "not a record";
       bad_record b{p->name, 0, static_cast<std::uint64_t>(offset), reason,
-                   std::string{cut_utf8(value, max_raw_bytes)}};
+                   binary_ ? hex_bytes(value, max_raw_bytes / 2)
+                           : std::string{cut_utf8(value, max_raw_bytes)}};
       b.source = bad_record_source::kafka;
       b.topic = p->topic;
       b.partition = p->partition;
@@ -891,6 +910,7 @@ private:
   std::optional<std::size_t> key_idx_, topic_idx_, partition_idx_, offset_idx_, timestamp_idx_,
     headers_idx_;
   bool kafka_time_ = false;
+  bool binary_ = false; ///< Avro values: kept whole, dead-lettered as hex
 
   event_logger events_;
   commit_logger commits_;
