@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The `checkpoints` line of `weir run`'s summary against what the checkpoint
 directory holds. The real `weir` binary, real LMDB files.
@@ -19,18 +18,14 @@ on the same [checkpoint] dir. After each run:
   `#after + completed + aborted`;
 - at least one checkpoint completed, the window rows are all committed once.
 
-usage: checkpoint_summary_tests.py --weir BIN
+The test function is test_summary_ids.
 """
-import argparse
-import glob
-import os
 import re
 import shutil
-import subprocess
-import sys
-import tempfile
 
-SCALE = max(1.0, float(os.environ.get("WEIR_TEST_TIME_SCALE") or 1))
+from weirtest import run
+from weirtest.exactly_once import committed_parts, complete_checkpoints
+
 RUNS = 4
 RECORDS = 6000
 KEYS = 50
@@ -66,7 +61,7 @@ aggregate = {{ n = "count(*)" }}
 name = "out"
 input = "per_key"
 type = "file"
-path = "{work}/out"
+path = "{work}/out/windows"
 """
 
 SUMMARY = re.compile(
@@ -77,92 +72,41 @@ SUMMARY = re.compile(
     re.M)
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-def stored(weir, state):
-    """Ids of the complete checkpoints `weir checkpoints list` shows."""
-    p = subprocess.run([weir, "checkpoints", "list", state], capture_output=True, text=True,
-                       timeout=60 * SCALE)
-    check(p.returncode == 0, f"weir checkpoints list failed:\n{p.stdout}{p.stderr}")
-    ids = []
-    for line in p.stdout.splitlines():
-        words = line.split()
-        if len(words) > 1 and words[0].isdigit() and words[1] == "complete":
-            ids.append(int(words[0]))
-    return ids
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--weir", required=True)
-    args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="weir-cp-summary-")
-    ok = False
-    try:
-        toml = os.path.join(work, "pipeline.toml")
-        with open(toml, "w") as f:
-            f.write(PIPELINE.format(work=work, records=RECORDS, keys=KEYS))
-        state = os.path.join(work, "state")
-        previous = None  # (after, completed, aborted, last) of the run before
-        for run in range(1, RUNS + 1):
-            shutil.rmtree(os.path.join(work, "out"), ignore_errors=True)
-            p = subprocess.run([args.weir, "run", toml, "--fresh"], capture_output=True,
-                               text=True, timeout=120 * SCALE)
-            check(p.returncode == 0, f"run {run} failed:\n{p.stderr[-3000:]}")
-            m = SUMMARY.search(p.stderr)
-            check(m, f"run {run}: no checkpoints line of the expected form:\n{p.stderr[-2000:]}")
-            line = m.group(0).strip()
-            completed = int(m.group("completed").replace(",", ""))
-            aborted = int((m.group("aborted") or "0").replace(",", ""))
-            last = int(m.group("last") or 0)
-            after = int(m.group("after") or 0)
-            check(completed >= 1 and last > after,
-                  f"run {run}: '{line}': no checkpoint of this run completed")
-            ids = stored(args.weir, state)
-            check(ids and max(ids) == last,
-                  f"run {run}: '{line}', but the directory's newest complete checkpoint is "
-                  f"#{max(ids) if ids else 0} (complete: {ids})")
-            check(last <= after + completed + aborted,
-                  f"run {run}: '{line}': last #{last} beyond the {completed + aborted} ids "
-                  f"completed or aborted after #{after}")
-            if previous is None:
-                check(after == 0, f"run {run}: '{line}': a fresh directory, yet ids continue")
-            else:
-                p_after, p_completed, p_aborted, p_last = previous
-                check(m.group("dir") == state,
-                      f"run {run}: '{line}': ids continue, but not said after which of {state}")
-                check(p_last <= after <= p_after + p_completed + p_aborted,
-                      f"run {run}: '{line}': continues after #{after}; the run before ended "
-                      f"at #{p_last} and accounted for ids up to "
-                      f"#{p_after + p_completed + p_aborted}")
-            rows = []
-            for part in glob.glob(os.path.join(work, "out", "part-*")):
-                with open(part) as f:
-                    rows += [line for line in f.read().splitlines() if line.strip()]
-            check(len(rows) == KEYS, f"run {run}: {len(rows)} window rows committed, not {KEYS}")
-            print(f"run {run}: {line}; complete in the directory: {ids}")
-            previous = (after, completed, aborted, last)
-        ok = True
-        print(f"ok: {RUNS} runs, each summary's last checkpoint is the directory's newest, "
-              "ids continue across --fresh runs as said")
-    except Failure as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        if os.environ.get("WEIR_KEEP_FAILED"):
-            print(f"kept {work} (WEIR_KEEP_FAILED)")
-            return 1
-        return 1
-    finally:
-        if ok or not os.environ.get("WEIR_KEEP_FAILED"):
-            shutil.rmtree(work, ignore_errors=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def test_summary_ids(weir, work):
+    toml = work / "pipeline.toml"
+    toml.write_text(PIPELINE.format(work=work, records=RECORDS, keys=KEYS))
+    state = str(work / "state")
+    previous = None  # (after, completed, aborted, last) of the run before
+    for n in range(1, RUNS + 1):
+        shutil.rmtree(work / "out", ignore_errors=True)
+        p = run([weir, "run", toml, "--fresh"], what=f"run {n}")
+        m = SUMMARY.search(p.stderr)
+        assert m, f"run {n}: no checkpoints line of the expected form:\n{p.stderr[-2000:]}"
+        line = m.group(0).strip()
+        completed = int(m.group("completed").replace(",", ""))
+        aborted = int((m.group("aborted") or "0").replace(",", ""))
+        last = int(m.group("last") or 0)
+        after = int(m.group("after") or 0)
+        assert completed >= 1 and last > after, (
+            f"run {n}: '{line}': no checkpoint of this run completed")
+        ids = complete_checkpoints(weir, state)
+        assert ids and max(ids) == last, (
+            f"run {n}: '{line}', but the directory's newest complete checkpoint is "
+            f"#{max(ids) if ids else 0} (complete: {ids})")
+        assert last <= after + completed + aborted, (
+            f"run {n}: '{line}': last #{last} beyond the {completed + aborted} ids "
+            f"completed or aborted after #{after}")
+        if previous is None:
+            assert after == 0, f"run {n}: '{line}': a fresh directory, yet ids continue"
+        else:
+            p_after, p_completed, p_aborted, p_last = previous
+            assert m.group("dir") == state, (
+                f"run {n}: '{line}': ids continue, but not said after which of {state}")
+            assert p_last <= after <= p_after + p_completed + p_aborted, (
+                f"run {n}: '{line}': continues after #{after}; the run before ended "
+                f"at #{p_last} and accounted for ids up to "
+                f"#{p_after + p_completed + p_aborted}")
+        rows = committed_parts(work, ["windows"])["windows"]
+        assert len(rows) == KEYS, f"run {n}: {len(rows)} window rows committed, not {KEYS}"
+        print(f"run {n}: {line}; complete in the directory: {ids}")
+        previous = (after, completed, aborted, last)

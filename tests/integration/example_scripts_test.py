@@ -68,7 +68,8 @@ import subprocess
 
 import pytest
 
-from weirtest import SCALE, free_port, log_text, read_jsonl, run
+from weirtest import SCALE, free_port, log_text, read_jsonl
+from weirtest.exactly_once import complete_checkpoints
 from weirtest.servers import PG_BIN
 
 ACCESS_LOG = "data/apache_access_logs/apache_logs_anon.log"
@@ -384,10 +385,7 @@ def test_kafka(weir, repo, work, run_sh):
                       r", last #(\d+)", err, re.M)
         assert m is not None and int(m[1]) >= 1, (
             f"no completed checkpoint in the summary:\n{err[-2000:]}")
-        listed = run([weir, "checkpoints", "list", repo / "state/kafka-dashboard"], timeout=60)
-        complete = [int(l.split()[0]) for l in listed.stdout.splitlines()
-                    if len(l.split()) > 1 and l.split()[0].isdigit()
-                    and l.split()[1] == "complete"]
+        complete = complete_checkpoints(weir, repo / "state/kafka-dashboard")
         assert complete and max(complete) == int(m[2]), (
             f"summary: '{m[0].strip()}', but state/kafka-dashboard holds complete "
             f"checkpoints {complete}")

@@ -39,14 +39,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-from pathlib import Path
 
-from weirtest import SCALE, wait_until
-
-# The sinks under test (and their servers' fixtures) are final_checkpoint_tests'.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from final_checkpoint_tests import SINKS  # noqa: E402
+from weirtest import SCALE, log_text, run, wait_until
+from weirtest.exactly_once import complete_checkpoints
+# The sinks under test, as final_checkpoint_tests.py's.
+from weirtest.sinks import SINKS
 
 ROWS = 2000
 RATE = 200  # rows/s of the paced runs: their input lasts 10 s
@@ -72,8 +69,12 @@ schema = {{ id = "int64", word = "string" }}
 
 
 class Kills:
-    def __init__(self, weir, work, sink, server=None):
+    """The four scenarios on one sink (`server` its fixture's broker or
+    database), in the test's directory; the runs through `procs`."""
+
+    def __init__(self, weir, work, procs, sink, server=None):
         self.weir = weir
+        self.procs = procs
         self.name = sink
         self.work = str(work)
         with open(os.path.join(self.work, "input.jsonl"), "w") as f:
@@ -100,57 +101,37 @@ class Kills:
     def killed(self, what, toml, fault, *flags, stop=False):
         """Runs `toml` with WEIR_FAULT=`fault` until the fault kills it;
         with `stop`, SIGTERMs it first, once a checkpoint has completed."""
-        env = dict(os.environ, WEIR_FAULT=fault)
-        log_path = os.path.join(self.work, f"run-{self.runs}.log")
-        with open(log_path, "w") as log:
-            p = subprocess.Popen([self.weir, "run", toml, *flags], stdout=subprocess.DEVNULL,
-                                 stderr=log, env=env)
-            try:
-                if stop:
-                    wait_until(lambda: p.poll() is not None or self.checkpoints(),
-                               f"{what}: a first checkpoint", 30)
-                    assert p.poll() is None, f"{what}: the paced job ended before the stop"
-                    p.send_signal(signal.SIGTERM)
-                p.wait(timeout=60 * SCALE)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-                raise AssertionError(
-                    f"{what}: WEIR_FAULT={fault} did not end the job within 60 s") from None
-            finally:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-        with open(log_path) as f:
-            err = f.read()
+        p = self.procs.start([self.weir, "run", toml, *flags], log=f"run-{self.runs}.log",
+                             env=dict(os.environ, WEIR_FAULT=fault))
+        if stop:
+            wait_until(lambda: p.poll() is not None or complete_checkpoints(
+                           self.weir, os.path.join(self.work, "state"), required=False),
+                       f"{what}: a first checkpoint", 30)
+            assert p.poll() is None, f"{what}: the paced job ended before the stop"
+            p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=60 * SCALE)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"{what}: WEIR_FAULT={fault} did not end the job within 60 s") from None
+        err = log_text(p)
         assert p.returncode == -signal.SIGKILL, (
             f"{what}: exit {p.returncode}, expected death by SIGKILL at {fault}:\n{err[-3000:]}")
         assert f"WEIR_FAULT: killing the process at {fault}" in err, (
             f"{what}: killed, but not at {fault}:\n{err[-3000:]}")
         return err
 
-    def checkpoints(self):
-        """The completed checkpoints in the job's store (`weir checkpoints
-        list` opens it read-only: safe on a running job)."""
-        p = subprocess.run([self.weir, "checkpoints", "list",
-                            os.path.join(self.work, "state")],
-                           capture_output=True, text=True, timeout=60 * SCALE)
-        return [l for l in p.stdout.splitlines() if l.split()[1:2] == ["complete"]]
-
     def exact(self, what, *flags):
         """A rerun at full speed, no fault: every row committed once."""
-        p = subprocess.run([self.weir, "run", self.write("100ms", paced=False), *flags],
-                           capture_output=True, text=True, timeout=120 * SCALE)
-        assert p.returncode == 0, (
-            f"{what}: the rerun exited {p.returncode}:\n{p.stderr[-3000:]}")
+        run([self.weir, "run", self.write("100ms", paced=False), *flags],
+            what=f"{what}: the rerun")
         got = sorted(self.sink.committed())
         assert got == list(range(ROWS)), (
             f"{what}: after the rerun the sink holds {len(got)} rows, {len(set(got))} "
             f"distinct, expected {ROWS} once each (missing: {ROWS - len(set(got))}, "
             f"twice: {len(got) - len(set(got))})")
         left = self.sink.left_over()
-        assert not left, (
-            f"{what}: transactions left prepared: {left[:5]}")
+        assert not left, f"{what}: transactions left prepared: {left[:5]}"
 
     def commit(self):
         self.reset("commit")
@@ -183,12 +164,8 @@ class Kills:
         self.killed("savepoint", self.write("100ms", paced=True), "kill_in_savepoint",
                     "--savepoint-on-stop", sp, stop=True)
         before = sorted(self.sink.committed())
-        p = subprocess.run([self.weir, "run", self.write("100ms", paced=False),
-                            "--from-savepoint", sp], capture_output=True, text=True,
-                           timeout=120 * SCALE)
-        assert p.returncode == 1, (
-            f"savepoint: the partial savepoint gave exit {p.returncode}, "
-            f"expected a refusal (1):\n{p.stderr[-3000:]}")
+        p = run([self.weir, "run", self.write("100ms", paced=False), "--from-savepoint", sp],
+                expect=1, what="savepoint: the run from the partial savepoint (a refusal)")
         assert sp in p.stderr, (
             f"savepoint: the refusal does not name {sp}:\n{p.stderr[-3000:]}")
         assert sorted(self.sink.committed()) == before, (
@@ -206,13 +183,13 @@ def run_scenarios(kills):
         getattr(kills, scenario)()
 
 
-def test_file(weir, work):
-    run_scenarios(Kills(weir, work, "file"))
+def test_file(weir, work, procs):
+    run_scenarios(Kills(weir, work, procs, "file"))
 
 
-def test_kafka(weir, work, kafka_broker):
-    run_scenarios(Kills(weir, work, "kafka", kafka_broker))
+def test_kafka(weir, work, procs, kafka_broker):
+    run_scenarios(Kills(weir, work, procs, "kafka", kafka_broker))
 
 
-def test_postgres(weir, work, postgres_server):
-    run_scenarios(Kills(weir, work, "postgres", postgres_server))
+def test_postgres(weir, work, procs, postgres_server):
+    run_scenarios(Kills(weir, work, procs, "postgres", postgres_server))

@@ -215,3 +215,18 @@ def rescale_4_to_2(job, rate):
     assert "restored from #" in r.stderr, (
         f"the parallelism-2 run did not restore:\n{r.stderr[-2000:]}")
     return r, ids
+
+
+def complete_checkpoints(weir, state, required=True):
+    """The ids of the complete checkpoints in the store `state`, as `weir
+    checkpoints list` shows them (it opens the store read-only: safe on a
+    running job). `required`: the listing must succeed; otherwise a store
+    not there yet has none."""
+    p = run([weir, "checkpoints", "list", state], timeout=60, expect=0 if required else None,
+            what="weir checkpoints list")
+    ids = []
+    for line in p.stdout.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[0].isdigit() and words[1] == "complete":
+            ids.append(int(words[0]))
+    return ids
