@@ -475,12 +475,20 @@ def test_console(work, build_dir, serve, browser):
     b.wait_js(f"document.getElementById('job-title').textContent.includes('{jid}')"
               " && document.querySelector('#graph g.operator') !== null", "the first job redrawn")
     # The stopped job moves nothing: its rates and the end of its
-    # throughput chart are 0.
-    rates = b.wait_js("document.querySelectorAll('#chart path.series').length == 2 && "
-                      "Array.from(document.querySelectorAll('#operators .rate-in, #operators .rate-out, #chart path.series title'))"
-                      ".map(e => e.textContent)", "the stopped job's rates")
-    assert rates and all(r == "0.0" or r.endswith(": 0.0/s") for r in rates), (
-        f"the stopped job shows rates {rates}")
+    # throughput chart are 0 once the page has the server's answer (it may
+    # first redraw the job as it last saw it, running).
+    shown = []
+
+    def rates_at_zero():
+        shown[:] = b.js("document.querySelectorAll('#chart path.series').length == 2 ? "
+                        "Array.from(document.querySelectorAll('#operators .rate-in, "
+                        "#operators .rate-out, #chart path.series title'))"
+                        ".map(e => e.textContent) : []")
+        return shown and all(r == "0.0" or r.endswith(": 0.0/s") for r in shown)
+    try:
+        wait_until(rates_at_zero, "the stopped job's rates at 0", 10)
+    except AssertionError:
+        raise AssertionError(f"the stopped job shows rates {shown}") from None
     data = b.send("Page.captureScreenshot", {}, b.session)["data"]
     shot.write_bytes(base64.b64decode(data))
     assert s.stop() == 0, "weir serve exit 0"
