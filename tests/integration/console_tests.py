@@ -51,25 +51,7 @@ import threading
 import pytest
 
 from weirtest import SCALE, wait_until
-from weirtest.server import job_state, pipeline_text
-
-# A file source whose second line is not JSON: the job fails on it.
-FAILING = """[job]
-name = "failing"
-
-[[source]]
-name = "in"
-type = "file"
-path = "{input}"
-format = "jsonl"
-schema = {{ n = "int64" }}
-
-[[sink]]
-name = "out"
-input = "in"
-type = "file"
-path = "{work}/out-failing/out.jsonl"
-"""
+from weirtest.server import job_state, pipeline_text, submit_failing_job
 
 
 def high_fd(fd):
@@ -453,12 +435,7 @@ def test_console(work, build_dir, serve, browser):
               "CANCELED in the page")
 
     # exceptions of a failing job.
-    (work / "bad.jsonl").write_text('{"n": 1}\nnot json\n{"n": 3}\n')
-    status, _, body = s.request("POST", "/jobs?file=failing.toml",
-                             FAILING.format(input=work / "bad.jsonl", work=work))
-    assert status == 202, f"the failing job: {status} {body!r}"
-    fid = json.loads(body)["jobid"]
-    wait_until(lambda: job_state(s, fid) == "FAILED", "the failing job FAILED")
+    fid = submit_failing_job(s, work)
     entries = s.get(f"/jobs/{fid}/exceptions")["entries"]
     assert entries, "the failed job has no exception"
     b.js(f"location.hash = '#/jobs/{fid}/exceptions'")

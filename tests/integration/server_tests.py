@@ -64,7 +64,7 @@ import socket
 import subprocess
 
 from weirtest import SCALE, wait_until
-from weirtest.server import job_state, pipeline_text
+from weirtest.server import job_state, pipeline_text, submit_failing_job
 from weirtest import savepoint_job as sp
 
 
@@ -331,23 +331,6 @@ def test_api(weir, work, serve):
 HISTORY_METRICS = ["read-records-per-second", "write-records-per-second", "backpressure-ratio",
                    "watermark", "state-size", "read-records", "write-records", "source-lag"]
 
-FAILING = """[job]
-name = "failing"
-
-[[source]]
-name = "in"
-type = "file"
-path = "{input}"
-format = "jsonl"
-schema = {{ n = "int64" }}
-
-[[sink]]
-name = "out"
-input = "in"
-type = "file"
-path = "{out}/out.jsonl"
-"""
-
 
 def test_history(weir, work, serve):
     """The server's metric history per vertex and subtask (GET
@@ -426,11 +409,7 @@ def test_history(weir, work, serve):
             == len(job["throughput"])), "a stopped job's histories stopped growing"
 
     # An exception names its operator, subtask (0-based) and location.
-    (work / "bad.jsonl").write_text('{"n": 1}\nnot json\n{"n": 3}\n')
-    (work / "out-failing").mkdir()
-    fid = s.json("POST", "/jobs?file=failing.toml", expect=202, body=FAILING.format(
-        input=work / "bad.jsonl", out=work / "out-failing").encode())["jobid"]
-    wait_until(lambda: job_state(s, fid) == "FAILED", "the failing job FAILED")
+    fid = submit_failing_job(s, work)
     ex = s.get(f"/jobs/{fid}/exceptions")
     assert ex["exceptionHistory"]["entries"] == ex["entries"] and ex["truncated"] is False, (
         f"exceptionHistory {ex}")

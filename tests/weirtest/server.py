@@ -60,6 +60,36 @@ def pipeline_text(work, name, rate, count=None, parallelism=1, checkpoint=False)
     return text.replace("\n[[source]]", extra + "\n[[source]]", 1), out
 
 
+# A file source whose second line is not JSON: the job fails on it.
+FAILING = """[job]
+name = "failing"
+
+[[source]]
+name = "in"
+type = "file"
+path = "{input}"
+format = "jsonl"
+schema = {{ n = "int64" }}
+
+[[sink]]
+name = "out"
+input = "in"
+type = "file"
+path = "{out}/out.jsonl"
+"""
+
+
+def submit_failing_job(server, work):
+    """Submits FAILING (its input and output in `work`) to `server` and
+    waits until it has FAILED; its job id."""
+    (work / "bad.jsonl").write_text('{"n": 1}\nnot json\n{"n": 3}\n')
+    out = work / "out-failing"
+    out.mkdir(exist_ok=True)
+    fid = server.json("POST", "/jobs?file=failing.toml", expect=202, body=FAILING.format(
+        input=work / "bad.jsonl", out=out).encode())["jobid"]
+    wait_until(lambda: job_state(server, fid) == "FAILED", "the failing job FAILED")
+    return fid
+
 class Server:
     """`weir serve` on a free loopback port, stopped by the test."""
 
