@@ -10,12 +10,16 @@
   least 0.3 s of CPU is reported at >= 0.3 s), and its wall time;
 - results files: what write_results writes carries the commit, date, machine (CPU
   model, cores, memory), load average at start and cores, and every results file in
-  bench/results carries the same fields (per part for the checkpoint family).
+  bench/results carries the same fields (per part for the checkpoint family);
+- charts: `bench/run charts --out DIR` draws a PNG for every results file in
+  bench/results, whose caption names its commit, date and machine.
 """
 
 import datetime
 import json
 import os
+import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -25,7 +29,7 @@ from types import SimpleNamespace
 
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
-from weirbench import common  # noqa: E402
+from weirbench import charts, common  # noqa: E402
 
 AFFINITY = "import os; print(sorted(os.sched_getaffinity(0)))"
 
@@ -148,6 +152,40 @@ class ResultsFiles(PinnedTest):
             for where, h in ([(f"{f.name} {k}", p) for k, p in report["parts"].items()]
                              if "parts" in report else [(f.name, report)]):
                 check_header(self, h, where)
+
+
+class Charts(unittest.TestCase):
+
+    def test_bench_run_charts_draws_every_results_file(self):
+        families = sorted(f.stem for f in (BENCH / "results").glob("*.json"))
+        self.assertEqual(sorted(charts.CHARTS), families)
+        with tempfile.TemporaryDirectory() as out:
+            done = subprocess.run([sys.executable, str(BENCH / "run"), "charts", "--out", out],
+                                  capture_output=True, text=True, timeout=120)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            for family in families:
+                png = (Path(out) / f"{family}.png").read_bytes()
+                self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n", family)
+                width, height = struct.unpack(">II", png[16:24])
+                self.assertGreaterEqual((width, height), (1000, 500), family)
+
+    def test_a_missing_results_file_fails_the_others_are_drawn(self):
+        with tempfile.TemporaryDirectory() as results, tempfile.TemporaryDirectory() as out:
+            shutil.copy(BENCH / "results" / "latency.json", results)
+            done = subprocess.run([sys.executable, str(BENCH / "run"), "charts",
+                                   "--results-dir", results, "--out", out],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(done.returncode, 1)
+            self.assertIn("nexmark.json missing", done.stderr)
+            self.assertEqual(sorted(os.listdir(out)), ["latency.png"])
+
+    def test_every_caption_names_commit_date_and_machine(self):
+        for f in sorted((BENCH / "results").glob("*.json")):
+            report = json.loads(f.read_text())
+            for h in report["parts"].values() if "parts" in report else [report]:
+                text = charts.caption(h)
+                for needed in (f"commit {h['commit']}", h["date"], h["machine"]["cpu"]):
+                    self.assertIn(needed, text, f.name)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ import threading
 import time
 from pathlib import Path
 
+from . import charts
 from .common import (ROOT, add_family_options, log, popen, run, run_header, toml_pipeline,
                      write_results)
 
@@ -336,7 +337,8 @@ def cmd_checkpoint(args):
     # The results file keeps the latest run of each part: a run of one part replaces it.
     path = Path(args.results)
     kept = json.loads(path.read_text())["parts"] if path.exists() and not args.no_results else {}
-    write_results(args, {"family": "checkpoint", "parts": {**kept, **parts}})
+    write_results(args, {"family": "checkpoint", "parts": {**kept, **parts}},
+                  charts.checkpoint_chart)
     return 0
 
 

@@ -42,6 +42,9 @@
       The ctest check: weir at parallelism 1 and 2 gives the baseline's result.
   bench/run chart RESULTS.json OUT.png
       Redraws the chart from a results file or a saved --json report.
+  bench/run charts [--results-dir DIR] [--out DIR]
+      Redraws every family's chart, FAMILY.png, from bench/results/FAMILY.json
+      (default: beside it); runs no benchmark; exit 1 if a results file is missing.
   bench/run vectors nexmark|ysb (--verify | --write) [--baseline PATH]
       The shared generator test vectors in bench/vectors (also read by
       bench/flink's tests).
@@ -52,7 +55,7 @@ loops, the Kafka broker) run pinned to those cores, and each result records them
 its wall time and its CPU time (user + system of the process tree). Each benchmark
 writes its results file, bench/results/FAMILY.json (--results PATH elsewhere,
 --no-results none): the latest run, with commit, date, machine, load average at start
-and cores, and redraws its chart next to it (FAMILY.png) where it has one.
+and cores, and redraws its chart next to it (FAMILY.png).
 """
 
 import argparse

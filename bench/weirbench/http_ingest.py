@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 
+from . import charts
 from .common import (ROOT, add_family_options, log, popen, process_cpu, run, run_header,
                      toml_pipeline, write_results)
 
@@ -225,7 +226,7 @@ def cmd_http_ingest(args):
     finally:
         srv.stop()
         shutil.rmtree(work, ignore_errors=True)
-    write_results(args, report)
+    write_results(args, report, charts.http_ingest_chart)
     if args.json:
         print(json.dumps(report, indent=2))
     return 0

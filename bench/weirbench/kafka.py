@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import charts
 from .common import (ROOT, Checks, add_cores_option, add_family_options, add_rates,
                      binaries, build_flink, check_result, compare, flink_cmd,
                      generate_bid_file, interleaved, log, print_comparisons, process_cpu,
@@ -335,7 +336,7 @@ def cmd_kafka(args):
               "flink_repeat": flink_repeat, "checkpoint_interval": args.checkpoint_interval,
               "properties": properties, "produce": produced, "loadavg": loads,
               "results": results, "comparisons": comps}
-    write_results(args, report)
+    write_results(args, report, charts.kafka_chart)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -7,6 +7,7 @@ out: their results are late by design."""
 
 import json
 
+from . import charts
 from .common import (add_family_options, best, binaries, run_header, write_results)
 from .nexmark import run_weir
 
@@ -63,7 +64,7 @@ def cmd_latency(args):
                          "p999_ms": lat["p999_ns"] / 1e6, "max_ms": lat["max_ns"] / 1e6,
                          "rows": lat["count"]})
     report = {**header, "latency": rows}
-    write_results(args, report)
+    write_results(args, report, charts.latency_chart)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
