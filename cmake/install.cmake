@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # `cmake --install <build> [--prefix DIR]`: the public headers (include/weir),
 # the static libraries, the weir executable, a CMake package
-# (find_package(weir): weir::weir, weir::core, weir::actors, weir::server)
-# and a pkg-config file (weir.pc).
+# (find_package(weir): weir::weir, weir::core, weir::actors and, for the
+# connectors built, weir::server, weir::kafka, weir::redis, weir::postgres,
+# weir::elasticsearch, also as COMPONENTS) and pkg-config files (weir.pc,
+# and weir-<connector>.pc for each connector built).
 include(CMakePackageConfigHelpers)
 
 set(WEIR_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/weir
@@ -17,6 +19,24 @@ if(TARGET weir_server)
   list(PREPEND WEIR_INSTALLED_LIBRARIES weir_server)
   list(APPEND WEIR_INSTALLED_TARGETS weir_server)
 endif()
+# The optional connectors' targets (weir::kafka, ..., src/kinds/CMakeLists.txt)
+# and find_package's components: <name> for weir::<name>, the connectors
+# built, each with the option that builds it (weir_connector).
+get_property(WEIR_CONNECTOR_TARGETS GLOBAL PROPERTY WEIR_CONNECTOR_TARGETS)
+list(APPEND WEIR_INSTALLED_TARGETS ${WEIR_CONNECTOR_TARGETS})
+set(WEIR_CONFIG_BUILT_COMPONENTS "")
+set(WEIR_CONFIG_COMPONENT_HOW "")
+foreach(component IN ITEMS kafka:KAFKA redis:REDIS postgres:POSTGRES elasticsearch:HTTP
+                           server:HTTP)
+  string(REPLACE ":" ";" parts "${component}")
+  list(GET parts 0 name)
+  list(GET parts 1 option)
+  if(TARGET weir_${name})
+    list(APPEND WEIR_CONFIG_BUILT_COMPONENTS ${name})
+  endif()
+  string(APPEND WEIR_CONFIG_COMPONENT_HOW "set(_weir_how_${name} \"-DWEIR_WITH_${option}=ON "
+                                          "and ${WEIR_${option}_PACKAGE} installed\")\n")
+endforeach()
 install(TARGETS ${WEIR_INSTALLED_TARGETS} EXPORT weirTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -83,3 +103,16 @@ install(CODE "
   configure_file(\"${PROJECT_BINARY_DIR}/weir.pc.in\" \"${PROJECT_BINARY_DIR}/weir.pc\" @ONLY)
 ")
 install(FILES ${PROJECT_BINARY_DIR}/weir.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# weir-<connector>.pc for each connector built (weir-kafka, ...): weir.pc's
+# flags already link every built connector; the module says whether one was
+# built (`pkg-config --exists weir-kafka`).
+foreach(name IN LISTS WEIR_CONFIG_BUILT_COMPONENTS)
+  file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/weir-${name}.pc CONTENT
+"Name: weir-${name}
+Description: weir's ${name} connector (weir.pc's flags, which link it)
+Version: ${PROJECT_VERSION}
+Requires: weir = ${PROJECT_VERSION}
+")
+  install(FILES ${PROJECT_BINARY_DIR}/weir-${name}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()
