@@ -141,3 +141,36 @@ def test_compatible_restored(weir, work, procs, case, savepoint):
     said = "restoring from savepoint sp" if savepoint else f"restoring from checkpoint {last}"
     assert said in err, f"the second run does not say {said!r}:\n{err[-2000:]}"
     assert "incompatible" not in err, f"a compatible change was refused:\n{err[-2000:]}"
+
+
+def counting(key):
+    return pipeline(**BASE).replace('''[[operator]]
+name = "per_user"
+type = "window"
+input = "keep"
+key_by = ["user"]''', f'''[[operator]]
+name = "counts"
+type = "running_count"
+input = "keep"
+key_by = ["{key}"]
+[[operator]]
+name = "per_user"
+type = "window"
+input = "keep"
+key_by = ["user"]''')
+
+
+def test_running_count_key_type(weir, work, procs):
+    """A running_count's state is keyed by its key types: keyed by user
+    (int64), then by score (float64), is refused; the same keys restore."""
+    run_until_checkpoint(weir, work, procs, counting("user"))
+    last = max(checkpoint_ids(weir, work))
+    (work / "pipeline.toml").write_text(counting("score"))
+    p = subprocess.run([weir, "run", "pipeline.toml"], cwd=work, capture_output=True,
+                       text=True, timeout=60 * SCALE)
+    assert p.returncode == 1, f"exit {p.returncode}, expected a refusal (1):\n{p.stderr[-3000:]}"
+    for words in ("operator 'counts'", "holds [count; keys (int64)]",
+                  "now has [count; keys (float64)]"):
+        assert words in p.stderr, f"the refusal does not say {words!r}:\n{p.stderr[-3000:]}"
+    err = run_until_checkpoint(weir, work, procs, counting("user"), after=last)
+    assert f"restoring from checkpoint {last}" in err, err[-2000:]
