@@ -276,6 +276,26 @@ bool job_master::read_restore_points(
     log::checkpoint().info("job '{}': restoring from savepoint {} (checkpoint {})",
                            g.options.name, where, m.checkpoint_id);
   }
+  // State compatibility (Flink's TypeSerializerSnapshot#
+  // resolveSchemaCompatibility): an operator whose state layout changed
+  // since the checkpoint refuses the start before any state is decoded.
+  for (const auto& h : m.handles) {
+    if (h.state_descriptor.empty() || !g.has_node_named(h.operator_uid))
+      continue;
+    for (const auto& n : g.nodes) {
+      if (n.name != h.operator_uid)
+        continue;
+      if (auto why = checkpoint::check_state_compatibility(
+            h.operator_uid, h.state_descriptor, n.state_descriptor,
+            (from_savepoint ? "savepoint " : "checkpoint " + std::to_string(m.checkpoint_id)
+                                               + " in ")
+              + where)) {
+        ctx.fail(*why);
+        return false;
+      }
+      break;
+    }
+  }
   ctx.result.restored_checkpoint_id = m.checkpoint_id;
   ctx.journal.restored(m.checkpoint_id, env_.now().count(), from_savepoint, where);
   // Info: job_options::quiet (-q) raises the level to warn (execute.cpp).
@@ -867,6 +887,14 @@ void job_master::on_acknowledge(write_snapshot_result r) {
   if (res.status != checkpoint::ack_status::all_acked || !res.manifest)
     return;
   auto id = r.checkpoint_id;
+  // Each handle records what its operator's state layout depends on, which
+  // a restore compares with the pipeline's before reading any state.
+  for (auto& h : res.manifest->handles)
+    for (const auto& n : ctx_->graph->nodes)
+      if (n.name == h.operator_uid) {
+        h.state_descriptor = n.state_descriptor;
+        break;
+      }
   std::optional<checkpoint::snapshot_manifest> for_savepoint;
   if (savepoints_.count(id))
     for_savepoint = *res.manifest;

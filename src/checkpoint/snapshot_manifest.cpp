@@ -129,6 +129,7 @@ std::string encode_manifest(const snapshot_manifest& m) {
     w.put(h.operator_state_bytes);
     w.put(h.operator_state_checksum);
     w.put_string(h.source_position);
+    w.put_string(h.state_descriptor);
   }
   auto sum = XXH64(w.out().data(), w.out().size(), checksum_seed);
   w.put(static_cast<std::uint64_t>(sum));
@@ -150,7 +151,7 @@ expected<snapshot_manifest> decode_manifest(std::string_view bytes) {
     return fail("fails its checksum");
   reader r{body.substr(sizeof magic)};
   auto version = r.get<std::uint16_t>();
-  if (version != snapshot_manifest::format_version)
+  if (version != 1 && version != snapshot_manifest::format_version)
     return fail("has unknown format version " + std::to_string(version));
   snapshot_manifest m;
   auto status = r.get<std::uint8_t>();
@@ -182,6 +183,8 @@ expected<snapshot_manifest> decode_manifest(std::string_view bytes) {
     h.operator_state_bytes = r.get<std::uint64_t>();
     h.operator_state_checksum = r.get<std::uint64_t>();
     h.source_position = r.get_string();
+    if (version >= 2)
+      h.state_descriptor = r.get_string();
     m.handles.push_back(std::move(h));
   }
   if (!r.ok())
@@ -189,6 +192,20 @@ expected<snapshot_manifest> decode_manifest(std::string_view bytes) {
   if (!r.at_end())
     return fail("has trailing bytes");
   return m;
+}
+
+std::optional<std::string> check_state_compatibility(std::string_view operator_uid,
+                                                     std::string_view stored,
+                                                     std::string_view current,
+                                                     std::string_view where) {
+  if (stored.empty() || stored == current)
+    return std::nullopt;
+  std::string now = current.empty() ? std::string{"no such state"} : std::string{current};
+  return "operator '" + std::string{operator_uid} + "': the state in " + std::string{where}
+         + " is incompatible with the pipeline: it holds [" + std::string{stored}
+         + "], the pipeline now has [" + now
+         + "]; start over with --fresh, or rename the operator and run with "
+           "--allow-non-restored-state to drop its state";
 }
 
 } // namespace weir::checkpoint

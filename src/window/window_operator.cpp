@@ -171,6 +171,39 @@ stream_operator_ptr window_plan::make_operator() const {
   return std::make_unique<per_window_operator>(impl_);
 }
 
+namespace {
+/// "tumbling_event_time_windows(1h, offset 0ms)" -> "tumbling_event_time_windows".
+std::string kind_of(const std::string& describe) {
+  return describe.substr(0, describe.find('('));
+}
+} // namespace
+
+std::string window_plan::state_descriptor() const {
+  const auto& p = *impl_;
+  std::string d = "window " + kind_of(p.assigner->describe()) + "; keys (";
+  for (std::size_t i = 0; i < p.key_fields.size(); ++i)
+    d += (i ? ", " : "") + std::string{to_string(p.input->at(p.key_fields[i]).type)};
+  d += "); aggregates ";
+  for (std::size_t i = 0; i < p.aggregates.size(); ++i) {
+    const auto& f = p.aggregates.function(i);
+    d += i ? ", " : "";
+    if (f.kind == weir::internal::aggregate_kind::count_rows)
+      d += "count(*)";
+    else
+      d += std::string{weir::internal::to_string(f.kind)} + "(" + std::string{to_string(f.input_type)}
+           + ")";
+  }
+  if (p.trigger)
+    d += "; trigger " + kind_of(p.trigger->describe());
+  if (p.evictor)
+    d += "; evictor " + kind_of(p.evictor->describe());
+  d += p.slicing ? "; sliced"
+       : p.buffered ? "; buffered"
+       : p.assigner->as_merging() ? "; merging"
+                                  : "; per window";
+  return d;
+}
+
 bool window_plan::supports_local_aggregation() const noexcept {
   return impl_->partial != nullptr;
 }

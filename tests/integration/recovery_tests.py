@@ -216,7 +216,7 @@ def manifest_offsets(data, ids=None):
     version, u8 status, u64 id at +7), stale copies in free pages included,
     for the given checkpoint ids (all when None)."""
     out = []
-    for m in re.finditer(b"WMNF\x01\x00", data):
+    for m in re.finditer(b"WMNF[\x01\x02]\x00", data):
         cid = int.from_bytes(data[m.start() + 7:m.start() + 15], "little")
         if ids is None or cid in ids:
             out.append((cid, m.start()))

@@ -4,6 +4,7 @@
 #include "weir/core/expected.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,10 @@ struct operator_state_handle {
   /// A source's position in readable form ("byte 1234 of logs.log");
   /// empty for every other operator.
   std::string source_position;
+  /// What the operator's state layout depended on when it was written
+  /// (`runtime::stream_node::state_descriptor`); empty in manifests of
+  /// format version 1 and for operators that declare none.
+  std::string state_descriptor;
 
   /// Bytes of keyed plus operator state.
   std::uint64_t size_bytes() const noexcept;
@@ -60,7 +65,9 @@ enum class checkpoint_status : std::uint8_t { in_progress = 0, completed = 1 };
 /// committed with status `completed`.
 struct snapshot_manifest {
   /// Version of the binary encoding written by `encode_manifest`.
-  static constexpr std::uint16_t format_version = 1;
+  /// Version 2 added `operator_state_handle::state_descriptor`; version 1
+  /// is still read (with empty descriptors).
+  static constexpr std::uint16_t format_version = 2;
 
   checkpoint_status status = checkpoint_status::completed;
   std::uint64_t checkpoint_id = 0;
@@ -89,5 +96,20 @@ std::string encode_manifest(const snapshot_manifest& m);
 /// Errors: `errc::parse_error` when the magic, version, checksum or any
 /// length does not match (truncated or damaged bytes), naming what failed.
 [[nodiscard]] expected<snapshot_manifest> decode_manifest(std::string_view bytes);
+
+/// Compares the state descriptor a checkpoint holds for operator
+/// `operator_uid` (`stored`) with the one the job's operator has now
+/// (`current`), as Flink's `TypeSerializerSnapshot#resolveSchemaCompatibility`
+/// does before any state is read. An empty `stored` (a checkpoint written
+/// before descriptors existed) is compatible with anything.
+///
+/// Returns nullopt when compatible; else the refusal: a message naming the
+/// operator, what `where` (e.g. "checkpoint 7 in state") holds, what the
+/// pipeline has now, and the ways out (--fresh; or renaming the operator
+/// with --allow-non-restored-state).
+[[nodiscard]] std::optional<std::string> check_state_compatibility(std::string_view operator_uid,
+                                                       std::string_view stored,
+                                                       std::string_view current,
+                                                       std::string_view where);
 
 } // namespace weir::checkpoint

@@ -59,6 +59,13 @@ struct stream_node {
   /// Sinks with an exactly-once variant (two-phase commit), used instead of
   /// `make_operator` when checkpoints are enabled.
   operator_factory make_transactional_operator;
+  /// What the layout of the node's snapshot depends on (Flink's
+  /// `TypeSerializerSnapshot`, compacted to text), e.g. "window
+  /// tumbling_event_time_windows; keys (int64); aggregates count(*),
+  /// sum(float64)". Stored with each checkpoint's handles of the node; a
+  /// restore refuses state whose descriptor differs
+  /// (`checkpoint::check_state_compatibility`). Empty: nothing checked.
+  std::string state_descriptor;
   watermark_options watermark;      ///< sources only
   std::optional<std::size_t> partition_field;       ///< sources: partition_by column
   std::vector<std::string> partitions;              ///< sources: declared partitions

@@ -170,6 +170,17 @@ public:
   const schema_ptr& output_schema() const noexcept;
   const std::vector<std::size_t>& key_fields() const noexcept;
 
+  /// What the operator's snapshot layout depends on, as one line: the
+  /// assigner's kind (not its sizes), the key types, each aggregate's
+  /// function with its argument type in order (not its name), the
+  /// trigger's and evictor's kinds and how windows are kept (sliced,
+  /// buffered, merging or per window). E.g. "window
+  /// tumbling_event_time_windows; keys (int64); aggregates count(*),
+  /// sum(float64); trigger event_time_trigger; sliced". Two plans whose
+  /// descriptors are equal read each other's snapshots
+  /// (`runtime::stream_node::state_descriptor`).
+  std::string state_descriptor() const;
+
   /// A fresh operator for one subtask; it is a `window_operator` (see there
   /// for its counters). Its class is chosen by the spec when the plan is
   /// made, not per record (src/window/README.md): sliced aggregation for the

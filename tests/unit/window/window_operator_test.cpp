@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/window/window_operator.hpp"
+#include "weir/window/sliding_windows.hpp"
 
 #include "weir/expr/expression.hpp"
 #include "window_test_support.hpp"
@@ -567,3 +568,44 @@ TEST_CASE("window_plan::make rejects negative lateness and a missing assigner") 
 }
 
 } // TEST_SUITE
+
+// -- state descriptor --------------------------------------------------------------
+
+TEST_SUITE("window") {
+TEST_CASE("a plan's state descriptor changes with what its snapshot layout depends on") {
+  auto s = weir::make_schema(
+    {{"key", type_id::string}, {"value", type_id::int64}, {"score", type_id::float64}});
+  auto desc = [&](std::vector<aggregate_spec> aggs, std::chrono::milliseconds size = 10s) {
+    auto p = plan_for(s, {"key"}, std::move(aggs), 0ms, size);
+    REQUIRE(p);
+    return p->state_descriptor();
+  };
+  const auto base = desc({{"n", "count(*)"}});
+  CHECK(base.find("window tumbling_event_time_windows; keys (string); aggregates count(*)")
+        == 0);
+  // Same layout: another aggregate name, another window size.
+  CHECK(desc({{"m", "count(*)"}}) == base);
+  CHECK(desc({{"n", "count(*)"}}, 1h) == base);
+  // Another function, argument type, order or number of aggregates.
+  CHECK(desc({{"n", "sum(score)"}}) != base);
+  CHECK(desc({{"n", "sum(score)"}}).find("aggregates sum(float64)") != std::string::npos);
+  CHECK(desc({{"n", "sum(value)"}}) != desc({{"n", "sum(score)"}}));
+  CHECK(desc({{"n", "count(*)"}, {"s", "sum(value)"}}) != base);
+  CHECK(desc({{"n", "count(*)"}, {"s", "sum(value)"}})
+        != desc({{"s", "sum(value)"}, {"n", "count(*)"}}));
+  // Another window kind.
+  window_operator_spec spec;
+  spec.key_by = {"key"};
+  spec.assigner = std::make_shared<const weir::window::sliding_event_time_windows>(
+    weir::window::sliding_event_time_windows::make(10s, 5s).value());
+  spec.aggregates = {{"n", "count(*)"}};
+  auto sliding = window_plan::make(s, std::move(spec));
+  REQUIRE(sliding);
+  CHECK(sliding->state_descriptor() != base);
+  CHECK(sliding->state_descriptor().find("sliding_event_time_windows") != std::string::npos);
+  // Another key type.
+  auto by_value = plan_for(s, {"value"}, {{"n", "count(*)"}});
+  REQUIRE(by_value);
+  CHECK(by_value->state_descriptor() != base);
+}
+}

@@ -186,6 +186,13 @@ expected<std::size_t> add_join_node(runtime::job_graph& g, const operator_option
   node.outputs.push_back(runtime::output_port{right_late, right_schema, true});
   node.make_operator = std::move(factory);
   node.num_inputs = 2;
+  // Its state: each side's buffered rows by key (keyed_state_backend), keyed
+  // by the key types.
+  node.state_descriptor = std::string{kind} + "; keys (";
+  for (std::size_t i = 0; i < left_keys.size(); ++i)
+    node.state_descriptor += (i ? ", " : "")
+                             + std::string{to_string(left_schema->at(left_keys[i]).type)};
+  node.state_descriptor += ")";
   auto id = add_graph_node(g, std::move(node), {left, right}, std::nullopt);
   auto& in1 = g.edges[g.edges.size() - 2];
   auto& in2 = g.edges.back();

@@ -403,6 +403,18 @@ expected<data_stream> keyed_stream::pattern(cep::pattern_spec spec,
   runtime::stream_node node;
   node.name = *name;
   node.kind = "pattern";
+  // Its state: partial matches by key, which point into the steps by index:
+  // the layout depends on the key types and the steps' shapes, not on their
+  // conditions or names.
+  node.state_descriptor = "pattern; keys (";
+  for (std::size_t i = 0; i < key_idx_.size(); ++i)
+    node.state_descriptor += (i ? ", " : "")
+                             + std::string{to_string(input_.output_schema()->at(key_idx_[i]).type)};
+  node.state_descriptor += "); steps";
+  for (const auto& st : spec.steps)
+    node.state_descriptor += " " + std::to_string(static_cast<int>(st.kind)) + "/"
+                             + std::to_string(st.min_times) + ".." + std::to_string(st.max_times)
+                             + (st.optional ? "?" : "");
   node.parallelism = internal::default_parallelism(*g, opts.parallelism);
   node.outputs.push_back(runtime::output_port{*name, plan.output, false});
   node.outputs.push_back(runtime::output_port{spec.late_output, input_.output_schema(), true});

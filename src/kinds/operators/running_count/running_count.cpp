@@ -94,6 +94,13 @@ expected<data_stream> keyed_stream::count(std::string output_field, operator_opt
                                        {{input_.node_, input_.port_}}, key_idx_);
   if (!id)
     return id.error();
+  // Its state: one int64 count per key (keyed_state_backend), so its layout
+  // depends on the key types only.
+  std::string descriptor = "count; keys (";
+  for (std::size_t i = 0; i < key_idx_.size(); ++i)
+    descriptor += (i ? ", " : "")
+                  + std::string{to_string(input_.output_schema()->at(key_idx_[i]).type)};
+  g->nodes[*id].state_descriptor = descriptor + ")";
   return data_stream{g, *id, 0};
 }
 

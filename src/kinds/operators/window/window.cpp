@@ -454,6 +454,7 @@ keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
   runtime::stream_node node;
   node.name = *name_;
   node.kind = "window";
+  node.state_descriptor = plan->state_descriptor();
   node.parallelism = internal::default_parallelism(*g, opts.parallelism);
   node.outputs.push_back(runtime::output_port{*name_, plan->output_schema(), false});
   node.outputs.push_back(runtime::output_port{late_name, input_.output_schema(), true});
@@ -467,12 +468,14 @@ keyed_stream::window(std::shared_ptr<const window::window_assigner> assigner,
     local.parallelism = g->nodes[input_.node_].parallelism;
     local.outputs.push_back(runtime::output_port{local.name, plan->partial_schema(), false});
     local.make_operator = [p = *plan] { return p.make_local_operator(); };
+    local.state_descriptor = plan->state_descriptor() + "; local phase";
     local.reads = plan->local_reads();
     auto local_id = internal::add_graph_node(*g, std::move(local), {{input_.node_, input_.port_}}, std::nullopt);
     std::vector<std::size_t> partial_keys(key_idx_.size());
     for (std::size_t i = 0; i < partial_keys.size(); ++i)
       partial_keys[i] = i;
     node.make_operator = [p = *plan] { return p.make_global_operator(); };
+    node.state_descriptor += "; global phase";
     auto id = internal::add_graph_node(*g, std::move(node), {{local_id, 0}}, partial_keys);
     return data_stream{g, id, 0};
   }
