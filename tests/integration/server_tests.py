@@ -633,6 +633,9 @@ def test_load(weir, work, serve):
     (work / "ingest.toml").write_text(INGEST_LOAD.format(out=ingested))
     s = serve([work / "load.toml", work / "ingest.toml"])
     jid = s.ids[0]
+    # State queries and ingest answer 503 until their job runs.
+    for j in s.ids:
+        wait_until(lambda: job_state(s, j) == "RUNNING", f"job {j} running")
     paths = ["/metrics", f"/jobs/{jid}", "/jobs", "/overview", f"/jobs/{jid}/checkpoints",
              f"/jobs/{jid}/exceptions", "/healthz"]
     # Queryable state of every key, as often as the rest together; and
