@@ -196,6 +196,29 @@ def add_acl(bootstrap: str, principal: str, resource: str, name: str, operation:
                               f"{name}: error {err} {msg or ''}")
 
 
+def end_offsets(bootstrap: str, topic: str, partitions: int,
+                read_committed: bool) -> list[int]:
+    """Each partition's end offset: the last stable offset under
+    read_committed (before the first record of a transaction whose commit
+    or abort markers are not written yet), else the high watermark
+    (ListOffsets v2, timestamp -1)."""
+    body = struct.pack(">ib", -1, 1 if read_committed else 0)
+    body += struct.pack(">i", 1) + _str(topic) + struct.pack(">i", partitions)
+    for p in range(partitions):
+        body += struct.pack(">iq", p, -1)
+    r = _request(bootstrap, 2, 2, body)  # ListOffsets v2
+    r.take(">i")  # throttle
+    ends = [0] * partitions
+    for _ in range(r.take(">i")):
+        r.string()
+        for _ in range(r.take(">i")):
+            p, err, _, offset = r.take(">i"), r.take(">h"), r.take(">q"), r.take(">q")
+            if err:
+                raise BrokerError(f"kafka broker: end offset of {topic}[{p}]: error {err}")
+            ends[p] = offset
+    return ends
+
+
 def metadata_ok(bootstrap: str) -> bool:
     """True once the broker answers a Metadata request listing itself."""
     try:
@@ -431,11 +454,42 @@ class KafkaBroker:
         if r.returncode != 0:
             raise BrokerError(f"kcat -P {topic}: {r.stderr.decode(errors='replace')}")
 
+    def partitions(self, topic: str) -> int:
+        r = subprocess.run(["kcat", "-b", self.bootstrap, "-L", "-t", topic, "-J"],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise BrokerError(f"kcat -L {topic}: {r.stderr}")
+        md = json.loads(r.stdout)
+        return len(next(t for t in md["topics"] if t["topic"] == topic)["partitions"])
+
+    def wait_stable(self, topic: str, timeout: float = 30.0) -> None:
+        """Waits until no transaction is pending on `topic`: each partition's
+        last stable offset equals its high watermark. A producer's
+        commit_transaction returns once the coordinator has logged the commit;
+        the markers reach the partitions after that, and a read_committed
+        reader that stops at the end before them sees nothing of the
+        transaction."""
+        n = self.partitions(topic)
+        deadline = time.monotonic() + timeout
+        while True:
+            stable = end_offsets(self.bootstrap, topic, n, read_committed=True)
+            high = end_offsets(self.bootstrap, topic, n, read_committed=False)
+            if stable == high:
+                return
+            if time.monotonic() > deadline:
+                raise BrokerError(f"kafka broker: {topic} still has an open transaction after "
+                                  f"{timeout:.0f} s (last stable offsets {stable}, high "
+                                  f"watermarks {high})")
+            time.sleep(0.1)
+
     def consume(self, topic: str, read_committed: bool = True, timeout: float = 60.0) -> list[str]:
-        """Every message of `topic` from the beginning to the current end (kcat -e)."""
+        """Every message of `topic` from the beginning to the current end (kcat -e).
+        read_committed waits first until no transaction is pending (wait_stable):
+        call it once the producers are done."""
         cmd = ["kcat", "-C", "-b", self.bootstrap, "-t", topic, "-o", "beginning", "-e",
                "-q", "-f", "%s\n"]
         if read_committed:
+            self.wait_stable(topic, timeout=min(timeout, 30.0))
             cmd += ["-X", "isolation.level=read_committed"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
