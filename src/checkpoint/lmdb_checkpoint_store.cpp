@@ -6,12 +6,15 @@
 
 #include "internal/lmdb_file_check.hpp"
 
+#include <fcntl.h>
 #include <lmdb.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -167,6 +170,62 @@ struct lmdb_checkpoint_store::impl {
     return make_error(errc::io_error, "checkpoint storage " + dir + ": " + std::move(what));
   }
 
+  /// Makes a new store in `opts.dir` when it holds none (neither data.mdb nor
+  /// lock.mdb). LMDB creates lock.mdb, then data.mdb, then writes data.mdb's
+  /// meta pages: a process killed in between would leave what looks like a
+  /// store whose data was lost (a lock.mdb alone, or an empty data.mdb), which
+  /// open() refuses. So the store is made whole, with its two databases, in a
+  /// staging directory beside it and its data.mdb renamed into place (atomic);
+  /// a staging directory left by a kill is removed. Errors: the LMDB call or
+  /// the file operation that failed.
+  expected<std::monostate> create_if_new(const store_options& opts) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path root{opts.dir};
+    const auto staging = root / ".new-store";
+    fs::remove_all(staging, ec);
+    if (fs::exists(root / "data.mdb", ec) || fs::exists(root / "lock.mdb", ec))
+      return std::monostate{};
+    fs::create_directories(staging, ec);
+    if (ec)
+      return fail_plain("cannot create " + staging.string() + ": " + ec.message());
+    MDB_env* raw = nullptr;
+    if (int rc = mdb_env_create(&raw); rc != 0)
+      return fail("mdb_env_create", rc);
+    std::unique_ptr<MDB_env, decltype(&mdb_env_close)> owned{raw, &mdb_env_close};
+    MDB_env* fresh = owned.get();
+    if (int rc = mdb_env_set_maxdbs(fresh, 2); rc != 0)
+      return fail("mdb_env_set_maxdbs", rc);
+    if (int rc = mdb_env_set_mapsize(fresh, opts.map_size); rc != 0)
+      return fail("mdb_env_set_mapsize", rc);
+    if (int rc = mdb_env_open(fresh, staging.c_str(), MDB_NOTLS, 0644); rc != 0)
+      return fail("mdb_env_open (a new store)", rc);
+    MDB_txn* txn = nullptr;
+    if (int rc = mdb_txn_begin(fresh, nullptr, 0, &txn); rc != 0)
+      return fail("beginning a transaction", rc);
+    MDB_dbi dbi{};
+    for (const char* name : {"manifests", "state"})
+      if (int rc = mdb_dbi_open(txn, name, MDB_CREATE, &dbi); rc != 0) {
+        mdb_txn_abort(txn);
+        return fail("creating the databases", rc);
+      }
+    if (int rc = mdb_txn_commit(txn); rc != 0)
+      return fail("committing the databases", rc);
+    if (int rc = mdb_env_sync(fresh, 1); rc != 0)
+      return fail("syncing a new store", rc);
+    owned.reset();
+    weir::internal::test_fault_kill("kill_in_store_create");
+    fs::rename(staging / "data.mdb", root / "data.mdb", ec);
+    if (ec)
+      return fail_plain("cannot move the new store into place: " + ec.message());
+    if (int fd = ::open(opts.dir.c_str(), O_RDONLY | O_DIRECTORY); fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+    fs::remove_all(staging, ec);
+    return std::monostate{};
+  }
+
   /// Checks every value `m` points to; returns the first problem, if any.
   std::optional<std::string> verify(MDB_txn* txn, const snapshot_manifest& m) const {
     auto check = [&](const std::string& key, std::uint64_t bytes, std::uint64_t sum,
@@ -299,6 +358,10 @@ lmdb_checkpoint_store::open(store_options opts) {
       return p->fail_plain("cannot create the directory: " + ec.message());
   }
   const auto data_file = std::filesystem::path{opts.dir} / "data.mdb";
+  if (!opts.read_only) {
+    if (auto made = p->create_if_new(opts); !made)
+      return made.error();
+  }
   internal::lmdb_file_check checked;
   if (std::filesystem::exists(data_file, ec)) {
     checked = internal::check_lmdb_file(data_file.string());

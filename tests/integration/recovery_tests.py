@@ -40,7 +40,8 @@ Each is the test function test_<name> with - as _ (test_truncated_tail, ...):
                      page (--sweep: each of the three), and at seeded random
                      non-zero bytes of data.mdb (40; --sweep: 400)
   faults-missing     data.mdb, lock.mdb, the savepoint's data.mdb or
-                     lock.mdb missing
+                     lock.mdb missing; a run killed while it made a new
+                     store (WEIR_FAULT=kill_in_store_create:1), then rerun
   faults-disk-full   the file size limit (RLIMIT_FSIZE: write() fails with
                      EFBIG as on a full disk) reached at a range of sizes
                      during a run (6; --sweep: 24); every run ends cleanly
@@ -602,7 +603,20 @@ def test_faults_missing(weir, work):
                 "a refused savepoint changed the store or the output")
         else:
             expect_exact(p, store, "savepoint without lock.mdb")
-    print("ok: missing data.mdb refused; missing lock.mdb harmless; savepoint likewise")
+    # A run killed while it made a new store (before LMDB had written
+    # data.mdb's meta pages, with lock.mdb already there) had committed
+    # nothing: the rerun starts, it is not refused as a store that lost its
+    # data.
+    for d in ("state", "out"):
+        shutil.rmtree(store.work / d, ignore_errors=True)
+    env = dict(os.environ, WEIR_FAULT="kill_in_store_create:1")
+    p = run([store.weir, "run", store.toml, "-q"], timeout=120, expect=None, env=env)
+    assert p.returncode == -signal.SIGKILL and "kill_in_store_create" in p.stderr, (
+        f"the run was not killed while making its store: exit {p.returncode}:\n"
+        f"{p.stderr[-2000:]}")
+    expect_exact(store.run(), store, "the rerun after a kill while the store was made")
+    print("ok: missing data.mdb refused; missing lock.mdb harmless; savepoint likewise; "
+          "killed while making a new store, the rerun is exact")
 
 
 def test_faults_disk_full(weir, work, sweep):

@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 #include <lmdb.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -479,6 +481,23 @@ TEST_CASE("a data.mdb with a lock.mdb but no data is refused, not taken for a ne
   auto s = lmdb_checkpoint_store::open(o);
   REQUIRE_FALSE(s);
   CHECK(s.error().message.find("start over with --fresh") != std::string::npos);
+}
+
+TEST_CASE("a new store is made whole beside its directory and moved in; a leftover is removed") {
+  temp_dir dir{"staging"};
+  // What a process killed while it made the store leaves: a staging
+  // directory with LMDB's lock.mdb and an empty data.mdb.
+  std::filesystem::create_directories(dir.path() / ".new-store");
+  std::ofstream{dir.path() / ".new-store" / "lock.mdb"} << "x";
+  std::ofstream{dir.path() / ".new-store" / "data.mdb"};
+  auto s = open_store(dir.str());
+  CHECK_FALSE(std::filesystem::exists(dir.path() / ".new-store"));
+  CHECK(std::filesystem::file_size(dir.path() / "data.mdb") > 0);
+  take_checkpoint(*s, 1, {{op_state("sink", 0, "a")}});
+  auto latest = s->read_latest();
+  REQUIRE(latest);
+  REQUIRE(latest->manifest);
+  CHECK(latest->manifest->checkpoint_id == 1);
 }
 
 TEST_CASE("a full lmdb map fails that checkpoint and leaves the previous one readable") {
