@@ -13,6 +13,8 @@
   bench/results carries the same fields (per part for the checkpoint family);
 - charts: `bench/run charts --out DIR` draws a PNG for every results file in
   bench/results, whose caption names its commit, date and machine;
+- sets of cores (`bench/run ingest --core-sets '0;0,1'`): engines are compared, and
+  2 threads set against 1, within one set of cores only;
 - the cost of a record (`bench/run cost`): callgrind_annotate's inclusive counts are
   split into stages that add up to the total, each function counted once, the
   exchange's count taken out of the local phase's that calls it.
@@ -32,7 +34,7 @@ from types import SimpleNamespace
 
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
-from weirbench import charts, common, cost  # noqa: E402
+from weirbench import charts, common, cost, ingest  # noqa: E402
 
 AFFINITY = "import os; print(sorted(os.sched_getaffinity(0)))"
 
@@ -189,6 +191,27 @@ class Charts(unittest.TestCase):
                 text = charts.caption(h)
                 for needed in (f"commit {h['commit']}", h["date"], h["machine"]["cpu"]):
                     self.assertIn(needed, text, f.name)
+
+
+def ingest_row(engine, p, cs, rate, cpu):
+    return {"engine": engine, "parallelism": p, "cores": cs, "format": "jsonl",
+            "query": "tumble", "records_per_s": rate, "records_per_cpu_s": rate / cpu}
+
+
+class IngestCoreSets(unittest.TestCase):
+    def test_comparisons_and_scaling_stay_within_a_set_of_cores(self):
+        rows = [ingest_row("weir", 1, [0], 1.0e6, 1.0), ingest_row("duckdb", 1, [0], 0.5e6, 1.0),
+                ingest_row("weir", 1, [0, 1], 1.2e6, 1.0),
+                ingest_row("weir", 2, [0, 1], 1.8e6, 1.0),
+                ingest_row("duckdb", 2, [0, 1], 2.0e6, 1.0)]
+        comps = {c["cores"]: c for c in ingest.comparisons(rows)}
+        self.assertEqual(sorted(comps), ["0", "0,1"])
+        self.assertAlmostEqual(comps["0"]["weir_vs"]["duckdb"]["wall"], 2.0)
+        self.assertAlmostEqual(comps["0,1"]["weir_vs"]["duckdb"]["wall"], 0.9)
+        self.assertEqual(comps["0,1"]["best"]["weir"]["parallelism"], 2)
+        ingest.add_scaling(rows)
+        self.assertAlmostEqual(rows[3]["scaling_2_vs_1"], 1.5)  # over p=1 on cores 0,1
+        self.assertAlmostEqual(rows[4].get("scaling_2_vs_1", 0), 0)  # no DuckDB 1 there
 
 
 ANNOTATE = """\

@@ -25,6 +25,7 @@
       baseline's result at parallelism 1 and 2.
   bench/run ingest [--events N] [--queries q0,tumble] [--formats jsonl,csv]
                    [--engines raw,weir,duckdb,flink] [--repeat R] [--out PATH] [--markdown]
+                   [--core-sets '0;0,1']
       Files of Nexmark bids (JSON lines, CSV; written by weir, cached in ~/.cache/weir-bench):
       q0, q1, q2, q5, q7 and a keyed tumbling window in weir (bench/ingest/*.toml), DuckDB
       (SQL over read_json / read_csv) and Flink (FileSource) at 1 and 2 threads, and the raw
