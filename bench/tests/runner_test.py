@@ -12,7 +12,12 @@
   model, cores, memory), load average at start and cores, and every results file in
   bench/results carries the same fields (per part for the checkpoint family);
 - charts: `bench/run charts --out DIR` draws a PNG for every results file in
-  bench/results, whose caption names its commit, date and machine.
+  bench/results, whose caption names its commit, date and machine;
+- sets of cores (`bench/run ingest --core-sets '0;0,1'`): engines are compared, and
+  2 threads set against 1, within one set of cores only;
+- the cost of a record (`bench/run cost`): callgrind_annotate's inclusive counts are
+  split into stages that add up to the total, each function counted once, the
+  exchange's count taken out of the local phase's that calls it.
 """
 
 import datetime
@@ -29,7 +34,7 @@ from types import SimpleNamespace
 
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
-from weirbench import charts, common  # noqa: E402
+from weirbench import charts, common, cost, ingest  # noqa: E402
 
 AFFINITY = "import os; print(sorted(os.sched_getaffinity(0)))"
 
@@ -186,6 +191,58 @@ class Charts(unittest.TestCase):
                 text = charts.caption(h)
                 for needed in (f"commit {h['commit']}", h["date"], h["machine"]["cpu"]):
                     self.assertIn(needed, text, f.name)
+
+
+def ingest_row(engine, p, cs, rate, cpu):
+    return {"engine": engine, "parallelism": p, "cores": cs, "format": "jsonl",
+            "query": "tumble", "records_per_s": rate, "records_per_cpu_s": rate / cpu}
+
+
+class IngestCoreSets(unittest.TestCase):
+    def test_comparisons_and_scaling_stay_within_a_set_of_cores(self):
+        rows = [ingest_row("weir", 1, [0], 1.0e6, 1.0), ingest_row("duckdb", 1, [0], 0.5e6, 1.0),
+                ingest_row("weir", 1, [0, 1], 1.2e6, 1.0),
+                ingest_row("weir", 2, [0, 1], 1.8e6, 1.0),
+                ingest_row("duckdb", 2, [0, 1], 2.0e6, 1.0)]
+        comps = {c["cores"]: c for c in ingest.comparisons(rows)}
+        self.assertEqual(sorted(comps), ["0", "0,1"])
+        self.assertAlmostEqual(comps["0"]["weir_vs"]["duckdb"]["wall"], 2.0)
+        self.assertAlmostEqual(comps["0,1"]["weir_vs"]["duckdb"]["wall"], 0.9)
+        self.assertEqual(comps["0,1"]["best"]["weir"]["parallelism"], 2)
+        ingest.add_scaling(rows)
+        self.assertAlmostEqual(rows[3]["scaling_2_vs_1"], 1.5)  # over p=1 on cores 0,1
+        self.assertAlmostEqual(rows[4].get("scaling_2_vs_1", 0), 0)  # no DuckDB 1 there
+
+
+ANNOTATE = """\
+1,000 (100.0%)  PROGRAM TOTALS
+  950 (95.00%)  ???:caf::scheduler::worker<caf::policy::work_stealing>::run() [libcaf_core.so]
+  600 (60.00%)  /s/file_source_reader.cpp:weir::format::x::file_source_reader::poll_next(unsigned long) [weir]
+  450 (45.00%)  /s/jsonl_decoder.cpp:weir::format::x::jsonl_decoder::decode_many(std::string_view) [weir]
+   70 ( 7.00%)  /usr/include/simdjson.h:weir::format::x::file_source_reader::poll_next(unsigned long)
+  100 (10.00%)  /s/local_window_aggregate.cpp:weir::window::local_window_aggregate::process_batch(x) [weir]
+   50 ( 5.00%)  /s/local_window_aggregate.cpp:weir::window::local_window_aggregate::process_watermark(long) [weir]
+   20 ( 2.00%)  /s/record_writer.cpp:weir::runtime::record_writer::write(x) [weir]
+   80 ( 8.00%)  /s/global_window_aggregate.cpp:weir::window::global_window_aggregate::process_batch(x) [weir]
+   60 ( 6.00%)  /s/sliced_window_operator.cpp:weir::window::sliced_window_operator::process_watermark(long) [weir]
+   15 ( 1.50%)  /s/key_group.cpp:weir::assign_key_group(std::string_view, unsigned long) [weir]
+"""
+
+
+class CostOfARecord(unittest.TestCase):
+    def test_stages_add_up_and_count_each_function_once(self):
+        counts = cost.inclusive_counts(ANNOTATE)
+        self.assertEqual(counts["???:caf::scheduler::worker<caf::policy::work_stealing>::run() "
+                                "[libcaf_core.so]"], 950)
+        rows = dict(cost.stages(counts, 1000))
+        names = [name for name, _ in cost.STAGES]
+        self.assertEqual(rows[names[0]], 600)  # the reader with its decoder, once
+        self.assertEqual(rows[names[1]], 130)  # local phase less the exchange it calls
+        self.assertEqual(rows[names[2]], 20)
+        self.assertEqual(rows[names[3]], 80)
+        self.assertEqual(rows[names[4]], 60)
+        self.assertEqual(sum(rows.values()), 1000)
+        self.assertEqual(rows["start-up and shutdown (outside the subtask threads)"], 50)
 
 
 if __name__ == "__main__":

@@ -162,9 +162,16 @@ def nexmark_chart(report, path):
 
 
 def ingest_chart(report, path):
+    """Bids/s per query, a panel per format (and per set of cores when a run had several:
+    engines are compared within a panel only)."""
+    rows = report["results"]
+    sets = list(dict.fromkeys(format_cores(r.get("cores", [])) for r in rows))
+    if len(sets) > 1:
+        rows = [{**r, "panel": f"{r['format']}, cores {format_cores(r.get('cores', []))}"}
+                for r in rows]
     draw("Ingest: the same file of bids read by every engine",
-         bars(report["results"], "records_per_s", "format", "bids per second",
-              "million bids / s (log scale)"), caption(report), path)
+         bars(rows, "records_per_s", "panel" if len(sets) > 1 else "format",
+              "bids per second", "million bids / s (log scale)"), caption(report), path)
 
 
 def kafka_chart(report, path):

@@ -25,6 +25,7 @@
       baseline's result at parallelism 1 and 2.
   bench/run ingest [--events N] [--queries q0,tumble] [--formats jsonl,csv]
                    [--engines raw,weir,duckdb,flink] [--repeat R] [--out PATH] [--markdown]
+                   [--core-sets '0;0,1']
       Files of Nexmark bids (JSON lines, CSV; written by weir, cached in ~/.cache/weir-bench):
       q0, q1, q2, q5, q7 and a keyed tumbling window in weir (bench/ingest/*.toml), DuckDB
       (SQL over read_json / read_csv) and Flink (FileSource) at 1 and 2 threads, and the raw
@@ -40,6 +41,10 @@
       Checkpoint costs (also bench/checkpoint/run; builds nothing).
   bench/run check QUERY --events N --weir PATH --baseline PATH
       The ctest check: weir at parallelism 1 and 2 gives the baseline's result.
+  bench/run cost --weir PATH [--query tumble] [--format jsonl] [--parallelism 1] [--cores 0]
+      The cost of a record by stage: weir run under callgrind (instructions per record
+      per stage) and timed on the same cores (CPU ns per record);
+      docs/internals/cost-of-a-record.md.
   bench/run chart RESULTS.json OUT.png
       Redraws the chart from a results file or a saved --json report.
   bench/run charts [--results-dir DIR] [--out DIR]
@@ -61,7 +66,7 @@ and cores, and redraws its chart next to it (FAMILY.png).
 import argparse
 import sys
 
-from . import charts, checkpoint, http_ingest, ingest, kafka, latency, nexmark
+from . import charts, checkpoint, cost, http_ingest, ingest, kafka, latency, nexmark
 from .common import set_cores
 
 
@@ -69,7 +74,7 @@ def parser():
     ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
-    for family in (nexmark, latency, kafka, ingest, http_ingest, checkpoint, charts):
+    for family in (nexmark, latency, kafka, ingest, http_ingest, checkpoint, cost, charts):
         family.add_parser(sub)
     return ap
 

@@ -64,6 +64,15 @@ def set_cores(spec=None):
     return _cores
 
 
+def pin_cores(cs):
+    """Pins this process (and so everything it starts) to cores cs, checked already by
+    parse_cores: a run over several sets of cores moves from one to the next."""
+    global _cores
+    _cores = sorted(cs)
+    os.sched_setaffinity(0, _cores)
+    return _cores
+
+
 def cores():
     return list(_cores)
 

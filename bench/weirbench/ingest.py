@@ -18,10 +18,10 @@ from pathlib import Path
 
 from . import charts
 from .common import (BENCH, Checks, add_cores_option, add_family_options, add_rates,
-                     binaries, build_flink, check_result, compare, flink_cmd,
-                     generate_bid_file, interleaved, log, print_comparisons, run,
-                     run_baseline, run_header, toml_str, weir_cmd, weir_reports,
-                     write_results)
+                     binaries, build_flink, check_result, compare, cores, flink_cmd,
+                     format_cores, generate_bid_file, interleaved, log, parse_cores,
+                     pin_cores, print_comparisons, run, run_baseline, run_header, toml_str,
+                     weir_cmd, weir_reports, write_results)
 
 INGEST = BENCH / "ingest"
 INGEST_QUERIES = ["q0", "q1", "q2", "q5", "q7", "tumble"]
@@ -113,16 +113,23 @@ def run_ingest_flink(classpath, query, path, fmt, p, digest=True):
     return {**measured(proc), **proc.last_json()}  # seconds: the job's net runtime
 
 
+def core_set(r):
+    """The cores a result ran on, as taskset -c writes them ("0,1")."""
+    return format_cores(r.get("cores", []))
+
+
 def comparisons(results):
-    """Per format and query: each engine's best thread count on the run's cores, and
-    weir's rate over each other engine's, by wall time and per CPU second."""
+    """Per set of cores, format and query: each engine's best thread count on those
+    cores, and weir's rate over each other engine's, by wall time and per CPU second."""
     out = []
-    for fmt in dict.fromkeys(r["format"] for r in results):
-        for q in dict.fromkeys(r["query"] for r in results if r["format"] == fmt):
-            group = [r for r in results if r["format"] == fmt and r["query"] == q]
-            c = compare(group, ["weir", "raw", "duckdb", "flink"], "records")
-            if c["weir_vs"]:
-                out.append({"format": fmt, "query": q, **c})
+    for cs in dict.fromkeys(core_set(r) for r in results):
+        on = [r for r in results if core_set(r) == cs]
+        for fmt in dict.fromkeys(r["format"] for r in on):
+            for q in dict.fromkeys(r["query"] for r in on if r["format"] == fmt):
+                group = [r for r in on if r["format"] == fmt and r["query"] == q]
+                c = compare(group, ["weir", "raw", "duckdb", "flink"], "records")
+                if c["weir_vs"]:
+                    out.append({"cores": cs, "format": fmt, "query": q, **c})
     return out
 
 
@@ -132,13 +139,17 @@ def add_scaling(results):
         if r["parallelism"] == 2:
             one = next((x for x in results if x["engine"] == r["engine"]
                         and x["query"] == r["query"] and x["format"] == r["format"]
-                        and x["parallelism"] == 1), None)
+                        and core_set(x) == core_set(r) and x["parallelism"] == 1), None)
             if one:
                 r["scaling_2_vs_1"] = r["records_per_s"] / one["records_per_s"]
 
 
 def cmd_ingest(args):
+    core_sets = [parse_cores(c) for c in args.core_sets.split(";")] if args.core_sets \
+        else [cores()]
     header = run_header("ingest", args.build_dir)
+    header["cores"] = sorted(set().union(*core_sets))
+    header["core_sets"] = [format_cores(c) for c in core_sets]
     queries = args.queries.split(",") if args.queries else INGEST_QUERIES
     formats = args.formats.split(",")
     engines = args.engines.split(",")
@@ -156,12 +167,17 @@ def cmd_ingest(args):
     started = time.time()
     for q in queries:
         expected = run_baseline(baseline, q, args.events, digest=True)
-        for fmt in formats:  # both formats per query, so that a run cut short has both
+        # Every set of cores in turn (each pinning the runner and all it starts),
+        # both formats per set, so that a run cut short has both.
+        for cs, fmt in [(c, f) for c in core_sets for f in formats]:
+            pin_cores(cs)
             path, bids = files[fmt]
             configs = [("raw", 1)] if "raw" in engines else []
+            # With several sets, a set runs the thread counts it has cores for.
+            ps = [p for p in parallelisms if len(core_sets) == 1 or p <= len(cs)]
             for engine in ("weir", "duckdb", "flink"):
                 if engine in engines:
-                    configs += [(engine, p) for p in parallelisms]
+                    configs += [(engine, p) for p in ps]
 
             def one(engine, p, digest):
                 if engine == "raw":
@@ -188,7 +204,8 @@ def cmd_ingest(args):
                 configs, args.repeat,
                 lambda c, r: checked.pop(c) if c in checked else one(*c, c[0] == "flink"),
                 lambda c: args.flink_repeat if c[0] == "flink" else None)
-            loads += [{"format": fmt, "query": q, **x} for x in round_loads]
+            loads += [{"cores": format_cores(cs), "format": fmt, "query": q, **x}
+                      for x in round_loads]
             for (engine, p), rs in runs.items():
                 b = dict(min(rs, key=lambda x: x["seconds"]))
                 b.update(engine=engine, query=q, format=fmt, parallelism=p, bids=bids,
@@ -198,8 +215,9 @@ def cmd_ingest(args):
                 if engine != "raw":
                     b["rows"] = expected["rows"] if b["check"].startswith("ok") else b["rows"]
                 results.append(b)
-                log(f"bench: ingest {fmt} {q} {engine} p={p}: {b['records_per_s']:,.0f} "
-                    f"records/s (best of {len(rs)})")
+                log(f"bench: ingest cores {format_cores(cs)} {fmt} {q} {engine} p={p}: "
+                    f"{b['records_per_s']:,.0f} records/s, {b['cpu_seconds']:.2f} CPU s "
+                    f"(best of {len(rs)})")
             # The report so far, so that a run cut short keeps what it measured.
             ingest_report(args, header, files, formats, loads, started, results, False)
     report = ingest_report(args, header, files, formats, loads, started, results, True)
@@ -232,32 +250,36 @@ def ingest_report(args, header, files, formats, loads, started, results, complet
 
 
 def print_ingest_table(report):
-    print(f"on cores {','.join(map(str, report['cores']))}")
-    print(f"{'fmt':5} {'query':6} {'engine':7} {'p':>2} {'records/s':>12} "
-          f"{'records/cpu s':>13} {'2 vs 1':>6}  check")
+    print(f"{'cores':5} {'fmt':5} {'query':6} {'engine':7} {'p':>2} {'time s':>7} "
+          f"{'CPU s':>6} {'records/s':>12} {'records/cpu s':>13} {'2 vs 1':>6}  check")
     for r in report["results"]:
         s = f"{r['scaling_2_vs_1']:.2f}" if "scaling_2_vs_1" in r else ""
-        print(f"{r['format']:5} {r['query']:6} {r['engine']:7} {r['parallelism']:>2} "
+        print(f"{core_set(r):5} {r['format']:5} {r['query']:6} {r['engine']:7} "
+              f"{r['parallelism']:>2} {r['seconds']:>7.2f} {r.get('cpu_seconds', 0):>6.2f} "
               f"{r['records_per_s']:>12,.0f} {r.get('records_per_cpu_s', 0):>13,.0f} "
               f"{s:>6}  {r['check']}")
-    print_comparisons(report["comparisons"], ("format", "query"))
+    print_comparisons([{**c, "cores": f"cores {c.get('cores', '')}"}
+                       for c in report["comparisons"]], ("cores", "format", "query"))
 
 
 NAMES = {"raw": "raw loop", "weir": "weir p=", "duckdb": "DuckDB ", "flink": "Flink p="}
 
 
 def ingest_markdown(report):
-    """The README's tables, per format: million records/s per engine and thread count,
-    then weir's rate over each engine's best, by wall time and per CPU second."""
+    """The README's tables, per format and set of cores: million records/s per engine and
+    thread count (CPU seconds in brackets), then weir's rate over each engine's best on
+    those cores, by wall time and per CPU second."""
     results, out = report["results"], []
-    cores = ",".join(map(str, report["cores"]))
-    for fmt in report["files"]:
-        rows = [r for r in results if r["format"] == fmt]
+    for fmt, cs in [(f, c) for f in report["files"]
+                    for c in dict.fromkeys(core_set(r) for r in results)]:
+        rows = [r for r in results if r["format"] == fmt and core_set(r) == cs]
+        if not rows:
+            continue
         configs = list(dict.fromkeys((r["engine"], r["parallelism"]) for r in rows))
         others = [e for e in ("raw", "duckdb", "flink") if any(c[0] == e for c in configs)]
         out.append(f"**{fmt}** ({report['files'][fmt]['bids']:,} bids, "
-                   f"{report['files'][fmt]['bytes'] / 2**20:,.0f} MiB, cores {cores}), "
-                   f"million records/s:\n")
+                   f"{report['files'][fmt]['bytes'] / 2**20:,.0f} MiB, cores {cs}), "
+                   f"million records/s (CPU s):\n")
         out.append("| query | " + " | ".join(NAMES[e] + ("" if e == "raw" else str(p))
                                              for e, p in configs)
                    + "".join(f" | weir/{NAMES[e].split()[0]} (wall, CPU)" for e in others)
@@ -269,9 +291,10 @@ def ingest_markdown(report):
                 r = next((x for x in rows if x["query"] == q and x["engine"] == e
                           and x["parallelism"] == p), None)
                 mark = "" if r is None or r["check"].startswith("ok") else " (MISMATCH)"
-                cells.append("-" if r is None else f"{r['records_per_s'] / 1e6:.2f}{mark}")
-            comp = next((c for c in report["comparisons"]
-                         if c["format"] == fmt and c["query"] == q), {"weir_vs": {}})
+                cpu = f" ({r['cpu_seconds']:.2f})" if r and r.get("cpu_seconds") else ""
+                cells.append("-" if r is None else f"{r['records_per_s'] / 1e6:.2f}{cpu}{mark}")
+            comp = next((c for c in report["comparisons"] if c["format"] == fmt
+                         and c["query"] == q and c.get("cores", cs) == cs), {"weir_vs": {}})
             for e in others:
                 ratio = comp["weir_vs"].get(e)
                 cells.append("-" if ratio is None else f"{ratio['wall']:.2f}, " + (
@@ -326,6 +349,9 @@ def add_parser(sub):
     ing.add_argument("--chart", help="also write a PNG bar chart per format here")
     ing.add_argument("--json", action="store_true")
     ing.add_argument("--markdown", action="store_true", help="print the README's table")
+    ing.add_argument("--core-sets", help="sets of cores run one after another in this run, "
+                     "';'-separated, e.g. '0;0,1': every engine pinned to each set in turn, "
+                     "at the thread counts the set has cores for (default: --cores)")
     add_family_options(ing, "ingest", cmd_ingest)
 
     ic = sub.add_parser("ingest-check", help="weir's ingest queries give the baseline's result")

@@ -480,10 +480,26 @@ private:
 
   // True if the key text at `k` (after its opening quote, before `end`) is
   // `name` followed by its closing quote.
-  static bool same_key(const char* k, const char* end, const std::string& name) noexcept {
+  // True if the key text at `k` (after its opening quote, before `end`) is
+  // the key seen at position `at` last time followed by its closing quote.
+  // The first 8 bytes are compared as one word against the word kept for
+  // it (the text has decode_many_padding or SIMDJSON_PADDING readable bytes
+  // after `end`): Nexmark's field names are 3 to 9 bytes, and this runs for
+  // every key of every record, where a call to memcmp cost more than the
+  // comparison (docs/internals/cost-of-a-record.md).
+  bool same_key(std::size_t at, const char* k, const char* end) const noexcept {
+    const std::string& name = seen_names_[at];
     const std::size_t n = name.size();
-    return static_cast<std::size_t>(end - k) > n && k[n] == '"'
-           && std::memcmp(k, name.data(), n) == 0;
+    if (static_cast<std::size_t>(end - k) <= n || k[n] != '"')
+      return false;
+    std::uint64_t w = 0;
+    std::memcpy(&w, k, sizeof w);
+    if ((w & seen_masks_[at]) != seen_words_[at])
+      return false;
+    for (std::size_t j = sizeof w; j < n; ++j)
+      if (k[j] != name[j])
+        return false;
+    return true;
   }
 
   // The field index of `key` (npos: not read), remembered per key position,
@@ -497,12 +513,21 @@ private:
       if (pos < 256) {
         seen_names_.resize(pos + 1);
         seen_index_.resize(pos + 1, npos);
+        seen_words_.resize(pos + 1, 0);
+        seen_masks_.resize(pos + 1, 0);
       } else {
         return idx;
       }
     }
     seen_names_[pos].assign(key);
     seen_index_[pos] = idx;
+    std::uint64_t w = 0;
+    const std::size_t head = std::min(key.size(), sizeof w);
+    std::memcpy(&w, key.data(), head);
+    seen_words_[pos] = w;
+    unsigned char ones[sizeof w] = {};
+    std::memset(ones, 0xff, head);
+    std::memcpy(&seen_masks_[pos], ones, sizeof w); // the bytes of the key, in memory order
     return idx;
   }
 
@@ -550,7 +575,7 @@ private:
         return false;
       std::size_t i = npos;
       const std::size_t at = pos++;
-      if (at < seen_names_.size() && same_key(k, end, seen_names_[at])) {
+      if (at < seen_names_.size() && same_key(at, k, end)) {
         // The key seen at this position last time (never one with a
         // backslash, so k[n] is the closing quote): no scan for the quote.
         i = seen_index_[at];
@@ -633,12 +658,27 @@ private:
         continue;
       }
       const auto& sl = fast_[i];
+      // column::append_* spelled out, so that they inline here (they live
+      // in another library): a call per field of every record otherwise.
       switch (sl.kind) {
         case fast_slot::null: c.append_null(); break;
-        case fast_slot::integer: c.append_int(sl.i); break;
-        case fast_slot::floating: c.append_float(sl.f); break;
-        case fast_slot::boolean: c.append_bool(sl.i != 0); break;
-        case fast_slot::text: c.append_string(sl.s); break;
+        case fast_slot::integer:
+          c.validity.push_back(1);
+          c.ints.push_back(sl.i);
+          break;
+        case fast_slot::floating:
+          c.validity.push_back(1);
+          c.floats.push_back(sl.f);
+          break;
+        case fast_slot::boolean:
+          c.validity.push_back(1);
+          c.bools.push_back(sl.i != 0 ? 1 : 0);
+          break;
+        case fast_slot::text:
+          c.validity.push_back(1);
+          c.chars.append(sl.s);
+          c.offsets.push_back(static_cast<std::uint32_t>(c.chars.size()));
+          break;
       }
     }
     return rc_.commit(out, reason);
@@ -966,6 +1006,8 @@ private:
   std::vector<fast_slot> fast_;
   std::vector<std::string> seen_names_; ///< per key position: the key last seen there
   std::vector<std::size_t> seen_index_; ///< ... and its field (npos: not read)
+  std::vector<std::uint64_t> seen_words_; ///< ... its first 8 bytes, zero-padded
+  std::vector<std::uint64_t> seen_masks_; ///< ... and the mask of those bytes
   scan_resume resume_;
   std::string utf8_scratch_;
   std::unique_ptr<simdjson::dom::parser> deep_parser_;

@@ -208,6 +208,47 @@ TEST_CASE("jsonl decode_many decodes a clean chunk from one stream, bad lines pe
   CHECK(c.batched > 300);
 }
 
+TEST_CASE("jsonl decode_many tells apart keys that share their first 8 bytes or a length") {
+  // The walk compares a key with the one seen at its position last time a
+  // word of 8 bytes at a time: keys equal in their first 8 bytes, keys one
+  // byte longer or shorter, and keys differing in their last byte must each
+  // find their own field (or none).
+  decoder_options o;
+  o.kind = format_kind::jsonl;
+  o.schema = make_schema({{"date_time", type_id::timestamp},
+                          {"abcdefgh", type_id::int64},
+                          {"abc", type_id::string}});
+  o.event_time_field = "date_time";
+  const std::vector<std::string> shapes = {
+    R"({"date_time": 1, "abcdefgh": 2, "abc": "x"})",
+    R"({"date_timf": 9, "abcdefgi": 9, "abd": "no", "date_time": 3, "abcdefgh": 4, "abc": "y"})",
+    R"({"date_tim": 9, "abcdefg": 9, "ab": "no", "date_time": 5, "abcdefgh": 6, "abc": "z"})",
+    R"({"date_timee": 9, "abcdefghh": 9, "abcd": "no", "date_time": 7, "abcdefgh": 8, "abc": "w"})",
+    R"({"abc": "v", "abcdefgh": 10, "date_time": 11})",
+  };
+  std::string text;
+  for (int round = 0; round < 40; ++round)
+    for (std::size_t s = 0; s < shapes.size(); ++s)
+      text += shapes[(s + static_cast<std::size_t>(round)) % shapes.size()] + "\n";
+  auto c = check_same(o, text);
+  CHECK(c.batched >= 190); // all but a stream's last line go the batched way
+  auto dec = decoder(o);
+  auto got = run_many(*dec, text, false);
+  REQUIRE(got.rows.size() == 200);
+  for (std::size_t r = 0; r < got.rows.size(); ++r) {
+    CAPTURE(r);
+    const auto shape = (r % shapes.size() + r / shapes.size()) % shapes.size();
+    const std::vector<std::vector<value>> want = {
+      {std::int64_t{1}, std::int64_t{2}, std::string{"x"}},
+      {std::int64_t{3}, std::int64_t{4}, std::string{"y"}},
+      {std::int64_t{5}, std::int64_t{6}, std::string{"z"}},
+      {std::int64_t{7}, std::int64_t{8}, std::string{"w"}},
+      {std::int64_t{11}, std::int64_t{10}, std::string{"v"}},
+    };
+    CHECK(got.rows[r] == want[shape]);
+  }
+}
+
 TEST_CASE("jsonl decode_many stops at max_rows, max_records and max_start as the per-line path") {
   std::string text;
   for (int i = 0; i < 120; ++i) {
