@@ -531,6 +531,11 @@ expected<compiled_script, diagnostics> compiler::run() {
     try {
       statement(*st, at);
     } catch (const statement_error&) {
+    } catch (const std::exception& e) {
+      // A parse tree of a shape this walk does not expect: refused, never a
+      // crash or a guess.
+      report(at, std::string{"this statement is not supported (its parse tree: "} + e.what()
+                   + ")");
     }
   }
   if (diags_.empty()) {
@@ -829,7 +834,8 @@ relation compiler::resolve_table(const std::string& name, std::size_t at) {
 void compiler::create_view(element body, std::size_t at, bool sink) {
   auto view = get(body, "view");
   std::string name = view ? str(*view, "relname") : "";
-  std::size_t name_at = view ? location(*view, at) : at;
+  std::size_t name_at = view && num(*view, "location", -1) >= 0
+                          ? static_cast<std::size_t>(num(*view, "location")) : at;
   if (tables_.count(name) || views_.count(name) || sinks_done_.count(name))
     fail(name_at, "'" + name + "' is already defined");
   auto query = get(body, "query");
@@ -867,7 +873,8 @@ void compiler::create_view(element body, std::size_t at, bool sink) {
 void compiler::insert(element body, std::size_t at) {
   auto rel = get(body, "relation");
   std::string name = rel ? str(*rel, "relname") : "";
-  std::size_t name_at = rel ? location(*rel, at) : at;
+  std::size_t name_at = rel && num(*rel, "location", -1) >= 0
+                          ? static_cast<std::size_t>(num(*rel, "location")) : at;
   auto t = tables_.find(name);
   if (t == tables_.end()) {
     std::vector<std::string> known;
@@ -1286,7 +1293,7 @@ expr_text compiler::expression(element e, scope& s, std::size_t at) {
       out.mark(where);
       out.text += o == "<>" ? " not in (" : " in (";
       bool first = true;
-      for (auto x : items(get(*r, "items"))) {
+      for (auto x : items(get(node_of(*r).second, "items"))) {
         if (!first)
           out.text += ", ";
         first = false;
@@ -1303,7 +1310,9 @@ expr_text compiler::expression(element e, scope& s, std::size_t at) {
       return out;
     }
     if (kind == "AEXPR_BETWEEN" || kind == "AEXPR_NOT_BETWEEN") {
-      auto bounds = items(get(*r, "items"));
+      auto bounds = items(get(node_of(*r).second, "items"));
+      if (bounds.size() != 2)
+        unsupported(where, "BETWEEN SYMMETRIC", "x BETWEEN low AND high");
       bool neg = kind == "AEXPR_NOT_BETWEEN";
       out.text += neg ? "not (" : "(";
       child(out, *l, s, at);
@@ -1507,7 +1516,7 @@ relation compiler::from_item(element item, std::string& alias, std::size_t at,
     return resolve_table(name, where);
   }
   if (type == "JoinExpr")
-    unsupported(where, "a join", "regular joins need changelog streams; window joins and "
+    unsupported(get(body, "rarg") ? location(*get(body, "rarg"), where) : where, "a join", "regular joins need changelog streams; window joins and "
                                  "interval joins come with the next SQL slice (the TOML "
                                  "kinds window_join and interval_join have them now)");
   if (type == "RangeSubselect") {
@@ -1622,7 +1631,10 @@ relation compiler::lower_query(element q, std::size_t at, const std::string& pre
     unsupported(at, "SELECT DISTINCT", "GROUP BY window_start, window_end, the columns, over "
                                        "a window function");
   if (auto sort = items(get(q, "sortClause")); !sort.empty())
-    unsupported(location(sort.front(), at), "ORDER BY",
+    unsupported(get(node_of(sort.front()).second, "node")
+                  ? location(*get(node_of(sort.front()).second, "node"), at)
+                  : at,
+                "ORDER BY",
                 "a stream has no end to sort at; window Top-N (ROW_NUMBER() OVER (PARTITION "
                 "BY window_start ... ORDER BY ...) <= N) comes with the next SQL slice");
   if (get(q, "limitCount") || get(q, "limitOffset"))
@@ -2060,6 +2072,11 @@ load_sql(std::string_view text, const std::string& path, const config::load_opti
       if (n.rfind("in [", 0) != 0)
         notes.push_back(std::move(n));
     d.notes = std::move(notes);
+    // The loader's keys are the script's WITH options and SET names.
+    if (d.message.rfind("unknown key '", 0) == 0)
+      d.message = "unknown option '" + d.message.substr(13);
+    if (d.message.rfind("missing required key '", 0) == 0)
+      d.message = "missing required option '" + d.message.substr(22);
   }
   config::sort_diagnostics(ds);
   return std::move(ds);
