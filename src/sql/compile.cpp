@@ -202,6 +202,25 @@ std::vector<std::string> names(std::optional<element> list) {
   return out;
 }
 
+// The offset of the first character at or after `j` that is neither
+// white space nor inside a comment (-- to the end of the line, /* */).
+std::size_t skip_blanks(std::string_view text, std::size_t j) {
+  while (j < text.size()) {
+    if (std::isspace(static_cast<unsigned char>(text[j]))) {
+      ++j;
+    } else if (text.substr(j, 2) == "--") {
+      while (j < text.size() && text[j] != '\n')
+        ++j;
+    } else if (text.substr(j, 2) == "/*") {
+      auto end = text.find("*/", j + 2);
+      j = end == std::string_view::npos ? text.size() : end + 2;
+    } else {
+      break;
+    }
+  }
+  return j;
+}
+
 // --- positions --------------------------------------------------------------
 
 class positions {
@@ -433,22 +452,7 @@ private:
 std::string compiler::rewrite_keywords(std::string text) {
   std::size_t i = 0;
   bool statement_start = true;
-  auto skip_space = [&](std::size_t j) {
-    while (j < text.size()) {
-      if (std::isspace(static_cast<unsigned char>(text[j]))) {
-        ++j;
-      } else if (text.compare(j, 2, "--") == 0) {
-        while (j < text.size() && text[j] != '\n')
-          ++j;
-      } else if (text.compare(j, 2, "/*") == 0) {
-        auto end = text.find("*/", j + 2);
-        j = end == std::string::npos ? text.size() : end + 2;
-      } else {
-        break;
-      }
-    }
-    return j;
-  };
+  auto skip_space = [&](std::size_t j) { return skip_blanks(text, j); };
   auto word_at = [&](std::size_t j, std::string_view w) {
     if (j + w.size() > text.size() || lower(text.substr(j, w.size())) != w)
       return false;
@@ -524,8 +528,7 @@ expected<compiled_script, diagnostics> compiler::run() {
     auto st = get(s, "stmt");
     std::size_t at = static_cast<std::size_t>(num(s, "stmt_location", 0));
     // Skip the blanks and comments before the statement.
-    while (at < text_.size() && std::isspace(static_cast<unsigned char>(text_[at])))
-      ++at;
+    at = skip_blanks(text_, at);
     if (!st)
       continue;
     try {
@@ -751,15 +754,24 @@ void compiler::emit_source(table_def& t, std::size_t) {
   line("name = " + toml_str(t.name), t.at);
   std::map<std::string, std::vector<const option*>> tables;
   std::vector<std::string> table_order;
-  for (const auto& o : t.options) {
+  // event_time = 'ts' is event_time.field, watermark = '5s' is
+  // watermark.max_out_of_orderness (merged with other watermark.* options).
+  std::vector<option> opts = t.options;
+  for (auto& o : opts) {
+    if (o.key == "event_time")
+      o.key = "event_time.field";
+    else if (o.key == "watermark")
+      o.key = "watermark.max_out_of_orderness";
+  }
+  for (std::size_t i = 0; i < opts.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (opts[i].key == opts[j].key)
+        fail(opts[i].at, "option '" + opts[i].key + "' is given twice");
+  for (const auto& o : opts) {
     if (o.key == "connector") {
       line("type = " + toml_str(o.raw), o.at);
     } else if (o.key == "format") {
       line("format = " + toml_str(o.raw == "json" ? "jsonl" : o.raw), o.at);
-    } else if (o.key == "event_time") {
-      line("event_time = { field = " + toml_str(o.raw) + " }", o.at);
-    } else if (o.key == "watermark") {
-      line("watermark = { max_out_of_orderness = " + toml_str(o.raw) + " }", o.at);
     } else if (auto dot = o.key.find('.'); dot != std::string::npos) {
       auto table = o.key.substr(0, dot);
       if (!tables.count(table))
@@ -770,7 +782,7 @@ void compiler::emit_source(table_def& t, std::size_t) {
     }
   }
   for (const auto& table : table_order) {
-    for (const auto& o : t.options)
+    for (const auto& o : opts)
       if (o.key == table)
         fail(o.at, "option '" + table + "' is given both as a value and as " + table
                      + ".<key> options");
@@ -1404,7 +1416,7 @@ expr_text compiler::expression(element e, scope& s, std::size_t at) {
     // The operand's type: compiled against the scope's columns (an
     // aggregated scope's columns are only known later: taken as is).
     std::optional<type_id> from;
-    if (!s.aggregated || s.in_aggregate) {
+    {
       schema sc = make(s.rel->columns);
       if (auto c = expr::compile(inner.text, sc))
         from = c->result_type();
