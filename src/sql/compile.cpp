@@ -379,8 +379,16 @@ private:
     report(at, std::move(message), std::move(notes));
     throw statement_error{};
   }
+  // The offset in the script of offset `at` of the text the parser read.
+  std::size_t original(std::size_t at) const {
+    std::size_t shift = 0;
+    for (auto w : inserted_)
+      if (w < at)
+        shift += std::min<std::size_t>(2, at - w);
+    return at - shift;
+  }
   void report(std::size_t at, std::string message, std::vector<std::string> notes = {}) {
-    auto [line, col] = pos_.at(at);
+    auto [line, col] = pos_.at(original(at));
     diags_.push_back({path_, line, col, std::move(message), std::move(notes)});
   }
   [[noreturn]] void unsupported(std::size_t at, std::string_view what, std::string instead) {
@@ -436,6 +444,7 @@ private:
   positions pos_;
   diagnostics diags_;
   std::set<std::size_t> sink_statements; // offsets of CREATE SINK statements
+  std::vector<std::size_t> inserted_;     // where "()" was inserted
   std::set<std::string> insert_targets;
 
   std::map<std::string, table_def> tables_;
@@ -465,8 +474,25 @@ std::string compiler::rewrite_keywords(std::string text) {
       std::size_t j = skip_space(i);
       if (word_at(j, "create")) {
         std::size_t k = skip_space(j + 6);
+        bool table = word_at(k, "table");
         if (word_at(k, "source")) {
           text.replace(k, 6, "TABLE ");
+          table = true;
+        }
+        if (table) {
+          // CREATE SOURCE name WITH (...), no column list (a format with a
+          // schema of its own): PostgreSQL needs "()", inserted and
+          // remembered so that offsets after it map back.
+          std::size_t n = skip_space(k + 6);
+          while (n < text.size()
+                 && (std::isalnum(static_cast<unsigned char>(text[n])) || text[n] == '_'
+                     || text[n] == '.' || text[n] == '"'))
+            ++n;
+          std::size_t w = skip_space(n);
+          if (w > n && word_at(w, "with")) {
+            text.insert(w, "()");
+            inserted_.push_back(w);
+          }
         } else if (word_at(k, "sink")) {
           text.replace(k, 4, "VIEW");
           sink_statements.insert(j);
@@ -499,7 +525,8 @@ expected<compiled_script, diagnostics> compiler::run() {
   PgQueryParseResult parsed = pg_query_parse(sql_.c_str());
   if (parsed.error) {
     std::size_t at = parsed.error->cursorpos > 0
-                       ? pos_.byte_of_char(static_cast<std::size_t>(parsed.error->cursorpos - 1))
+                       ? positions{sql_}.byte_of_char(
+                           static_cast<std::size_t>(parsed.error->cursorpos - 1))
                        : 0;
     std::string message = parsed.error->message;
     pg_query_free_parse_result(parsed);
@@ -528,7 +555,7 @@ expected<compiled_script, diagnostics> compiler::run() {
     auto st = get(s, "stmt");
     std::size_t at = static_cast<std::size_t>(num(s, "stmt_location", 0));
     // Skip the blanks and comments before the statement.
-    at = skip_blanks(text_, at);
+    at = skip_blanks(sql_, at);
     if (!st)
       continue;
     try {
@@ -567,8 +594,10 @@ expected<compiled_script, diagnostics> compiler::run() {
   auto put = [&](const toml_line& l) {
     out.toml += l.text;
     out.toml += '\n';
-    out.line_origin.push_back(l.origin);
+    out.line_origin.push_back(original(l.origin));
     out.line_expressions.push_back(l.expression);
+    for (auto& [piece, sql] : out.line_expressions.back().pieces)
+      sql = original(sql);
   };
   auto header = [&](std::string text, std::size_t origin) {
     toml_line l;

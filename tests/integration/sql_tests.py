@@ -251,6 +251,10 @@ ERRORS = [
      "FROM tumble(bids, url, INTERVAL '10' SECOND)\n"
      "GROUP BY window_start, window_end, auction;",
      "url", "tumble() windows on bids's event time 'date_time', not 'url'"),
+    # A source without a column list (a format with its own schema).
+    ("CREATE SOURCE logs WITH (connector = 'file', format = 'apache_combined', "
+     "path = 'bids.jsonl'); CREATE SINK s WITH (connector = 'stdout') AS SELECT pth FROM logs;",
+     "pth", "unknown field 'pth', did you mean 'path'?"),
     ("CREATE TABLE out (a BIGINT) WITH (connector = 'stdout');\n"
      "INSERT INTO out SELECT auction, price FROM bids;",
      "INTO ^out", "the query gives 2 columns but 1 is declared"),
