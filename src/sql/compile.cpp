@@ -1081,7 +1081,11 @@ type_id compiler::check(const expr_text& e, const std::vector<field>& cols, bool
       if (piece <= err.offset)
         at = sql;
   }
-  fail(at, err.message);
+  // SQL says column where weir's expressions say field.
+  std::string message = err.message;
+  if (message.rfind("unknown field '", 0) == 0)
+    message = "unknown column '" + message.substr(15);
+  fail(at, message);
 }
 
 std::string compiler::column_ref(element body, scope& s, std::size_t at) {

@@ -221,7 +221,7 @@ def position(script, marker):
 ERRORS = [
     # (statement after the source, where the first diagnostic points, message)
     ("CREATE SINK s WITH (connector = 'stdout') AS SELECT auction, prise FROM bids;",
-     "prise", "unknown field 'prise', did you mean 'price'?"),
+     "prise", "unknown column 'prise', did you mean 'price'?"),
     ("CREATE SINK s WITH (connector = 'stdout') AS SELECT lowr(channel) FROM bids;",
      "lowr", "unknown function 'lowr', did you mean 'lower'?"),
     ("CREATE SINK s WITH (connector = 'stdout') AS SELECT auction FROM bidz;",
@@ -254,7 +254,7 @@ ERRORS = [
     # A source without a column list (a format with its own schema).
     ("CREATE SOURCE logs WITH (connector = 'file', format = 'apache_combined', "
      "path = 'bids.jsonl'); CREATE SINK s WITH (connector = 'stdout') AS SELECT pth FROM logs;",
-     "pth", "unknown field 'pth', did you mean 'path'?"),
+     "pth", "unknown column 'pth', did you mean 'path'?"),
     ("CREATE TABLE out (a BIGINT) WITH (connector = 'stdout');\n"
      "INSERT INTO out SELECT auction, price FROM bids;",
      "INTO ^out", "the query gives 2 columns but 1 is declared"),
