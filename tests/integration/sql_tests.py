@@ -13,6 +13,7 @@
   did-you-mean, a type error, a bad window size found by the loader).
 - unsupported: ORDER BY, a join, GROUP BY without a window, each named as not
   supported yet, exit 2.
+- serve: `weir serve q.sql` runs the tumbling query to the same result.
 """
 import json
 import random
@@ -297,3 +298,18 @@ def test_unsupported(sandbox, case):
     lines = p.stderr.splitlines()
     assert lines[0] == f"bad.sql:{where}: error: {message}", p.stderr
     assert lines[1].startswith("  hint: "), p.stderr
+
+
+def test_serve(work, serve, seed):
+    """`weir serve q.sql` runs a script as it runs a TOML pipeline."""
+    from weirtest import wait_until
+    from weirtest.server import job_state
+    rows = make_bids(seed)
+    (work / "bids.jsonl").write_text("".join(json.dumps(b) + "\n" for b in rows))
+    (work / "q.sql").write_text(SOURCE_SQL + QUERIES["tumbling"][0])
+    s = serve(pipelines=["q.sql"])
+    [jid] = s.ids
+    wait_until(lambda: job_state(s, jid) in ("FINISHED", "FAILED"), "the SQL job to end", 60)
+    assert job_state(s, jid) == "FINISHED", s.stderr()
+    assert multiset(read_jsonl(work / "out.jsonl")) == multiset(tumble(rows, 10_000))
+    s.stop()
