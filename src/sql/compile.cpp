@@ -530,7 +530,26 @@ expected<compiled_script, diagnostics> compiler::run() {
                        : 0;
     std::string message = parsed.error->message;
     pg_query_free_parse_result(parsed);
-    report(at, message);
+    // Flink SQL's spellings the PostgreSQL grammar does not have.
+    std::vector<std::string> notes;
+    std::size_t stmt = at;
+    while (stmt > 0 && sql_[stmt - 1] != ';')
+      --stmt;
+    std::string before = lower(std::string_view{sql_}.substr(stmt, at - stmt));
+    auto word = [&](std::string_view w) {
+      auto b = before.find_last_not_of(" \t\r\n");
+      return b != std::string::npos && b + 1 >= w.size()
+             && before.compare(b + 1 - w.size(), w.size(), w) == 0;
+    };
+    if (word("watermark"))
+      notes.push_back("hint: event time and watermarks are WITH options: WITH (..., "
+                      "event_time = 'ts', watermark = '5s')");
+    else if (word("set") && at < sql_.size() && sql_[at] == '\'')
+      notes.push_back("hint: write the key without quotes: SET job.parallelism = 2");
+    else if (word("(") && at < sql_.size() && lower(sql_.substr(at, 6)) == "table ")
+      notes.push_back("hint: a window function takes the table's name alone: tumble(bids, "
+                      "date_time, INTERVAL '10' SECOND)");
+    report(at, message, notes);
     return std::move(diags_);
   }
   simdjson::dom::parser json;

@@ -231,6 +231,9 @@ ERRORS = [
      "+", "operator '+' needs numbers, got int64 and string"),
     ("CREATE SINK s WITH (connector = 'stdout') AS SELECT auction FROM bids WHERE price >;",
      ">^;", 'syntax error at or near ";"'),
+    ("CREATE SINK s WITH (connector = 'stdout') AS\n"
+     "SELECT count(*) AS n FROM tumble(TABLE bids, DESCRIPTOR(date_time), INTERVAL '1' SECOND)\n"
+     "GROUP BY window_start, window_end;", "TABLE", 'syntax error at or near "TABLE"'),
     ("CREATE SINK s WITH (connector = 'stdot') AS SELECT auction FROM bids;",
      "connector", "unknown sink type 'stdot'"),
     ("CREATE SINK s WITH (connector = 'file', path = 'o.jsonl', formt = 'json') AS\n"
