@@ -217,6 +217,21 @@ expected<compiled_script, diagnostics> compiler::run() {
 
 void compiler::statement(element stmt, std::size_t at) {
   auto [type, body] = node_of(stmt);
+  // A table or view whose definition fails is remembered: the statements
+  // that read it are skipped silently, so one error does not cascade.
+  std::string defines;
+  if (auto rel = get(body, type == "ViewStmt" ? "view" : "relation"); rel && type != "InsertStmt")
+    defines = str(*rel, "relname");
+  try {
+    define(type, body, at);
+  } catch (...) {
+    if (!defines.empty())
+      failed_.insert(defines);
+    throw;
+  }
+}
+
+void compiler::define(const std::string& type, element body, std::size_t at) {
   if (type == "CreateStmt")
     return create_table(body, at);
   if (type == "ViewStmt")
@@ -425,6 +440,8 @@ void compiler::emit_source(table_def& t, std::size_t) {
 }
 
 relation compiler::resolve_table(const std::string& name, std::size_t at) {
+  if (failed_.count(name))
+    throw statement_error{}; // reported where it was defined
   if (auto v = views_.find(name); v != views_.end())
     return v->second;
   auto t = tables_.find(name);

@@ -13,6 +13,7 @@
   did-you-mean, a type error, a bad window size found by the loader).
 - unsupported: ORDER BY, a join, GROUP BY without a window, each named as not
   supported yet, exit 2.
+- cascade: a failed view is reported once, not by each query reading it.
 - serve: `weir serve q.sql` runs the tumbling query to the same result.
 """
 import json
@@ -316,3 +317,23 @@ def test_serve(work, serve, seed):
     assert job_state(s, jid) == "FINISHED", s.stderr()
     assert multiset(read_jsonl(work / "out.jsonl")) == multiset(tumble(rows, 10_000))
     s.stop()
+
+
+def test_cascade(sandbox):
+    """A view whose definition fails is reported once, not again by each
+    statement that reads it; an unrelated error is still reported."""
+    sandbox.write("bids.jsonl", "")
+    script = (SOURCE_SQL
+              + "CREATE VIEW v AS SELECT auction, prise FROM bids;\n"
+              + "CREATE SINK a WITH (connector = 'stdout') AS SELECT * FROM v;\n"
+              + "CREATE SINK b WITH (connector = 'stdout') AS SELECT auction FROM v;\n"
+              + "CREATE SINK c WITH (connector = 'stdout') AS SELECT lowr(url) FROM bids;\n")
+    sandbox.write("bad.sql", script)
+    p = sandbox.run("validate", "bad.sql", expect=2)
+    errors = [line for line in p.stderr.splitlines() if ": error: " in line]
+    assert errors == [
+        f"bad.sql:{position(script, 'prise')}: error: unknown column 'prise', "
+        "did you mean 'price'?",
+        f"bad.sql:{position(script, 'lowr')}: error: unknown function 'lowr', "
+        "did you mean 'lower'?"], p.stderr
+    assert "2 errors; nothing was started" in p.stderr

@@ -402,6 +402,7 @@ private:
 
   std::string rewrite_keywords(std::string text);
   void statement(element stmt, std::size_t stmt_at);
+  void define(const std::string& type, element body, std::size_t at);
   void create_table(element body, std::size_t at);
   void create_view(element body, std::size_t at, bool sink);
   void insert(element body, std::size_t at);
@@ -451,6 +452,7 @@ private:
   std::set<std::size_t> sink_statements; // offsets of CREATE SINK statements
   std::vector<std::size_t> inserted_;     // where "()" was inserted
   std::set<std::string> insert_targets;
+  std::set<std::string> failed_; // tables and views whose definition failed
 
   std::map<std::string, table_def> tables_;
   std::vector<std::string> table_order_;
