@@ -13,7 +13,9 @@
 #include "weir/checkpoint/checkpoint_report.hpp"
 #include "weir/config/loader.hpp"
 #include "weir/core/log_level.hpp"
+#include "weir/runtime/job_graph.hpp"
 #include "weir/runtime/loss_check.hpp"
+#include "weir/sql/sql.hpp"
 #include "weir/server/http_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -24,6 +26,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <memory>
 #include <vector>
 #include <cstdio>
@@ -241,6 +244,68 @@ void print_summary(const weir::job& j, const weir::job_result& r) {
   print_loss_warnings(r, "  ");
 }
 
+/// Whether `path` names a SQL script (".sql"), run through the SQL front end.
+bool is_sql(const std::string& path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".sql") == 0;
+}
+
+/// Loads a TOML pipeline or a SQL script; `toml_out` receives the TOML a
+/// script compiles to.
+weir::expected<std::unique_ptr<weir::job>, std::vector<weir::config::diagnostic>>
+load_any(const std::string& path, const weir::config::load_options& opts,
+         std::string* toml_out = nullptr) {
+  if (is_sql(path))
+    return weir::sql::load_sql_file(path, opts, toml_out);
+  return weir::config::load_pipeline_file(path, opts);
+}
+
+/// `weir explain`: the logical graph, one node a paragraph in id order
+/// (sources first, then operators in topological order, then sinks, as the
+/// loader builds them): name, kind, parallelism, inputs with their
+/// partitioning and key fields, outputs with their schemas. The same text
+/// for a SQL script and its TOML twin when they plan the same job.
+std::string explain_graph(const weir::job& j) {
+  const auto& g = *j.graph();
+  std::ostringstream out;
+  out << "job " << j.options().name << ": parallelism " << j.options().parallelism
+      << ", max_parallelism " << j.options().max_parallelism << "\n";
+  for (const auto& n : g.nodes) {
+    out << "\n#" << n.id << " " << n.name << " (" << n.kind << ", parallelism "
+        << n.parallelism << ")\n";
+    for (const auto& e : g.edges) {
+      if (e.target != n.id)
+        continue;
+      const auto& from = g.nodes.at(e.source);
+      const auto& port = from.outputs.at(e.port);
+      out << "  in";
+      if (n.num_inputs > 1)
+        out << "[" << e.target_input << "]";
+      out << " " << port.name << " from #" << from.id << ": ";
+      switch (e.mode) {
+        case weir::runtime::partitioning::forward: out << "forward"; break;
+        case weir::runtime::partitioning::rebalance: out << "rebalance"; break;
+        case weir::runtime::partitioning::hash: {
+          out << "hash(";
+          for (std::size_t i = 0; i < e.key_fields.size(); ++i)
+            out << (i ? ", " : "") << port.schema->at(e.key_fields[i]).name;
+          out << ")";
+          break;
+        }
+      }
+      out << "\n";
+    }
+    for (const auto& o : n.outputs)
+      out << "  out " << (o.name.empty() ? std::string{"(unnamed side output)"} : o.name) << ": "
+          << (o.schema ? o.schema->to_string() : "") << "\n";
+    if (n.is_source)
+      out << "  watermark: max_out_of_orderness " << n.watermark.max_out_of_orderness.count()
+          << " ms, idle_timeout " << n.watermark.idle_timeout.count() << " ms\n";
+    if (!n.state_descriptor.empty())
+      out << "  state: " << n.state_descriptor << "\n";
+  }
+  return out.str();
+}
+
 #ifdef WEIR_HAVE_SERVER
 /// `weir serve`: loads every pipeline first (a bad one: exit 2, nothing
 /// started), starts the server and the jobs, and serves until SIGINT or
@@ -290,7 +355,7 @@ int serve(const std::vector<std::string>& pipelines, const std::string& listen,
   std::vector<weir::server::pipeline_source> sources;
   std::size_t errors = 0;
   for (const auto& path : pipelines) {
-    auto loaded = weir::config::load_pipeline_file(path);
+    auto loaded = load_any(path, {});
     if (!loaded) {
       std::fprintf(stderr, "%s\n", weir::config::to_string(loaded.error()).c_str());
       errors += loaded.error().size();
@@ -384,7 +449,7 @@ int main(int argc, char** argv) {
     "flag proceeds: --allow-rollback (an older checkpoint) or --fresh (no state).\n"
     "Exit codes: 0 finished; 1 failed or refused to restore; 2 bad configuration;\n"
     "130 / 143 stopped by SIGINT / SIGTERM (128 + the signal).");
-  run->add_option("pipeline", path, "Pipeline TOML file")->required();
+  run->add_option("pipeline", path, "Pipeline TOML file or SQL script (.sql)")->required();
   run->add_option("--batch-size", batch_size,
                   "Override [job] batch_size (1 = a watermark after every record)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
@@ -427,7 +492,12 @@ int main(int argc, char** argv) {
                   "(needs [checkpoint])");
 
   auto* validate = app.add_subcommand("validate", "Check a pipeline and exit");
-  validate->add_option("pipeline", path, "Pipeline TOML file")->required();
+  validate->add_option("pipeline", path, "Pipeline TOML file or SQL script (.sql)")->required();
+
+  // `weir explain`: the logical graph (and for SQL the equivalent TOML).
+  auto* explain = app.add_subcommand(
+    "explain", "Print the logical graph a pipeline plans to (for SQL also its TOML)");
+  explain->add_option("pipeline", path, "Pipeline TOML file or SQL script (.sql)")->required();
 
   // `weir docs`: the key reference (docs/reference/keys.md) from the kinds'
   // key tables.
@@ -458,7 +528,8 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:8081";
   weir::server::server_options serve_options;
   std::string header_timeout;
-  serve_cmd->add_option("pipeline", serve_pipelines, "Pipeline TOML files to run at start");
+  serve_cmd->add_option("pipeline", serve_pipelines,
+                        "Pipeline TOML files or SQL scripts (.sql) to run at start");
   serve_cmd->add_option("--listen", listen, "ADDR:PORT to listen on (default 127.0.0.1:8081)");
   serve_cmd->add_option("--token", serve_options.token,
                         "Bearer token required on every endpoint but /healthz");
@@ -523,7 +594,8 @@ int main(int argc, char** argv) {
   if (parallelism > 0)
     load.parallelism = parallelism;
 
-  auto loaded = weir::config::load_pipeline_file(path, load);
+  std::string compiled_toml;
+  auto loaded = load_any(path, load, &compiled_toml);
   if (!loaded) {
     std::fprintf(stderr, "%s\n", weir::config::to_string(loaded.error()).c_str());
     auto n = loaded.error().size();
@@ -533,6 +605,12 @@ int main(int argc, char** argv) {
   auto& job = **loaded;
   if (validate->parsed()) {
     std::fprintf(stderr, "%s: ok\n", path.c_str());
+    return 0;
+  }
+  if (explain->parsed()) {
+    std::fputs(explain_graph(job).c_str(), stdout);
+    if (is_sql(path))
+      std::printf("\n-- the equivalent TOML pipeline:\n%s", compiled_toml.c_str());
     return 0;
   }
   if (auto level = weir::parse_log_level(log_level))
