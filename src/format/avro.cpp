@@ -865,8 +865,7 @@ private:
     auto s = client_->schema_by_id(id);
     if (!s) {
       if (s.error().code == errc::not_found)
-        return make_error(errc::bad_record, "unknown schema id " + std::to_string(id) + ": "
-                                              + s.error().message);
+        return make_error(errc::bad_record, s.error().message);
       throw std::runtime_error(s.error().message);
     }
     if ((*s)->type != "AVRO")

@@ -149,8 +149,8 @@ expected<registered_schema_ptr> client::schema_by_id(std::int32_t id) {
     return r.error(); // not cached: the registry may answer later
   if (r->status == 404) {
     expected<registered_schema_ptr> e = make_error(
-      errc::not_found, "schema id " + std::to_string(id) + " is not in the registry at "
-                         + opts_.url + " (" + registry_message(r->body) + ")");
+      errc::not_found, "unknown schema id " + std::to_string(id) + ": the registry at "
+                         + opts_.url + " answered 404 (" + registry_message(r->body) + ")");
     by_id_.emplace(id, e);
     return e;
   }

@@ -60,8 +60,8 @@ public:
   client& operator=(const client&) = delete;
 
   /// `GET /schemas/ids/{id}`, cached per id (answers and 404s: an id never
-  /// changes its schema). `errc::not_found` "schema id N is not in the
-  /// registry at <url>" when the registry answers 404.
+  /// changes its schema). `errc::not_found` "unknown schema id N: the
+  /// registry at <url> answered 404 (<its message>)".
   [[nodiscard]] expected<registered_schema_ptr> schema_by_id(std::int32_t id);
 
   /// `POST /subjects/{subject}/versions`: registers `text` (of `type`, e.g.

@@ -15,6 +15,12 @@ Registry, its Confluent-compatible API):
   partition, offset and reason;
 - source-unreachable: a registry that does not answer fails the job with a
   message naming its URL;
+- basic-auth: through a proxy in front of the registry that asks for HTTP
+  basic auth, credentials from the environment (basic_auth_user_info_env)
+  read the topic; wrong ones fail the job with HTTP 401, the password in no
+  output;
+- tls: the same proxy over HTTPS with a self-signed certificate: read with
+  `ca_file` naming it; refused without, the message naming the URL;
 - sink: the rows a job writes with `format = "avro"` and a registry, read
   back from the topic by fastavro with the schema the registry holds under
   `<topic>-value`, equal the job's rows;
@@ -25,11 +31,18 @@ Registry, its Confluent-compatible API):
 Each is the test function test_<name> (source-unreachable:
 test_source_unreachable).
 """
+import base64
 import datetime
+import http.server
 import io
 import json
+import os
+import ssl
 import struct
 import subprocess
+import threading
+import urllib.error
+import urllib.request
 
 import fastavro
 
@@ -233,7 +246,121 @@ def test_source_unreachable(sandbox, kafka_broker, schema_registry):
     assert p.returncode != 0, "a job whose registry cannot be reached succeeded"
     assert "schema registry at http://127.0.0.1:1/ccompat" in p.stderr, p.stderr[-2000:]
     assert "is the registry running" in p.stderr, p.stderr[-2000:]
-    print(f"source-unreachable: exit {p.returncode}")
+    print(f"source-unreachable: exit {p.returncode}: {p.stderr.strip().splitlines()[-1]}")
+
+
+class AuthProxy:
+    """An HTTP server on a free port that forwards to `target` the requests
+    carrying basic auth `user:password`, and answers the others 401; HTTPS
+    with `tls` = (certificate file, key file)."""
+
+    def __init__(self, target, user_info, tls=None):
+        expected = "Basic " + base64.b64encode(user_info.encode()).decode()
+        self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _forward(handler):
+                auth = handler.headers.get("Authorization")
+                self.seen.append(auth)
+                if auth != expected:
+                    body = b'{"error_code":401,"message":"Unauthorized"}'
+                    handler.send_response(401)
+                    handler.send_header("Content-Length", str(len(body)))
+                    handler.end_headers()
+                    handler.wfile.write(body)
+                    return
+                n = int(handler.headers.get("Content-Length") or 0)
+                req = urllib.request.Request(
+                    target + handler.path, data=handler.rfile.read(n) if n else None,
+                    method=handler.command,
+                    headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+                try:
+                    with urllib.request.urlopen(req, timeout=10) as r:
+                        status, body = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, body = e.code, e.read()
+                handler.send_response(status)
+                handler.send_header("Content-Length", str(len(body)))
+                handler.end_headers()
+                handler.wfile.write(body)
+
+            do_GET = do_POST = _forward
+
+            def log_message(handler, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        scheme = "http"
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_basic_auth(sandbox, kafka_broker, schema_registry):
+    topic = "registry-auth"
+    v1_id = schema_registry.register(f"{topic}-value", V1)
+    kafka_broker.create_topic(topic, partitions=1)
+    produce_binary(kafka_broker, sandbox, topic,
+                   [framed(v1_id, V1, r) for r in records(3, 1)])
+    with AuthProxy(schema_registry.url, "alice:s3cret-pw") as proxy:
+        toml = source_toml(kafka_broker, proxy.url, topic, "out.jsonl").replace(
+            f'url = "{proxy.url}"', f'url = "{proxy.url}", basic_auth_user_info_env = "REG_AUTH"')
+        path = sandbox.write("auth.toml", toml)
+        ok = sandbox.run("run", path, "-q", env={**os.environ, "REG_AUTH": "alice:s3cret-pw"})
+        assert len(read_jsonl(sandbox.path("out.jsonl"))) == 3, "rows read through the proxy"
+        assert proxy.seen and all(a == proxy.seen[0] for a in proxy.seen), proxy.seen
+        bad = sandbox.run("run", path, "-q", expect=None,
+                          env={**os.environ, "REG_AUTH": "alice:wrong-pw"})
+        assert bad.returncode != 0, "wrong credentials were accepted"
+        assert "HTTP 401" in bad.stderr and "check basic_auth_user_info" in bad.stderr, (
+            bad.stderr[-2000:])
+        for p in (ok, bad):
+            out = p.stdout + p.stderr
+            assert "s3cret-pw" not in out and "wrong-pw" not in out, "a password was printed"
+        unset = sandbox.run("run", path, "-q", expect=2,
+                            env={k: v for k, v in os.environ.items() if k != "REG_AUTH"})
+        assert "auth.toml:" in unset.stderr and "REG_AUTH" in unset.stderr, unset.stderr
+    print(f"basic-auth: {len(proxy.seen)} requests through the proxy; 401: "
+          f"{bad.stderr.strip().splitlines()[-1]}")
+
+
+def test_tls(sandbox, kafka_broker, schema_registry):
+    topic = "registry-tls"
+    v1_id = schema_registry.register(f"{topic}-value", V1)
+    kafka_broker.create_topic(topic, partitions=1)
+    produce_binary(kafka_broker, sandbox, topic,
+                   [framed(v1_id, V1, r) for r in records(2, 1)])
+    cert, key = sandbox.path("cert.pem"), sandbox.path("key.pem")
+    run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", key, "-out", cert], what="openssl req")
+    with AuthProxy(schema_registry.url, "bob:pw", tls=(cert, key)) as proxy:
+        assert proxy.url.startswith("https://")
+        base = source_toml(kafka_broker, proxy.url, topic, "out.jsonl")
+        trusted = base.replace(f'url = "{proxy.url}"',
+                               f'url = "{proxy.url}", basic_auth_user_info = "bob:pw", '
+                               f'ca_file = "cert.pem"')
+        sandbox.run_toml(trusted, name="trusted.toml")
+        assert len(read_jsonl(sandbox.path("out.jsonl"))) == 2, "rows read over https"
+        untrusted = base.replace(f'url = "{proxy.url}"',
+                                 f'url = "{proxy.url}", basic_auth_user_info = "bob:pw"')
+        p = sandbox.run_toml(untrusted, name="untrusted.toml", expect=None)
+        assert p.returncode != 0, "a certificate no CA vouches for was accepted"
+        assert f"schema registry at {proxy.url}" in p.stderr and "ca_file" in p.stderr, (
+            p.stderr[-2000:])
+    print(f"tls: read with ca_file; without: {p.stderr.strip().splitlines()[-1]}")
 
 
 def sink_toml(broker, registry_url, inp, topic, extra=""):
@@ -307,4 +434,4 @@ def test_sink_incompatible(sandbox, kafka_broker, schema_registry):
     assert f"subject '{subject}'" in p.stderr and "refused" in p.stderr, p.stderr[-2000:]
     assert "ncompatib" in p.stderr, f"the registry's reason is missing: {p.stderr[-2000:]}"
     assert consume_binary(kafka_broker, topic) == [], "the refused sink wrote messages"
-    print(f"sink-incompatible: exit {p.returncode}")
+    print(f"sink-incompatible: exit {p.returncode}: {p.stderr.strip().splitlines()[-1]}")
