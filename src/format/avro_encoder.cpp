@@ -10,6 +10,9 @@
 
 #include <cctype>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 
 namespace weir::format {
 
@@ -149,11 +152,24 @@ expected<std::int32_t> register_schema(const schema_registry_options& opts,
                                        const std::string& subject, const std::string& text,
                                        const std::string& type, bool lookup_only) {
 #ifdef WEIR_HAVE_CURL
-  auto c = schema_registry::client::make(opts);
-  if (!c)
-    return c.error();
-  return lookup_only ? (*c)->lookup_schema(subject, text, type)
-                     : (*c)->register_schema(subject, text, type);
+  // One client per registry and credentials in the process: the subtasks of
+  // a sink (and its restarts) share its cache, so the registry is asked once.
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<schema_registry::client>> clients;
+  std::shared_ptr<schema_registry::client> c;
+  {
+    std::lock_guard lock{mu};
+    auto& slot = clients[opts.url + '\n' + opts.basic_auth_user_info + '\n' + opts.ca_file];
+    if (!slot) {
+      auto made = schema_registry::client::make(opts);
+      if (!made)
+        return made.error();
+      slot = std::move(*made);
+    }
+    c = slot;
+  }
+  return lookup_only ? c->lookup_schema(subject, text, type)
+                     : c->register_schema(subject, text, type);
 #else
   (void)opts, (void)subject, (void)text, (void)type, (void)lookup_only;
   return make_error(errc::invalid_argument, std::string{schema_registry_not_built});

@@ -188,52 +188,44 @@ std::string escape_path(void* curl, const std::string& s) {
 expected<std::int32_t> client::register_schema(const std::string& subject,
                                                const std::string& text,
                                                const std::string& type) {
-  std::lock_guard lock{mu_};
-  if (auto it = by_subject_.find({subject, text}); it != by_subject_.end())
-    return it->second;
-  const std::string path = "/subjects/" + escape_path(curl_, subject) + "/versions";
-  auto r = request("POST", path, post_body(text, type));
-  if (!r)
-    return r.error();
-  if (r->status == 409 || r->status == 422)
-    return make_error(errc::invalid_argument,
-                      "schema registry at " + opts_.url + " refused the schema of subject '"
-                        + subject + "' (HTTP " + std::to_string(r->status)
-                        + "): " + registry_message(r->body));
-  simdjson::dom::parser p;
-  simdjson::dom::element doc;
-  std::int64_t id = 0;
-  if (r->status / 100 != 2 || p.parse(r->body).get(doc) || doc["id"].get(id))
-    return make_error(errc::io_error, "schema registry at " + opts_.url + " answered HTTP "
-                                        + std::to_string(r->status) + " to POST " + path
-                                        + " (subject '" + subject
-                                        + "'): " + registry_message(r->body));
-  by_subject_.emplace(std::pair{subject, text}, static_cast<std::int32_t>(id));
-  return static_cast<std::int32_t>(id);
+  return by_subject(subject, text, type, false);
 }
 
 expected<std::int32_t> client::lookup_schema(const std::string& subject,
                                              const std::string& text,
                                              const std::string& type) {
+  return by_subject(subject, text, type, true);
+}
+
+expected<std::int32_t> client::by_subject(const std::string& subject, const std::string& text,
+                                          const std::string& type, bool lookup) {
   std::lock_guard lock{mu_};
   if (auto it = by_subject_.find({subject, text}); it != by_subject_.end())
     return it->second;
-  const std::string path = "/subjects/" + escape_path(curl_, subject);
+  const std::string at = "subject '" + subject + "': ";
+  const std::string path =
+    "/subjects/" + escape_path(curl_, subject) + (lookup ? "" : "/versions");
   auto r = request("POST", path, post_body(text, type));
-  if (!r)
+  if (!r) {
+    r.error().message = at + r.error().message;
     return r.error();
-  if (r->status == 404)
-    return make_error(errc::not_found, "schema registry at " + opts_.url
-                                         + ": the schema is not registered under subject '"
-                                         + subject + "': " + registry_message(r->body));
+  }
+  if (!lookup && (r->status == 409 || r->status == 422))
+    return make_error(errc::invalid_argument,
+                      at + "schema registry at " + opts_.url + " refused the schema (HTTP "
+                        + std::to_string(r->status) + (r->status == 409 ? ", incompatible" : "")
+                        + "): " + registry_message(r->body));
+  if (lookup && r->status == 404)
+    return make_error(errc::not_found, at + "schema registry at " + opts_.url
+                                         + " does not have the schema under this subject: "
+                                         + registry_message(r->body));
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   std::int64_t id = 0;
   if (r->status / 100 != 2 || p.parse(r->body).get(doc) || doc["id"].get(id))
-    return make_error(errc::io_error, "schema registry at " + opts_.url + " answered HTTP "
-                                        + std::to_string(r->status) + " to POST " + path
-                                        + " (subject '" + subject
-                                        + "'): " + registry_message(r->body));
+    return make_error(errc::io_error, at + "schema registry at " + opts_.url + " answered HTTP "
+                                        + std::to_string(r->status) + " to POST " + path + ": "
+                                        + registry_message(r->body));
   by_subject_.emplace(std::pair{subject, text}, static_cast<std::int32_t>(id));
   return static_cast<std::int32_t>(id);
 }

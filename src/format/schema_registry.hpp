@@ -66,16 +66,17 @@ public:
 
   /// `POST /subjects/{subject}/versions`: registers `text` (of `type`, e.g.
   /// "AVRO") under `subject`, or finds it registered; its id. Cached per
-  /// subject and text. `errc::invalid_argument` naming the subject and the
-  /// registry's message when it refuses the schema (409: incompatible with
-  /// the subject's compatibility level; 422: invalid).
+  /// subject and text. Every error starts "subject '<subject>': ".
+  /// `errc::invalid_argument` with the registry's message when it refuses
+  /// the schema (409: incompatible with the subject's compatibility level;
+  /// 422: invalid).
   [[nodiscard]] expected<std::int32_t> register_schema(const std::string& subject,
                                                        const std::string& text,
                                                        const std::string& type = "AVRO");
 
   /// `POST /subjects/{subject}`: the id of `text` when it is registered
-  /// under `subject`, cached as above. `errc::not_found` naming the subject
-  /// when the subject or the schema is not there.
+  /// under `subject`, cached as above. `errc::not_found` when the subject or
+  /// the schema is not there.
   [[nodiscard]] expected<std::int32_t> lookup_schema(const std::string& subject,
                                                      const std::string& text,
                                                      const std::string& type = "AVRO");
@@ -91,6 +92,8 @@ private:
   expected<response> request(const std::string& method, const std::string& path,
                              const std::string& body);
   std::string post_body(const std::string& text, const std::string& type) const;
+  expected<std::int32_t> by_subject(const std::string& subject, const std::string& text,
+                                    const std::string& type, bool lookup);
 
   schema_registry_options opts_;
   void* curl_ = nullptr; ///< CURL*

@@ -383,9 +383,11 @@ private:
 
 /// Registers the schema `text` (of registry type `type`, "AVRO" or
 /// "PROTOBUF") under `subject` with the registry of `opts`, or finds it
-/// registered there (`lookup_only`: only finds it); its id. Errors: those of
+/// registered there (`lookup_only`: only finds it); its id. One client (and
+/// cache) per registry URL and credentials in the process. Errors: those of
 /// src/format/schema_registry.hpp's `client::register_schema` and
-/// `lookup_schema`; `schema_registry_not_built` without libcurl.
+/// `lookup_schema`, starting "subject '<subject>': ";
+/// `schema_registry_not_built` without libcurl.
 [[nodiscard]] expected<std::int32_t> register_schema(const schema_registry_options& opts,
                                                      const std::string& subject,
                                                      const std::string& text,

@@ -652,8 +652,8 @@ private:
     auto id = format::register_schema(spec_.schema_registry, subject, avro_->schema_json(),
                                       "AVRO", spec_.schema_registry_lookup_only);
     if (!id)
-      throw std::runtime_error("Kafka sink on topic '" + spec_.topic + "': subject '" + subject
-                               + "': " + id.error().message);
+      throw std::runtime_error("Kafka sink on topic '" + spec_.topic + "': "
+                               + id.error().message);
     frame_ = format::schema_registry_frame(*id);
     log::connectors().info("Kafka sink '{}' subtask {}: Avro schema id {} (subject '{}')",
                            job_.sink_name, subtask_, *id, subject);
