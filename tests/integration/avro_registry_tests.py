@@ -24,6 +24,10 @@ Registry, its Confluent-compatible API):
 - sink: the rows a job writes with `format = "avro"` and a registry, read
   back from the topic by fastavro with the schema the registry holds under
   `<topic>-value`, equal the job's rows;
+- sink-subjects: subject_strategy "record" and "topic_record" register
+  under the record's full name (avro_record_name) and `<topic>-<name>`;
+  without a registry the values are bare datums fastavro reads with the
+  generated schema;
 - sink-incompatible: a sink schema the registry refuses (the subject at
   BACKWARD compatibility holding an incompatible schema) fails the job,
   naming the subject and the registry's reason; nothing is written.
@@ -435,3 +439,46 @@ def test_sink_incompatible(sandbox, kafka_broker, schema_registry):
     assert "ncompatib" in p.stderr, f"the registry's reason is missing: {p.stderr[-2000:]}"
     assert consume_binary(kafka_broker, topic) == [], "the refused sink wrote messages"
     print(f"sink-incompatible: exit {p.returncode}: {p.stderr.strip().splitlines()[-1]}")
+
+
+def test_sink_subjects(sandbox, kafka_broker, schema_registry):
+    rows = records(3, 2)
+    sandbox.write("orders.jsonl", "".join(json_form(r) + "\n" for r in rows))
+    sandbox.run_toml(json_toml("orders.jsonl", "json-out.jsonl"), name="json.toml")
+    want = rows_of(sandbox.path("json-out.jsonl"))
+    for strategy, topic, subject in (
+            ("record", "registry-sink-record", "shop.Total"),
+            ("topic_record", "registry-sink-tr", "registry-sink-tr-shop.Total")):
+        kafka_broker.create_topic(topic, partitions=1)
+        toml = sink_toml(kafka_broker, schema_registry.url, "orders.jsonl", topic,
+                         f', subject_strategy = "{strategy}"').replace(
+            'format = "avro"', 'format = "avro"\navro_record_name = "shop.Total"')
+        sandbox.run_toml(toml, name=f"{strategy}.toml")
+        assert subject in schema_registry.subjects(), (subject, schema_registry.subjects())
+        values = consume_binary(kafka_broker, topic)
+        ids = {struct.unpack(">i", v[1:5])[0] for v in values}
+        assert len(values) == 3 and len(ids) == 1, f"{strategy}: {len(values)} values, ids {ids}"
+        written = schema_registry.schema(ids.pop())
+        assert (written["namespace"], written["name"]) == ("shop", "Total"), written
+    # No registry: bare datums of the generated schema (every field ["null", T]).
+    topic = "registry-sink-plain"
+    kafka_broker.create_topic(topic, partitions=1)
+    toml = sink_toml(kafka_broker, schema_registry.url, "orders.jsonl", topic).replace(
+        f'schema_registry = {{ url = "{schema_registry.url}"  }}', "")
+    assert "schema_registry" not in toml
+    sandbox.run_toml(toml, name="plain.toml")
+    types = {"id": "long", "name": "string", "amount": "double", "note": "string",
+             "qty": "long", "country": "string",
+             "ts": {"type": "long", "logicalType": "timestamp-millis"}}
+    generated = fastavro.parse_schema({
+        "type": "record", "name": "orders_out", "namespace": "avro_sink",
+        "fields": [{"name": f, "type": ["null", types[f]], "default": None} for f in FIELDS]})
+    got = []
+    for v in consume_binary(kafka_broker, topic):
+        buf = io.BytesIO(v)
+        rec = fastavro.schemaless_reader(buf, generated, None)
+        assert buf.tell() == len(v), "bytes after the datum"
+        rec["ts"] = (rec["ts"] - EPOCH) // datetime.timedelta(milliseconds=1)
+        got.append({k: rec.get(k) for k in FIELDS})
+    assert got == want, f"bare datums read back:\n{got}\n{want}"
+    print(f"sink-subjects: record and topic_record subjects registered; {len(got)} bare datums")
