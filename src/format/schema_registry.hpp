@@ -40,9 +40,11 @@ void append_frame_header(std::int32_t id, std::string& out);
 /// "magic byte 0xNN, expected 0x00 (not framed for a schema registry?)").
 [[nodiscard]] expected<std::int32_t> read_frame_header(std::string_view msg);
 
-/// One registry, its caches and one libcurl handle (requests are serialized
-/// by a mutex; each source or sink subtask makes its own client). Requests
-/// block the caller up to `options.timeout` each.
+/// One registry, its caches and one libcurl handle: Confluent's
+/// `CachedSchemaRegistryClient`. Requests are serialized by a mutex, so one
+/// client may be shared by threads (each Kafka source subtask's decoder makes
+/// its own; a sink's subtasks share one, `format::register_schema`). Each
+/// request blocks the caller up to `options.timeout`.
 ///
 /// Errors of every request: `errc::io_error` for a connection or TLS failure
 /// ("schema registry at <url>: <curl's reason> (is the registry running

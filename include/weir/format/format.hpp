@@ -359,8 +359,10 @@ std::unique_ptr<record_encoder> make_encoder(
   format_kind kind, timestamp_format ts = timestamp_format::epoch_ms);
 
 /// Writes rows as Avro binary datums (a Kafka sink's `format = "avro"`),
-/// one datum a row, of the schema `avro_schema_of` generates. Needs no
-/// library: built in every weir.
+/// one datum a row, of the record schema it generates from the rows' schema
+/// (Flink's `AvroRowDataSerializationSchema`, and with a registry frame its
+/// `ConfluentRegistryAvroSerializationSchema`). Needs no library: built in
+/// every weir. Immutable after `make`: `encode` may be called from any thread.
 class avro_encoder {
 public:
   /// Errors: `errc::invalid_argument` when `record_full_name` or a field's
