@@ -19,7 +19,7 @@ options below are what it passes. A test names the fixtures it needs:
   serve                     serve(pipelines, args, token, home): `weir serve`
                             on a free port (weirtest.server.Server), stopped at
                             the end
-  kafka_broker, redis_server, postgres_server, opensearch_node
+  kafka_broker, schema_registry, redis_server, postgres_server, opensearch_node
                             a real server, started once per pytest session
                             and stopped at its end
 """
@@ -180,6 +180,15 @@ def kafka_broker(tmp_path_factory):
     from kafka_broker import KafkaBroker
     broker = KafkaBroker(str(tmp_path_factory.mktemp("kafka")))
     yield from _running(broker)
+
+
+@pytest.fixture(scope="session")
+def schema_registry():
+    """A real schema registry (tests/kafka/schema_registry_server.py:
+    Apicurio Registry, in memory, Confluent's API at `.url`), started once
+    per session."""
+    from schema_registry_server import SchemaRegistry
+    yield from _running(SchemaRegistry())
 
 
 @pytest.fixture(scope="session")

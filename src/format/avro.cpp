@@ -3,10 +3,15 @@
 // datum decoding (see avro.hpp).
 #include "avro.hpp"
 
+#ifdef WEIR_HAVE_CURL
+#include "schema_registry.hpp"
+#endif
+
 #include <avro.h>
 #include <simdjson.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -814,6 +819,78 @@ private:
   internal::common_options co_;
 };
 
+#ifdef WEIR_HAVE_CURL
+// Datums framed for a schema registry: byte 0, the writer schema's id (4
+// bytes big-endian), the datum. Each id's schema is fetched once and its
+// resolution (or why it does not resolve) kept.
+class registry_decoder final : public record_decoder {
+public:
+  registry_decoder(schema_ptr s, std::shared_ptr<schema_registry::client> c,
+                   internal::common_options co)
+    : schema_(std::move(s)), client_(std::move(c)), co_(std::move(co)) {}
+
+  const schema_ptr& output_schema() const override { return schema_; }
+
+  std::size_t next_record(std::string_view buffer, bool at_eof, std::size_t& lines) override {
+    lines = 0;
+    return at_eof ? buffer.size() : 0;
+  }
+
+  status decode(std::string_view record, batch_builder& out, std::string& reason) override {
+    auto id = schema_registry::read_frame_header(record);
+    if (!id) {
+      reason = id.error().message;
+      return status::bad;
+    }
+    auto it = plans_.find(*id);
+    if (it == plans_.end())
+      it = plans_.emplace(*id, plan_of(*id)).first;
+    if (!it->second) {
+      reason = it->second.error().message;
+      return status::bad;
+    }
+    std::size_t consumed = 0;
+    const auto st = decode_datum(*it->second, record.substr(schema_registry::frame_header_size),
+                                 co_, out, reason, consumed, false);
+    if (st == status::bad)
+      reason = "schema id " + std::to_string(*id) + ": " + reason;
+    return st;
+  }
+
+private:
+  // The plan of schema `id`, or why there is none (a bad record's reason).
+  // A registry that cannot be reached fails the source (std::runtime_error):
+  // its messages are not bad, they are unreadable for now.
+  expected<resolution> plan_of(std::int32_t id) {
+    auto s = client_->schema_by_id(id);
+    if (!s) {
+      if (s.error().code == errc::not_found)
+        return make_error(errc::bad_record, s.error().message);
+      throw std::runtime_error(s.error().message);
+    }
+    if ((*s)->type != "AVRO")
+      return make_error(errc::bad_record, "schema id " + std::to_string(id) + " is a "
+                                            + (*s)->type + " schema, not Avro");
+    auto ws = parse_schema((*s)->text);
+    if (!ws)
+      return make_error(errc::bad_record,
+                        "schema id " + std::to_string(id) + ": " + ws.error().message);
+    auto plan = resolve(*ws, *schema_, co_.read);
+    if (!plan)
+      return make_error(errc::bad_record, "schema id " + std::to_string(id)
+                                            + " does not resolve against the declared "
+                                              "schema: "
+                                            + plan.error().message);
+    return plan;
+  }
+
+  schema_ptr schema_;
+  std::shared_ptr<schema_registry::client> client_;
+  internal::common_options co_;
+  std::map<std::int32_t, expected<resolution>> plans_;
+};
+#endif
+
 } // namespace
 
 expected<writer_schema_ptr> parse_schema(std::string_view json) {
@@ -898,6 +975,17 @@ record_decoder::status decode_datum(const resolution& plan, std::string_view dat
 
 expected<std::unique_ptr<record_decoder>>
 make_datum_decoder(const decoder_options& opts, internal::common_options co) {
+  if (!opts.schema_registry.url.empty()) {
+#ifdef WEIR_HAVE_CURL
+    auto c = schema_registry::client::make(opts.schema_registry);
+    if (!c)
+      return c.error();
+    return std::unique_ptr<record_decoder>{
+      std::make_unique<registry_decoder>(opts.schema, std::move(*c), std::move(co))};
+#else
+    return invalid(std::string{schema_registry_not_built});
+#endif
+  }
   if (opts.avro_schema.empty())
     return invalid("format avro needs the writer's schema (avro_schema)");
   auto ws = parse_schema(opts.avro_schema);

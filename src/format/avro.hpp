@@ -110,6 +110,18 @@ record_decoder::status decode_datum(const resolution& plan, std::string_view dat
 /// value), all of `opts.avro_schema`'s writer schema. Errors: those of
 /// `parse_schema` and `resolve`, and `errc::invalid_argument` when
 /// `avro_schema` is empty.
+///
+/// With `opts.schema_registry.url` set, each record is framed as
+/// Confluent's wire format instead (Flink's
+/// `ConfluentRegistryAvroDeserializationSchema`): the writer schema of each
+/// id is fetched once from the registry (src/format/schema_registry.hpp),
+/// resolved, and its plan kept for the decoder's life. A record too short
+/// for the header, with a magic byte other than 0, of an id the registry
+/// does not have (404), of a schema that is not Avro or does not resolve, or
+/// whose datum is bad, is bad, the reason saying which; a registry that
+/// cannot be reached or answers otherwise throws std::runtime_error from
+/// `decode` (the source fails). Errors: `errc::invalid_argument` for the url
+/// (`client::make`) or `schema_registry_not_built`.
 [[nodiscard]] expected<std::unique_ptr<record_decoder>>
 make_datum_decoder(const decoder_options& opts, internal::common_options co);
 

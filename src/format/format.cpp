@@ -239,6 +239,14 @@ bool avro_built() noexcept {
 #endif
 }
 
+bool schema_registry_built() noexcept {
+#ifdef WEIR_HAVE_CURL
+  return true;
+#else
+  return false;
+#endif
+}
+
 expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& opts) {
   schema_ptr s = opts.kind == format_kind::apache_combined ? apache_combined_schema()
                                                            : opts.schema;

@@ -3,6 +3,8 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 
 namespace weir::kinds::kafka_properties {
@@ -69,6 +71,63 @@ void check(config::reader& r, client kind, const std::vector<property>& props,
       break;
     }
   r.fail(at, "properties: librdkafka rejects this configuration: " + message);
+}
+
+bool read_schema_registry(config::reader& r, const config::key_list& keys,
+                          format::schema_registry_options& out, bool with_strategy) {
+  using config::pos_of;
+  const auto* t = r.subtable("schema_registry");
+  if (t == nullptr)
+    return false;
+  auto sr = r.sub(*t, "schema_registry");
+  sr.check_keys(keys);
+  if (!format::schema_registry_built()) {
+    r.fail(pos_of(*r.get("schema_registry")), std::string{format::schema_registry_not_built});
+    return true;
+  }
+  if (auto u = sr.string("url", true, true)) {
+    if (u->value.rfind("http://", 0) != 0 && u->value.rfind("https://", 0) != 0)
+      sr.fail(pos_of(*u->node), "schema_registry.url must start with http:// or https://, got "
+                                  + config::quote(u->value),
+              {"hint: url = \"http://127.0.0.1:8081\" (Apicurio: .../apis/ccompat/v7)"});
+    else
+      out.url = u->value;
+  }
+  auto ui = sr.string("basic_auth_user_info", false, true);
+  auto env = sr.string("basic_auth_user_info_env", false, true);
+  if (ui && env) {
+    sr.fail(pos_of(*env->node),
+            "basic_auth_user_info and basic_auth_user_info_env exclude each other");
+  } else if (ui) {
+    if (ui->value.find(':') == std::string::npos)
+      sr.fail(pos_of(*ui->node), "schema_registry.basic_auth_user_info must be "
+                                 "\"user:password\"");
+    else
+      out.basic_auth_user_info = ui->value;
+  } else if (env) {
+    const char* v = std::getenv(env->value.c_str());
+    if (v == nullptr || *v == '\0')
+      sr.fail(pos_of(*env->node), "environment variable " + env->value
+                                    + " (basic_auth_user_info_env) is not set or empty",
+              {"hint: export " + env->value + "=user:password"});
+    else if (std::string_view{v}.find(':') == std::string_view::npos)
+      sr.fail(pos_of(*env->node), "environment variable " + env->value
+                                    + " must hold \"user:password\"");
+    else
+      out.basic_auth_user_info = v;
+  }
+  if (auto ca = sr.string("ca_file", false, true)) {
+    if (!std::ifstream{ca->value})
+      sr.fail(pos_of(*ca->node), "cannot read schema_registry.ca_file " + config::quote(ca->value));
+    else
+      out.ca_file = ca->value;
+  }
+  if (with_strategy)
+    if (auto st = sr.choice("subject_strategy", {"topic", "record", "topic_record"}))
+      out.strategy = st->value == "record"         ? format::subject_strategy::record
+                     : st->value == "topic_record" ? format::subject_strategy::topic_record
+                                                   : format::subject_strategy::topic;
+  return true;
 }
 
 } // namespace weir::kinds::kafka_properties

@@ -4,6 +4,7 @@
 // `properties` the way librdkafka will when the job starts, so that
 // `weir validate` catches what `weir run` would fail on.
 #include "config/reader.hpp"
+#include "weir/format/format.hpp"
 
 #include <string>
 #include <utility>
@@ -36,5 +37,16 @@ void check(config::reader& r, client kind, const std::vector<property>& props,
            const std::vector<std::pair<std::string, std::string>>& defaults,
            const std::vector<std::pair<std::string, std::string>>& managed,
            config::pos table_at);
+
+/// Reads a `schema_registry = { url = ..., ... }` table (docs/kinds/formats/avro.md)
+/// into `out`: `url` (required, http:// or https://), `basic_auth_user_info`
+/// ("user:password") or `basic_auth_user_info_env` (the environment variable
+/// holding it, read now; unset or empty is an error), `ca_file` (must be
+/// readable), and, when `with_strategy` (the sink), `subject_strategy`
+/// ("topic" | "record" | "topic_record"). Problems are reported through `r`
+/// at their keys; a build without libcurl refuses the table. Returns false
+/// when the table is absent.
+bool read_schema_registry(config::reader& r, const config::key_list& keys,
+                          format::schema_registry_options& out, bool with_strategy);
 
 } // namespace weir::kinds::kafka_properties

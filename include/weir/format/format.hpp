@@ -48,6 +48,34 @@ enum class invalid_utf8_policy { error, replace };
 /// ("2023-03-05T15:13:37.320Z", format_iso8601).
 enum class timestamp_format { epoch_ms, iso8601 };
 
+/// How a schema registry names the subject of a schema (Confluent's
+/// `value.subject.name.strategy`): `topic` = `<topic>-value` (or `-key`),
+/// `record` = the record's full name, `topic_record` = `<topic>-<full name>`.
+enum class subject_strategy { topic, record, topic_record };
+
+/// A Confluent-compatible schema registry over REST
+/// (src/format/schema_registry.hpp), e.g. `http://127.0.0.1:8081` or
+/// Apicurio's `http://host:8080/apis/ccompat/v7`. Built only with libcurl
+/// (`schema_registry_built()`).
+struct schema_registry_options {
+  std::string url; ///< the API's base URL; empty: no registry
+  /// "user:password" for HTTP basic auth (Confluent's
+  /// `basic.auth.user.info`); empty: none. Never logged.
+  std::string basic_auth_user_info;
+  std::string ca_file; ///< https: PEM file of the CAs trusted; empty: the system's
+  subject_strategy strategy = subject_strategy::topic;
+  /// How long one request may take, connection included.
+  std::chrono::milliseconds timeout{10000};
+};
+
+/// Whether this build has the schema registry client (libcurl, WEIR_WITH_CURL).
+bool schema_registry_built() noexcept;
+
+/// Why a build without libcurl refuses `schema_registry`.
+inline constexpr std::string_view schema_registry_not_built =
+  "schema_registry is not built into this weir: rebuild with -DWEIR_WITH_CURL=ON and "
+  "libcurl4-openssl-dev installed";
+
 /// Options of a decoder.
 struct decoder_options {
   format_kind kind = format_kind::jsonl;
@@ -84,6 +112,11 @@ struct decoder_options {
   /// for single datums (a Kafka message's value). An Object Container File
   /// carries its own and ignores this.
   std::string avro_schema;
+  /// avro only: when `url` is set, each datum is framed as Confluent's wire
+  /// format (byte 0, the writer schema's id as 4 bytes big-endian, the
+  /// datum) and its writer schema is fetched from the registry by id
+  /// (`avro_schema` is then not used).
+  schema_registry_options schema_registry;
   /// jsonl `decode_many` only: the bytes simdjson's stage 1 indexes at a time
   /// (`iterate_many`'s batch size); a line longer than this is decoded by the
   /// per-line path. 0 = 256 KiB. A tuning and testing knob, not a TOML key.
@@ -324,6 +357,55 @@ public:
 /// digits and do not read back.
 std::unique_ptr<record_encoder> make_encoder(
   format_kind kind, timestamp_format ts = timestamp_format::epoch_ms);
+
+/// Writes rows as Avro binary datums (a Kafka sink's `format = "avro"`),
+/// one datum a row, of the record schema it generates from the rows' schema
+/// (Flink's `AvroRowDataSerializationSchema`, and with a registry frame its
+/// `ConfluentRegistryAvroSerializationSchema`). Needs no library: built in
+/// every weir. Immutable after `make`: `encode` may be called from any thread.
+class avro_encoder {
+public:
+  /// Errors: `errc::invalid_argument` when `record_full_name` or a field's
+  /// name is not an Avro name (`[A-Za-z_][A-Za-z0-9_]*`, dot-separated
+  /// namespaces in the record's).
+  [[nodiscard]] static expected<avro_encoder> make(schema_ptr s, std::string record_full_name);
+  /// The writer schema, JSON: a record of `record_full_name` whose fields
+  /// are the schema's in order, each a union `["null", T]` with default
+  /// null: bool -> boolean, int64 -> long, float64 -> double, string ->
+  /// string, timestamp -> long timestamp-millis, a null-typed field -> null.
+  const std::string& schema_json() const noexcept { return json_; }
+  /// Appends row `row` of `batch` (of the schema given to `make`) as one
+  /// datum to `out` (union branch 0 for null, 1 for a value).
+  void encode(const record_batch& batch, std::size_t row, std::string& out) const;
+
+private:
+  schema_ptr schema_;
+  std::string json_;
+};
+
+/// Registers the schema `text` (of registry type `type`, "AVRO" or
+/// "PROTOBUF") under `subject` with the registry of `opts`, or finds it
+/// registered there (`lookup_only`: only finds it); its id. One client (and
+/// cache) per registry URL and credentials in the process. Errors: those of
+/// src/format/schema_registry.hpp's `client::register_schema` and
+/// `lookup_schema`, starting "subject '<subject>': ";
+/// `schema_registry_not_built` without libcurl.
+[[nodiscard]] expected<std::int32_t> register_schema(const schema_registry_options& opts,
+                                                     const std::string& subject,
+                                                     const std::string& text,
+                                                     const std::string& type = "AVRO",
+                                                     bool lookup_only = false);
+
+/// The subject of a value (or key) schema written to `topic` under
+/// `strategy`: `<topic>-value` (`-key`), the record's full name, or
+/// `<topic>-<full name>` (Confluent's TopicNameStrategy, RecordNameStrategy,
+/// TopicRecordNameStrategy).
+std::string subject_name(subject_strategy strategy, std::string_view topic,
+                         std::string_view record_full_name, bool is_key = false);
+
+/// The Confluent wire format's 5-byte header for schema `id`: magic byte 0
+/// and the id, 4 bytes big-endian.
+std::string schema_registry_frame(std::int32_t id);
 
 /// Encodes one value as a JSON value into `out` (strings escaped per RFC 8259:
 /// `"` `\\` and control characters escaped, \u00XX for those without a short

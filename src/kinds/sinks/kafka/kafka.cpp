@@ -22,7 +22,7 @@ namespace weir::kinds {
 namespace {
 using namespace weir::config;
 
-const key_list kafka_sink_formats = {"json", "jsonl", "csv"};
+const key_list kafka_sink_formats = {"json", "jsonl", "csv", "avro"};
 const key_list kafka_deliveries = {"none", "at_least_once", "exactly_once"};
 
 struct kafka_sink_def : kind_spec {
@@ -69,7 +69,15 @@ kind_descriptor describe_sinks_kafka() {
     {"bootstrap_servers", "string", true, "", "host:port[,host:port...]"},
     {"properties", "table", false, "", "librdkafka properties, passed through"},
     {"key", "expression", false, "", "each message's key; none: no key"},
-    {"format", "string", false, "\"json\"", "json | csv: the message value"},
+    {"format", "string", false, "\"json\"", "json | csv | avro: the message value"},
+    {"avro_record_name", "string", false, "\"<job>.<sink>\"", "avro: the generated record's full name"},
+    {"schema_registry", "table", false, "", "avro: register the schema, frame values with its id"},
+    {"schema_registry.url", "string", true, "", "the registry's REST API, http:// or https://"},
+    {"schema_registry.basic_auth_user_info", "string", false, "", "\"user:password\" for basic auth"},
+    {"schema_registry.basic_auth_user_info_env", "string", false, "", "the environment variable holding it"},
+    {"schema_registry.ca_file", "string", false, "the system's CAs", "https: the CAs trusted (PEM)"},
+    {"schema_registry.subject_strategy", "string", false, "\"topic\"", "topic | record | topic_record"},
+    {"schema_registry.lookup_only", "boolean", false, "false", "look the schema up, never register it"},
     {"headers", "table of expressions", false, "", "header name = expression"},
     {"delivery", "string", false, "\"at_least_once\"", "none | at_least_once | exactly_once"},
     {"transactional_id_prefix", "string", false, "\"weir\"",
@@ -92,8 +100,26 @@ kind_descriptor describe_sinks_kafka() {
       k.key = v->value;
       s->key_node = v->node;
     }
-    if (auto f = c.soft.choice("format", kafka_sink_formats))
-      k.format = f->value == "csv" ? format::format_kind::csv : format::format_kind::jsonl;
+    auto f = c.soft.choice("format", kafka_sink_formats);
+    if (f)
+      k.format = f->value == "csv"    ? format::format_kind::csv
+                 : f->value == "avro" ? format::format_kind::avro
+                                      : format::format_kind::jsonl;
+    const bool avro = f && f->value == "avro";
+    if (auto v = c.hard.string("avro_record_name", false, true)) {
+      if (!avro)
+        c.hard.fail(pos_of(*v->node), "avro_record_name applies only to format = \"avro\"");
+      k.avro_record_name = v->value;
+    }
+    if (kafka_properties::read_schema_registry(c.hard, c.children("schema_registry"),
+                                               k.schema_registry, true)) {
+      if (!avro)
+        c.hard.fail(pos_of(*c.hard.get("schema_registry")),
+                    "schema_registry applies only to format = \"avro\"");
+      if (auto* t = c.hard.subtable("schema_registry"))
+        if (auto l = c.hard.sub(*t, "schema_registry").boolean("lookup_only"))
+          k.schema_registry_lookup_only = *l;
+    }
     if (auto h = c.hard.string_table("headers", false, "an expression")) {
       s->headers = std::move(*h);
       for (const auto& e : s->headers)

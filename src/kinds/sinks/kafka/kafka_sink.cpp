@@ -15,6 +15,7 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -32,6 +33,22 @@
 namespace weir {
 
 namespace {
+
+/// The default Avro record name of a sink: `<job>.<sink>`, each part with
+/// the characters an Avro name does not allow replaced by '_' (and a '_'
+/// before a leading digit).
+std::string default_record_name(const std::string& job, const std::string& sink) {
+  auto part = [](const std::string& s, const char* fallback) {
+    std::string out = s.empty() ? fallback : s;
+    for (auto& ch : out)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+        ch = '_';
+    if (std::isdigit(static_cast<unsigned char>(out[0])))
+      out.insert(0, "_");
+    return out;
+  };
+  return part(job, "weir") + "." + part(sink, "sink");
+}
 
 constexpr const char* state_magic = "weir-kafka-sink v1";
 
@@ -216,6 +233,8 @@ public:
     transactional_id_ = spec_.transactional_id_prefix + "-" + job_.job_name + "-"
                         + job_.sink_name + "-" + std::to_string(subtask_);
     kill_at_ = fault_kill_after_complete();
+    if (spec_.format == format::format_kind::avro)
+      open_avro();
     bool eo = spec_.delivery == kafka_delivery::exactly_once;
     producer_ = std::make_unique<ksink::producer>(
       spec_.bootstrap_servers, spec_.properties, eo ? transactional_id_ : std::string{},
@@ -268,9 +287,14 @@ public:
         m.has_key = true;
         m.key = text_of(*keys, row);
       }
-      encoder_->encode(*batch, row, m.value);
-      if (!m.value.empty() && m.value.back() == '\n')
-        m.value.pop_back();
+      if (avro_) {
+        m.value = frame_;
+        avro_->encode(*batch, row, m.value);
+      } else {
+        encoder_->encode(*batch, row, m.value);
+        if (!m.value.empty() && m.value.back() == '\n')
+          m.value.pop_back();
+      }
       if (batch->has_timestamps() && batch->timestamps[row] >= 0)
         m.timestamp = batch->timestamps[row];
       if (m.timestamp >= 0 && m.timestamp < expired_before && expired_++ == 0)
@@ -611,10 +635,36 @@ private:
         + std::to_string(interval) + " ms) or raise the broker's limit");
   }
 
+  // format avro: the encoder of the generated schema and, with a registry,
+  // the frame of the id it is registered under (before the producer starts:
+  // a refused schema fails the subtask before anything is written).
+  void open_avro() {
+    const std::string name = spec_.avro_record_name.empty()
+                               ? default_record_name(job_.job_name, job_.sink_name)
+                               : spec_.avro_record_name;
+    auto e = format::avro_encoder::make(schema_, name);
+    if (!e)
+      throw std::runtime_error("Kafka sink on topic '" + spec_.topic + "': " + e.error().message);
+    avro_.emplace(std::move(*e));
+    if (spec_.schema_registry.url.empty())
+      return;
+    const auto subject = format::subject_name(spec_.schema_registry.strategy, spec_.topic, name);
+    auto id = format::register_schema(spec_.schema_registry, subject, avro_->schema_json(),
+                                      "AVRO", spec_.schema_registry_lookup_only);
+    if (!id)
+      throw std::runtime_error("Kafka sink on topic '" + spec_.topic + "': "
+                               + id.error().message);
+    frame_ = format::schema_registry_frame(*id);
+    log::connectors().info("Kafka sink '{}' subtask {}: Avro schema id {} (subject '{}')",
+                           job_.sink_name, subtask_, *id, subject);
+  }
+
   kafka::sink spec_;
   kafka_sink_job job_;
   schema_ptr schema_;
   std::unique_ptr<format::record_encoder> encoder_;
+  std::optional<format::avro_encoder> avro_;
+  std::string frame_; ///< the registry frame of each value; empty: none
   std::optional<expr::compiled_expression> key_;
   std::vector<std::pair<std::string, expr::compiled_expression>> headers_;
   std::unique_ptr<ksink::producer> producer_;
@@ -647,6 +697,14 @@ private:
 expected<stream_operator_ptr> make_kafka_sink(const kafka::sink& spec,
                                               const kafka_sink_job& job,
                                               schema_ptr input_schema) {
+  if (spec.format == format::format_kind::avro && input_schema) {
+    auto e = format::avro_encoder::make(
+      input_schema, spec.avro_record_name.empty() ? "weir.row" : spec.avro_record_name);
+    if (!e)
+      return e.error();
+  } else if (!spec.schema_registry.url.empty()) {
+    return make_error(errc::invalid_argument, "schema_registry needs format avro");
+  }
   if (spec.format == format::format_kind::apache_combined)
     return make_error(errc::invalid_argument,
                       "apache_combined is an input format only; write jsonl or csv");

@@ -209,6 +209,64 @@ TEST_CASE("a Kafka sink writes CSV values without a header and without a key whe
   CHECK(got[0].value == "\"ann, jr\",1,");
 }
 
+TEST_CASE("a Kafka sink writes Avro datums of the generated schema, nullable fields as unions") {
+  mock_cluster mc;
+  mc.create_topic("avro", 1);
+  auto s = spec_for(mc.bootstraps(), "avro");
+  s.format = weir::format::format_kind::avro;
+  s.headers.clear();
+  s.delivery = weir::kafka_delivery::none;
+  auto op = make(s);
+  null_collector out;
+  op->open(weir::operator_context{"out", 0, 1, 128});
+  op->process_batch(rows({{"ann", 1}, {"bob", -65}}), out);
+  op->finish(out);
+  auto got = mc.read("avro", 0);
+  REQUIRE(got.size() == 2);
+  // user: branch 1, length 3, "ann"; n: branch 1, zigzag 1 = 2; note: null.
+  CHECK(got[0].value == std::string("\x02\x06" "ann" "\x02\x02\x00", 8));
+  // n = -65: zigzag 129 = 0x81 0x01.
+  CHECK(got[1].value == std::string("\x02\x06" "bob" "\x02\x81\x01\x00", 9));
+}
+
+TEST_CASE("a Kafka sink with an unreachable schema registry fails at start naming subject and URL") {
+  mock_cluster mc;
+  mc.create_topic("avro", 1);
+  auto s = spec_for(mc.bootstraps(), "avro");
+  s.format = weir::format::format_kind::avro;
+  s.schema_registry.url = "http://127.0.0.1:1";
+  s.schema_registry.basic_auth_user_info = "user:secret-pw";
+  s.schema_registry.timeout = std::chrono::milliseconds{2000};
+  if (!weir::format::schema_registry_built())
+    s.schema_registry.url.clear();
+  auto op = make(s);
+  const auto why = failure_of([&] { op->open(weir::operator_context{"out", 0, 1, 128}); });
+  if (weir::format::schema_registry_built()) {
+    CHECK(why.find("subject 'avro-value'") != std::string::npos);
+    CHECK(why.find("schema registry at http://127.0.0.1:1") != std::string::npos);
+    CHECK(why.find("secret-pw") == std::string::npos);
+  } else {
+    CHECK(why.empty());
+  }
+  CHECK(mc.read("avro", 0).empty());
+}
+
+TEST_CASE("make_kafka_sink refuses Avro for a field whose name is not an Avro name") {
+  weir::kafka::sink s;
+  s.topic = "t";
+  s.bootstrap_servers = "127.0.0.1:9092";
+  s.format = weir::format::format_kind::avro;
+  auto op = weir::make_kafka_sink(s, weir::kafka_sink_job{},
+                                  weir::make_schema({{"window-start", type_id::int64}}));
+  REQUIRE_FALSE(op);
+  CHECK(op.error().message.find("field 'window-start' is not an Avro name") == 0);
+  s.format = weir::format::format_kind::jsonl;
+  s.schema_registry.url = "http://127.0.0.1:8081";
+  auto json = weir::make_kafka_sink(s, weir::kafka_sink_job{}, test_schema());
+  REQUIRE_FALSE(json);
+  CHECK(json.error().message == "schema_registry needs format avro");
+}
+
 TEST_CASE("an exactly-once Kafka sink keeps pre-committed rows in its state and commits on completion") {
   // The mock accepts transactions without honouring isolation: this checks
   // the API's course (state, markers, commits), not exactly-once.

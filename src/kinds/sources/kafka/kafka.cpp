@@ -62,14 +62,29 @@ const metadata_item metadata_items[] = {
 // `avro_schema`: the writer's schema of every message, inline JSON or the
 // path of an .avsc file; required by format "avro", refused by the others.
 // Checked now against the declared fields (format::make_decoder resolves it).
-void read_avro_schema(reader& r, const std::optional<located>& fmt,
+// With `schema_registry`, each message names its writer schema by id, and
+// `avro_schema` is refused.
+void read_avro_schema(parse_context& c, const std::optional<located>& fmt,
                       format::decoder_options& d) {
+  auto& r = c.hard;
   const bool avro = fmt && fmt->value == "avro";
   if (avro && !format::avro_built()) {
     r.fail(pos_of(*fmt->node), std::string{format::avro_not_built});
     return;
   }
-  auto v = r.string("avro_schema", avro, true);
+  const bool registry = kafka_properties::read_schema_registry(
+    r, c.children("schema_registry"), d.schema_registry, false);
+  if (registry && !avro && fmt) {
+    r.fail(pos_of(*r.get("schema_registry")),
+           "schema_registry applies only to format = \"avro\"");
+    return;
+  }
+  auto v = r.string("avro_schema", avro && !registry, true);
+  if (v && registry) {
+    r.fail(pos_of(*v->node), "avro_schema and schema_registry exclude each other",
+           {"hint: with a registry, each message's writer schema is fetched by its id"});
+    return;
+  }
   if (!v)
     return;
   if (!avro) {
@@ -188,7 +203,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
   }
   // A message is one record: no header line.
   sources::read_csv_options(c, fmt, s.decoder, false);
-  read_avro_schema(r, fmt, s.decoder);
+  read_avro_schema(c, fmt, s.decoder);
 
   if (auto* md = r.subtable("metadata")) {
     auto mr = r.sub(*md, "metadata");
@@ -293,6 +308,11 @@ kind_descriptor describe_sources_kafka() {
     {"properties", "table", false, "", "librdkafka properties, passed through"},
     {"format", "string", true, "", "jsonl | csv | raw (one string field value) | avro (one datum a message)"},
     {"avro_schema", "string", false, "", "format avro: the writer's schema, an .avsc path or its JSON"},
+    {"schema_registry", "table", false, "", "format avro: messages framed for a Confluent schema registry"},
+    {"schema_registry.url", "string", true, "", "the registry's REST API, http:// or https://"},
+    {"schema_registry.basic_auth_user_info", "string", false, "", "\"user:password\" for basic auth"},
+    {"schema_registry.basic_auth_user_info_env", "string", false, "", "the environment variable holding it"},
+    {"schema_registry.ca_file", "string", false, "the system's CAs", "https: the CAs trusted (PEM)"},
     {"schema", "table of type names", true, "", "name = \"int64\" (not for raw)"},
   }, sources::csv_keys(""), {
     {"metadata", "table", false, "", "Kafka metadata read into fields: item = \"field name\""},

@@ -37,9 +37,20 @@ struct sink {
   /// An expression (docs/concepts/records.md) giving each message's key; empty = no key.
   /// A string is sent as its bytes, any other type as its text; null = no key.
   std::string key;
-  /// The message value: jsonl (one JSON object, no newline) or csv (one line,
-  /// no header).
+  /// The message value: jsonl (one JSON object, no newline), csv (one line,
+  /// no header) or avro (one binary datum of the schema generated from the
+  /// input's, `format::avro_encoder`; framed for `schema_registry` when set).
   format::format_kind format = format::format_kind::jsonl;
+  /// avro: the full name of the generated record; empty =
+  /// `<job>.<sink>` with characters outside `[A-Za-z0-9_]` replaced by '_'.
+  std::string avro_record_name;
+  /// avro: when `url` is set, the generated schema is registered under the
+  /// subject of `schema_registry.strategy` when the sink opens (or looked up
+  /// when `schema_registry_lookup_only`), and each value is framed with its
+  /// id (Confluent's wire format). A refusal fails the subtask naming the
+  /// subject and the registry's message.
+  format::schema_registry_options schema_registry;
+  bool schema_registry_lookup_only = false;
   /// Header name -> expression; a null value sends the header without a value.
   std::vector<std::pair<std::string, std::string>> headers;
   kafka_delivery delivery = kafka_delivery::at_least_once;
