@@ -19,12 +19,50 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <optional>
 #include <exception>
 #include <filesystem>
 #include <iostream>
 #include <thread>
 
 namespace weir {
+
+namespace {
+
+/// A standby, or a new machine: when `cp.dir` holds no LMDB environment
+/// (neither `data.mdb` nor `lock.mdb`) and the remote copy holds complete
+/// checkpoints, downloads the newest into `cp.dir`, which then restores it
+/// like any local store (and numbers on after it, after --fresh too). A
+/// remote that cannot be listed refuses the start: starting from no state
+/// would take back what the sinks committed. Returns the error, if any.
+std::optional<std::string> adopt_remote_checkpoint(checkpoint::remote_checkpoints& remote,
+                                                   const checkpoint_options& cp,
+                                                   const std::string& job_name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(fs::path{cp.dir} / "data.mdb", ec) || fs::exists(fs::path{cp.dir} / "lock.mdb", ec))
+    return std::nullopt;
+  auto ids = remote.complete_ids();
+  if (!ids)
+    return "cannot list the checkpoints in " + remote.uri() + ": " + ids.error().message;
+  if (ids->empty())
+    return std::nullopt;
+  const auto id = ids->back();
+  auto started = std::chrono::steady_clock::now();
+  auto bytes = remote.download(id, cp.dir);
+  if (!bytes)
+    return "cannot download checkpoint " + std::to_string(id) + " from " + remote.uri() + ": "
+           + bytes.error().message;
+  log::checkpoint().info(
+    "job '{}': {} held no checkpoint: downloaded checkpoint {} ({} bytes) from {} in {} ms",
+    job_name, cp.dir, id, *bytes, remote.uri(),
+    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now()
+                                                          - started)
+      .count());
+  return std::nullopt;
+}
+
+} // namespace
 
 job_result job::execute() { return execute_with(nullptr); }
 
@@ -48,6 +86,20 @@ job_result job::execute_with(runtime::background_run* control) {
       so.dir = cp.dir;
       so.retain = cp.retain;
       so.map_size = cp.max_size;
+      if (!cp.remote.empty()) {
+        auto remote = checkpoint::open_remote_checkpoints(
+          {cp.remote, cp.remote_endpoint, cp.remote_region});
+        if (!remote) {
+          result.error = "cannot open checkpoint storage " + cp.remote + ": "
+                         + remote.error().message;
+          return result;
+        }
+        if (auto e = adopt_remote_checkpoint(**remote, cp, opts.name)) {
+          result.error = *e;
+          return result;
+        }
+        ctx->remote = std::move(*remote);
+      }
       auto store = checkpoint::lmdb_checkpoint_store::open(so);
       if (!store && cp.fresh) {
         // Damaged beyond opening: nothing in it can be restored, and
