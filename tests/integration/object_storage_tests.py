@@ -36,7 +36,7 @@ import pytest
 from weirtest import SCALE, run
 from weirtest.exactly_once import CheckpointedJob, compare, crash_loop, paced, poll
 
-RECORDS = int(200_000 / SCALE)
+RECORDS = int(100_000 / SCALE)
 KILLS = 5 if SCALE == 1 else 3
 BUCKET = "weir"
 ALL = ("windows", "running")

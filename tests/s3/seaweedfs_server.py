@@ -101,6 +101,8 @@ class SeaweedS3:
              "-ip.bind=127.0.0.1", f"-master.port={self.master}",
              f"-volume.port={self.volume}", "-volume.max=4", "-volume.preStopSeconds=0",
              "-master.volumeSizeLimitMB=64", "-master.telemetry=false",
+             # One master: no election to wait for at a (re)start.
+             "-master.electionTimeout=1s",
              "-filer", f"-filer.port={self.filer}", "-s3", f"-s3.port={self.s3}",
              f"-s3.config={self.dir / 's3.json'}"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
