@@ -5,6 +5,7 @@
 #
 #   tests/s3/seaweedfs.sh build   # builds it unless cached; prints the binary's path
 #   tests/s3/seaweedfs.sh path    # prints the path if built, exits 1 otherwise
+#   tests/s3/seaweedfs.sh fetch-go  # fetches the Go release it needs (below); prints its go
 #
 # The binary goes to ${WEIR_SEAWEEDFS_CACHE:-~/.cache/weir/seaweedfs}/weed
 # (with weed.version naming the module version it was built from). The build
@@ -44,6 +45,12 @@ find_go() {
       return
     fi
   done
+  fetch_go
+}
+
+# Fetches the Go release SeaweedFS's go.mod names from the module proxy
+# (module golang.org/toolchain) into $CACHE/toolchain; prints its `go`.
+fetch_go() {
   local want arch
   want=$(curl -fsSL "$PROXY/$MODULE/@v/$VERSION.mod" | sed -n 's/^go \([0-9.]*\)$/\1/p')
   [ -n "$want" ] || { echo "seaweedfs: cannot read the Go release $MODULE@$VERSION needs from $PROXY" >&2; exit 1; }
@@ -62,7 +69,9 @@ import os, stat, sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as z:
     for info in z.infolist():
         # golang.org/toolchain@v0.0.1-go1.26.6.linux-amd64/bin/go -> bin/go
-        rel = info.filename.split("/", 1)[1] if "/" in info.filename else ""
+        parts = info.filename.split("/")
+        at = next((i for i, p in enumerate(parts) if "@" in p), None)
+        rel = "/".join(parts[at + 1:]) if at is not None else ""
         if not rel or info.is_dir():
             continue
         target = os.path.join(sys.argv[2], rel)
@@ -98,5 +107,6 @@ build() {
 case "${1:-build}" in
   build) build ;;
   path) built && echo "$BIN" ;;
-  *) echo "usage: tests/s3/seaweedfs.sh build | path" >&2; exit 2 ;;
+  fetch-go) fetch_go ;;
+  *) echo "usage: tests/s3/seaweedfs.sh build | path | fetch-go" >&2; exit 2 ;;
 esac
