@@ -278,6 +278,17 @@ def test_refused(weir, work, seed, s3):
     env["HOME"] = str(work)
     r = run([weir, "run", toml], expect=1, env=env, timeout=120)
     assert "no credentials" in r.stderr, r.stderr[-2000:]
+    # From ~/.aws/credentials, profile AWS_PROFILE.
+    os.makedirs(os.path.join(work, ".aws"))
+    with open(os.path.join(work, ".aws", "credentials"), "w") as f:
+        f.write(f"[default]\naws_access_key_id = WRONG\naws_secret_access_key = wrong\n\n"
+                f"[weir]\naws_access_key_id = {s3.access_key}\n"
+                f"aws_secret_access_key = {s3.secret_key}\n")
+    r = run([weir, "checkpoints", "list", job.uri], expect=1, env=env, timeout=120)
+    assert "HTTP 403" in r.stderr, r.stderr[-2000:]
+    r = run([weir, "checkpoints", "list", job.uri], expect=0, env={**env, "AWS_PROFILE": "weir"},
+            timeout=120)
+    no_secrets(s3, r.stdout + r.stderr)
 
 
 @pytest.mark.parametrize("line, message", [
