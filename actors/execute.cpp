@@ -62,6 +62,37 @@ std::optional<std::string> adopt_remote_checkpoint(checkpoint::remote_checkpoint
   return std::nullopt;
 }
 
+/// A `dir` whose newest complete checkpoint the remote lacks (checkpoints
+/// taken before `remote` was set): uploads it before the job runs, so that a
+/// standby never resumes from older state than this run restores. Returns
+/// the error, if any (the start is refused: the remote would be behind).
+std::optional<std::string>
+upload_newer_local_checkpoint(checkpoint::remote_checkpoints& remote,
+                              const checkpoint::lmdb_checkpoint_store& local,
+                              const std::vector<checkpoint::checkpoint_listing>& stored,
+                              const std::string& job_name) {
+  const checkpoint::checkpoint_listing* newest = nullptr;
+  for (const auto& l : stored)
+    if (l.restorable && l.manifest)
+      newest = &l;
+  if (!newest)
+    return std::nullopt;
+  auto ids = remote.complete_ids();
+  if (!ids)
+    return "cannot list the checkpoints in " + remote.uri() + ": " + ids.error().message;
+  if (!ids->empty() && ids->back() >= newest->checkpoint_id)
+    return std::nullopt;
+  auto up = remote.upload(local, *newest->manifest, local.options().dir + "/.upload");
+  if (!up)
+    return "cannot upload checkpoint " + std::to_string(newest->checkpoint_id) + " to "
+           + remote.uri() + ": " + up.error().message;
+  log::checkpoint().info("job '{}': uploaded checkpoint {} of {} to {} ({} bytes in {} ms): "
+                         "the remote copy lacked it",
+                         job_name, newest->checkpoint_id, local.options().dir, remote.uri(),
+                         up->bytes, up->duration.count());
+  return std::nullopt;
+}
+
 } // namespace
 
 job_result job::execute() { return execute_with(nullptr); }
@@ -122,6 +153,12 @@ job_result job::execute_with(runtime::background_run* control) {
         auto stored = (*store)->list(false);
         resumable = !stored || std::any_of(stored->begin(), stored->end(),
                                            [](const auto& l) { return l.restorable; });
+        if (ctx->remote && stored) {
+          if (auto e = upload_newer_local_checkpoint(*ctx->remote, **store, *stored, opts.name)) {
+            result.error = *e;
+            return result;
+          }
+        }
       }
       ctx->store = std::move(*store);
     }

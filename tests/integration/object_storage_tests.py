@@ -17,7 +17,9 @@ output with that of one uninterrupted run.
   test_store_unreachable   the server killed while the job runs: the job says
                            it cannot upload and fails; with the server back, a
                            standby resumes from the last uploaded checkpoint
-  test_refused             wrong credentials: a clear refusal naming the URL
+  test_remote_added_later  a job checkpointed locally, then given a remote: its
+                           newest checkpoint is uploaded at start
+  test_refused             wrong credentials (and from ~/.aws/credentials)
   test_config_errors       remote, endpoint, region mistakes at file:line:col
 
 No test's output or log may hold the secret key or the access key.
@@ -260,6 +262,31 @@ def test_store_unreachable(weir, work, seed, s3):
     r = job.run(job.write(2))
     assert f"restored from #{after[-1]}" in r.stderr, r.stderr[-2000:]
     compare(job.committed(), want, "after the store was unreachable", ALL)
+    no_secrets(s3, r.stderr)
+
+
+def test_remote_added_later(weir, work, seed, s3):
+    """A job that checkpointed locally, then given a remote: its newest local
+    checkpoint is uploaded before it runs, so a standby resumes from it
+    rather than from no state (which would take back the output)."""
+    job = RemoteJob(weir, work, seed, s3, "added-later")
+    want = job.reference()
+    with open(job.write(2)) as f:
+        local_only = job.write_toml(f.read().replace(f'remote = "{job.uri}"\n', ""))
+    job.run(local_only, "--fresh", "-q")
+    compare(job.committed(), want, "the local-only run", ALL)
+    assert job.remote_ids() == []
+    local = job.checkpoint_ids()
+    # Killed in the upload of its own first checkpoint (the second upload,
+    # after the one at start): only the local checkpoint is remote then.
+    r = run([weir, "run", job.write(2)], expect=-signal.SIGKILL,
+            env={**os.environ, "WEIR_FAULT": "kill_in_upload:2"}, timeout=120)
+    assert f"uploaded checkpoint {max(local)}" in r.stderr, r.stderr[-2000:]
+    assert job.remote_ids() == [max(local)]
+    shutil.rmtree(os.path.join(work, "state"))
+    r = job.run(job.write(2))
+    assert f"restored from #{max(local)}" in r.stderr, r.stderr[-2000:]
+    compare(job.committed(), want, "a standby after the remote was added", ALL)
     no_secrets(s3, r.stderr)
 
 
