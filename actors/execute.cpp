@@ -19,12 +19,81 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <optional>
 #include <exception>
 #include <filesystem>
 #include <iostream>
 #include <thread>
 
 namespace weir {
+
+namespace {
+
+/// A standby, or a new machine: when `cp.dir` holds no LMDB environment
+/// (neither `data.mdb` nor `lock.mdb`) and the remote copy holds complete
+/// checkpoints, downloads the newest into `cp.dir`, which then restores it
+/// like any local store (and numbers on after it, after --fresh too). A
+/// remote that cannot be listed refuses the start: starting from no state
+/// would take back what the sinks committed. Returns the error, if any.
+std::optional<std::string> adopt_remote_checkpoint(checkpoint::remote_checkpoints& remote,
+                                                   const checkpoint_options& cp,
+                                                   const std::string& job_name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(fs::path{cp.dir} / "data.mdb", ec) || fs::exists(fs::path{cp.dir} / "lock.mdb", ec))
+    return std::nullopt;
+  auto ids = remote.complete_ids();
+  if (!ids)
+    return "cannot list the checkpoints in " + remote.uri() + ": " + ids.error().message;
+  if (ids->empty())
+    return std::nullopt;
+  const auto id = ids->back();
+  auto started = std::chrono::steady_clock::now();
+  auto bytes = remote.download(id, cp.dir);
+  if (!bytes)
+    return "cannot download checkpoint " + std::to_string(id) + " from " + remote.uri() + ": "
+           + bytes.error().message;
+  log::checkpoint().info(
+    "job '{}': {} held no checkpoint: downloaded checkpoint {} ({} bytes) from {} in {} ms",
+    job_name, cp.dir, id, *bytes, remote.uri(),
+    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now()
+                                                          - started)
+      .count());
+  return std::nullopt;
+}
+
+/// A `dir` whose newest complete checkpoint the remote lacks (checkpoints
+/// taken before `remote` was set): uploads it before the job runs, so that a
+/// standby never resumes from older state than this run restores. Returns
+/// the error, if any (the start is refused: the remote would be behind).
+std::optional<std::string>
+upload_newer_local_checkpoint(checkpoint::remote_checkpoints& remote,
+                              const checkpoint::lmdb_checkpoint_store& local,
+                              const std::vector<checkpoint::checkpoint_listing>& stored,
+                              const std::string& job_name) {
+  const checkpoint::checkpoint_listing* newest = nullptr;
+  for (const auto& l : stored)
+    if (l.restorable && l.manifest)
+      newest = &l;
+  if (!newest)
+    return std::nullopt;
+  auto ids = remote.complete_ids();
+  if (!ids)
+    return "cannot list the checkpoints in " + remote.uri() + ": " + ids.error().message;
+  if (!ids->empty() && ids->back() >= newest->checkpoint_id)
+    return std::nullopt;
+  auto up = remote.upload(local, *newest->manifest, local.options().dir + "/.upload");
+  if (!up)
+    return "cannot upload checkpoint " + std::to_string(newest->checkpoint_id) + " to "
+           + remote.uri() + ": " + up.error().message;
+  log::checkpoint().info("job '{}': uploaded checkpoint {} of {} to {} ({} bytes in {} ms): "
+                         "the remote copy lacked it",
+                         job_name, newest->checkpoint_id, local.options().dir, remote.uri(),
+                         up->bytes, up->duration.count());
+  return std::nullopt;
+}
+
+} // namespace
 
 job_result job::execute() { return execute_with(nullptr); }
 
@@ -48,6 +117,20 @@ job_result job::execute_with(runtime::background_run* control) {
       so.dir = cp.dir;
       so.retain = cp.retain;
       so.map_size = cp.max_size;
+      if (!cp.remote.empty()) {
+        auto remote = checkpoint::open_remote_checkpoints(
+          {cp.remote, cp.remote_endpoint, cp.remote_region});
+        if (!remote) {
+          result.error = "cannot open checkpoint storage " + cp.remote + ": "
+                         + remote.error().message;
+          return result;
+        }
+        if (auto e = adopt_remote_checkpoint(**remote, cp, opts.name)) {
+          result.error = *e;
+          return result;
+        }
+        ctx->remote = std::move(*remote);
+      }
       auto store = checkpoint::lmdb_checkpoint_store::open(so);
       if (!store && cp.fresh) {
         // Damaged beyond opening: nothing in it can be restored, and
@@ -70,6 +153,12 @@ job_result job::execute_with(runtime::background_run* control) {
         auto stored = (*store)->list(false);
         resumable = !stored || std::any_of(stored->begin(), stored->end(),
                                            [](const auto& l) { return l.restorable; });
+        if (ctx->remote && stored) {
+          if (auto e = upload_newer_local_checkpoint(*ctx->remote, **store, *stored, opts.name)) {
+            result.error = *e;
+            return result;
+          }
+        }
       }
       ctx->store = std::move(*store);
     }

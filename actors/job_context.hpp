@@ -4,6 +4,7 @@
 #include "weir/api/job.hpp"
 #include "weir/api/running_job.hpp"
 #include "weir/checkpoint/lmdb_checkpoint_store.hpp"
+#include "weir/checkpoint/remote_checkpoints.hpp"
 #include "weir/runtime/dead_letter_queue.hpp"
 #include "weir/runtime/execution_plan.hpp"
 #include "weir/runtime/job_graph.hpp"
@@ -249,6 +250,10 @@ struct job_context {
   /// Checkpoint storage; null when checkpoints are off. Opened once per
   /// process: LMDB allows one environment handle per directory.
   std::shared_ptr<checkpoint::lmdb_checkpoint_store> store;
+  /// The durable copy in object storage (`checkpoint_options::remote`); null
+  /// when local only. The state writer uploads every checkpoint there
+  /// before committing it.
+  std::shared_ptr<checkpoint::remote_checkpoints> remote;
   /// The savepoint to restore (`checkpoint_options::from_savepoint`, read
   /// only); null when none. Used until the job's first own checkpoint
   /// completes: a restart before that restores the savepoint again.

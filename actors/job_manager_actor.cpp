@@ -198,7 +198,7 @@ caf::behavior job_manager(jm_actor* self, std::shared_ptr<job_context> ctx) {
   st0.ctx = std::move(ctx);
   if (st0.ctx->store) {
     st0.writer = spawn_state_writer(self->system(), st0.ctx->store,
-                                    st0.ctx->graph->options.name);
+                                    st0.ctx->graph->options.name, st0.ctx->remote);
     self->monitor(st0.writer);
   }
   st0.env = std::make_unique<actor_environment>(self);

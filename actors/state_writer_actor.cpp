@@ -66,6 +66,7 @@ namespace {
 
 struct state_writer_state {
   std::shared_ptr<checkpoint::lmdb_checkpoint_store> store;
+  std::shared_ptr<checkpoint::remote_checkpoints> remote; ///< null: local only
   std::string job_name; ///< for log messages
   std::uint64_t last_committed = 0; ///< the last checkpoint committed here
   std::uint64_t commits = 0;        ///< manifest commits asked for
@@ -94,8 +95,10 @@ Result guarded(F&& f) {
 
 caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
                            std::shared_ptr<checkpoint::lmdb_checkpoint_store> store,
-                           std::string job_name) {
+                           std::string job_name,
+                           std::shared_ptr<checkpoint::remote_checkpoints> remote) {
   self->state.store = std::move(store);
+  self->state.remote = std::move(remote);
   self->state.job_name = std::move(job_name);
   self->state.fail_commit = fault_fail_manifest_commit();
   self->set_default_handler([self](caf::scheduled_actor* me, caf::message_view& x)
@@ -124,15 +127,36 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
         // is written either way; before, the checkpoint never completed;
         // after, it completed and no sink has committed it yet.
         weir::internal::test_fault_kill("kill_before_manifest_commit");
-        auto deleted = self->state.store->commit_manifest(m);
+        auto& st = self->state;
+        if (st.remote) {
+          // The durable copy first: the checkpoint counts as complete (and
+          // the sinks commit) only once it is in object storage, and a
+          // local manifest is never newer than the remote one.
+          auto up = st.remote->upload(*st.store, m, st.store->options().dir + "/.upload");
+          if (!up) {
+            r.error = "cannot upload checkpoint " + std::to_string(m.checkpoint_id) + " to "
+                      + st.remote->uri() + ": " + up.error().message;
+            return r;
+          }
+          log::checkpoint().debug("job '{}': checkpoint {} uploaded to {}: {} bytes in {} ms",
+                                  st.job_name, m.checkpoint_id, st.remote->uri(), up->bytes,
+                                  up->duration.count());
+        }
+        auto deleted = st.store->commit_manifest(m);
         if (!deleted) {
           r.error = deleted.error().message;
           return r;
         }
         weir::internal::test_fault_kill("kill_after_manifest_commit");
+        if (st.remote) {
+          // Best effort: a checkpoint left over is deleted by a later one.
+          if (auto gone = st.remote->apply_retention(st.store->options().retain); !gone)
+            log::checkpoint().warn("job '{}': retention in {}: {}", st.job_name,
+                                   st.remote->uri(), gone.error().message);
+        }
         r.ok = true;
         r.deleted = std::move(*deleted);
-        self->state.last_committed = m.checkpoint_id;
+        st.last_committed = m.checkpoint_id;
         return r;
       });
     },
@@ -213,8 +237,10 @@ caf::behavior state_writer(caf::stateful_actor<state_writer_state>* self,
 
 caf::actor spawn_state_writer(caf::actor_system& sys,
                               std::shared_ptr<checkpoint::lmdb_checkpoint_store> store,
-                              std::string job_name) {
-  return sys.spawn<caf::detached>(state_writer, std::move(store), std::move(job_name));
+                              std::string job_name,
+                              std::shared_ptr<checkpoint::remote_checkpoints> remote) {
+  return sys.spawn<caf::detached>(state_writer, std::move(store), std::move(job_name),
+                                  std::move(remote));
 }
 
 } // namespace weir::runtime

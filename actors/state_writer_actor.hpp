@@ -21,6 +21,7 @@
 #include "job_messages.hpp"
 #include "weir/checkpoint/checkpoint_coordinator.hpp"
 #include "weir/checkpoint/lmdb_checkpoint_store.hpp"
+#include "weir/checkpoint/remote_checkpoints.hpp"
 #include "weir/checkpoint/snapshot_manifest.hpp"
 #include "weir/operators/stream_operator.hpp"
 #include "weir/runtime/subtask_snapshot.hpp"
@@ -94,10 +95,14 @@ write_subtask_snapshot(checkpoint::lmdb_checkpoint_store& store,
 /// Spawns the state writer of one job: a detached actor (its own thread, so
 /// blocking LMDB I/O never stalls the scheduler) that owns `store`. An
 /// unexpected message ends it with an error (and logs it on the checkpoint
-/// logger, naming `job_name`); monitor it.
+/// logger, naming `job_name`); monitor it. With `remote`, a manifest commit
+/// first uploads the checkpoint there (`remote_checkpoints::upload`) and
+/// fails when the upload does; after the local commit it applies the
+/// store's `retain` to the remote copy too.
 caf::actor spawn_state_writer(caf::actor_system& sys,
                               std::shared_ptr<checkpoint::lmdb_checkpoint_store> store,
-                              std::string job_name = {});
+                              std::string job_name = {},
+                              std::shared_ptr<checkpoint::remote_checkpoints> remote = {});
 
 } // namespace weir::runtime
 

@@ -19,7 +19,8 @@ options below are what it passes. A test names the fixtures it needs:
   serve                     serve(pipelines, args, token, home): `weir serve`
                             on a free port (weirtest.server.Server), stopped at
                             the end
-  kafka_broker, schema_registry, redis_server, postgres_server, opensearch_node
+  kafka_broker, schema_registry, redis_server, postgres_server, opensearch_node,
+  seaweedfs
                             a real server, started once per pytest session
                             and stopped at its end
 """
@@ -39,7 +40,7 @@ import weirtest  # noqa: E402
 TESTS = Path(__file__).resolve().parent
 # The server scripts the tests share with the examples and benchmarks
 # (tests/kafka/broker.sh, tests/opensearch/node.sh run them too).
-for folder in ("kafka", "opensearch"):
+for folder in ("kafka", "opensearch", "s3"):
     if str(TESTS / folder) not in sys.path:
         sys.path.append(str(TESTS / folder))
 
@@ -189,6 +190,15 @@ def schema_registry():
     per session."""
     from schema_registry_server import SchemaRegistry
     yield from _running(SchemaRegistry())
+
+
+@pytest.fixture(scope="session")
+def seaweedfs():
+    """A real S3-compatible server (tests/s3/seaweedfs_server.py: SeaweedFS,
+    free ports, random credentials), started once per session."""
+    from seaweedfs_server import SeaweedS3
+    with SeaweedS3() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

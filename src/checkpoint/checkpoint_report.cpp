@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "weir/checkpoint/checkpoint_report.hpp"
+#include "weir/checkpoint/remote_checkpoints.hpp"
 
 #include "weir/core/timestamp.hpp"
 
@@ -244,15 +245,27 @@ std::string format_checkpoint_details(const checkpoint_listing& l) {
 int run_checkpoints_command(const std::string& verb, const std::string& dir,
                             std::optional<std::uint64_t> id, std::string& out,
                             std::string& err) {
-  store_options opts;
-  opts.dir = dir;
-  opts.read_only = true;
-  auto store = lmdb_checkpoint_store::open(opts);
-  if (!store) {
-    err += "weir: " + store.error().message + "\n";
-    return 1;
+  expected<std::vector<checkpoint_listing>> all{std::vector<checkpoint_listing>{}};
+  if (dir.rfind("s3://", 0) == 0) {
+    // The remote copy: endpoint and region from AWS_ENDPOINT_URL and
+    // AWS_REGION, as the AWS CLI takes them.
+    auto remote = open_remote_checkpoints({dir, {}, {}});
+    if (!remote) {
+      err += "weir: " + remote.error().message + "\n";
+      return 1;
+    }
+    all = (*remote)->list();
+  } else {
+    store_options opts;
+    opts.dir = dir;
+    opts.read_only = true;
+    auto store = lmdb_checkpoint_store::open(opts);
+    if (!store) {
+      err += "weir: " + store.error().message + "\n";
+      return 1;
+    }
+    all = (*store)->list(true);
   }
-  auto all = (*store)->list(true);
   if (!all) {
     err += "weir: " + all.error().message + "\n";
     return 1;

@@ -4,6 +4,7 @@
 // particular to a source, operator or sink type is its kind's
 // (src/config/kind.hpp, src/kinds/): its keys, their parsing and planning.
 #include "weir/config/loader.hpp"
+#include "weir/checkpoint/object_store.hpp"
 #include "weir/runtime/job_graph.hpp"
 
 #include "byte_size.hpp"
@@ -66,6 +67,9 @@ const std::vector<std::string> job_keys = {
   "checkpoint.min_pause",
   "checkpoint.tolerable_failures",
   "checkpoint.max_size",
+  "checkpoint.remote",
+  "checkpoint.endpoint",
+  "checkpoint.region",
 };
 
 /// The keys every element of a category takes besides its kind's.
@@ -347,6 +351,37 @@ void loader::parse_checkpoint(const toml::table& root) {
     cp.tolerable_failures = static_cast<std::size_t>(*v);
   if (auto v = byte_size(r, "max_size", std::uint64_t{1} << 20, "1MiB"))
     cp.max_size = static_cast<std::size_t>(*v);
+  auto remote = r.string("remote", false, true);
+  if (remote) {
+    if (auto loc = checkpoint::parse_s3_uri(remote->value); !loc)
+      r.fail(pos_of(*remote->node), "checkpoint.remote: " + loc.error().message,
+             {"hint: remote = \"s3://bucket/prefix\"; dir stays the local working copy"});
+    else
+      cp.remote = remote->value;
+  }
+  for (const char* key : {"endpoint", "region"}) {
+    auto v = r.string(key, false, true);
+    if (!v)
+      continue;
+    if (!remote) {
+      r.fail(pos_of(*v->node), "checkpoint." + std::string{key} + " needs checkpoint.remote",
+             {"hint: add remote = \"s3://bucket/prefix\", or remove " + std::string{key}});
+      continue;
+    }
+    if (std::string_view{key} == "endpoint") {
+      if (v->value.rfind("http://", 0) != 0 && v->value.rfind("https://", 0) != 0)
+        r.fail(pos_of(*v->node), "checkpoint.endpoint must start with http:// or https://, "
+                                 "got \"" + v->value + "\"");
+      else if (v->value.find('@') != std::string::npos)
+        r.fail(pos_of(*v->node), "checkpoint.endpoint must not hold credentials",
+               {"hint: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or use "
+                "~/.aws/credentials"});
+      else
+        cp.remote_endpoint = v->value;
+    } else {
+      cp.remote_region = v->value;
+    }
+  }
 }
 
 void loader::parse_job(const toml::table& root) {

@@ -87,6 +87,17 @@ struct checkpoint_options {
   /// Most bytes the LMDB environment may hold (its map size; the file grows
   /// only as used). A checkpoint that does not fit fails.
   std::size_t max_size = std::size_t{64} << 30;
+  /// The durable copy in object storage, `s3://bucket/prefix` (Flink's
+  /// `state.checkpoints.dir = s3://...`); empty: local only. `dir` stays the
+  /// working copy: a checkpoint is written there, uploaded, and complete only
+  /// once uploaded. A run whose `dir` holds no checkpoint downloads the
+  /// newest complete one (docs/operations/object-storage.md).
+  std::string remote;
+  /// `http(s)://host:port` of an S3-compatible store (path-style requests);
+  /// empty: `AWS_ENDPOINT_URL`, else AWS's regional endpoint.
+  std::string remote_endpoint;
+  /// Signing region; empty: `AWS_REGION`, else `us-east-1`.
+  std::string remote_region;
 };
 
 /// Restart strategy after a subtask failure (Flink's fixed-delay strategy):
