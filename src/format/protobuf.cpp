@@ -3,6 +3,7 @@
 // declared fields, and the message decoders (see protobuf.hpp).
 #include "protobuf.hpp"
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/compiler/importer.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/dynamic_message.h>
@@ -507,6 +508,24 @@ resolve(const gp::Descriptor& msg, const schema& reader, const std::vector<bool>
 
 namespace {
 
+// Whether `d` or a message type it holds has a proto2 `required` field:
+// without one, IsInitialized (a walk over the fields by reflection) is
+// always true and is not called.
+bool has_required(const gp::Descriptor& d, std::vector<const gp::Descriptor*>& seen) {
+  if (std::find(seen.begin(), seen.end(), &d) != seen.end())
+    return false;
+  seen.push_back(&d);
+  for (int i = 0; i < d.field_count(); ++i) {
+    const auto* f = d.field(i);
+    if (f->is_required())
+      return true;
+    if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE
+        && has_required(*f->message_type(), seen))
+      return true;
+  }
+  return false;
+}
+
 class message_decoder final : public record_decoder {
 public:
   message_decoder(proto_set_ptr set, const gp::Descriptor& msg, schema_ptr s,
@@ -515,7 +534,9 @@ public:
       co_(std::move(co)) {
     factory_ = std::make_unique<gp::DynamicMessageFactory>(set_ ? set_->importer->pool()
                                                                 : msg.file()->pool());
-    msg_.reset(factory_->GetPrototype(&msg)->New());
+    prototype_ = factory_->GetPrototype(&msg);
+    std::vector<const gp::Descriptor*> seen;
+    check_required_ = has_required(msg, seen);
   }
 
   const schema_ptr& output_schema() const override { return schema_; }
@@ -526,14 +547,21 @@ public:
   }
 
   status decode(std::string_view record, batch_builder& out, std::string& reason) override {
-    msg_->Clear();
+    // Each message on an arena, dropped whole now and then: cheaper than
+    // Message::Clear, which walks a DynamicMessage's fields by reflection.
+    if (++since_reset_ >= 1024) {
+      msg_ = nullptr;
+      arena_.Reset();
+      since_reset_ = 0;
+    }
+    msg_ = prototype_->New(&arena_);
     if (!msg_->ParsePartialFromArray(record.data(), static_cast<int>(record.size()))) {
       reason = "not a valid " + msg_type_->full_name() + " message ("
                + std::to_string(record.size())
                + " bytes: truncated, malformed wire data, or a string that is not UTF-8)";
       return status::bad;
     }
-    if (!msg_->IsInitialized()) {
+    if (check_required_ && !msg_->IsInitialized()) {
       reason = msg_type_->full_name() + " message without its required fields: "
                + msg_->InitializationErrorString();
       return status::bad;
@@ -552,7 +580,7 @@ public:
 
 private:
   bool read_target(const plan::target& t, column& col, std::string& reason) {
-    const gp::Message* m = msg_.get();
+    const gp::Message* m = msg_;
     const std::size_t n = t.path.size();
     for (std::size_t i = 0; i + 1 < n; ++i) {
       const auto* r = m->GetReflection();
@@ -662,7 +690,11 @@ private:
   std::shared_ptr<const plan> plan_;
   internal::common_options co_;
   std::unique_ptr<gp::DynamicMessageFactory> factory_;
-  std::unique_ptr<gp::Message> msg_;
+  const gp::Message* prototype_ = nullptr;
+  gp::Arena arena_;
+  gp::Message* msg_ = nullptr; ///< the message decoded last, on arena_
+  std::size_t since_reset_ = 0;
+  bool check_required_ = true; ///< a proto2 `required` field somewhere in the type
   std::string scratch_, text_scratch_, json_;
 };
 
