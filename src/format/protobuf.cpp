@@ -811,8 +811,10 @@ private:
         buf_.erase(0, pos_);
         pos_ = 0;
       }
+      // A chunk at a time: a length prefix is not trusted with an
+      // allocation before its bytes are there.
       const std::size_t old = buf_.size();
-      const std::size_t want = std::max<std::size_t>(opts_.chunk_bytes, n - (old - pos_));
+      const std::size_t want = opts_.chunk_bytes;
       buf_.resize(old + want);
       const std::size_t got = std::fread(buf_.data() + old, 1, want, f_.get());
       buf_.resize(old + got);
