@@ -9,8 +9,10 @@
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/stubs/logging.h>
+#include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -508,6 +510,224 @@ resolve(const gp::Descriptor& msg, const schema& reader, const std::vector<bool>
 
 namespace {
 
+
+// --- The wire-format fast path ----------------------------------------------
+//
+// Reads the declared fields straight from the wire format (the encoding
+// guide's varints, fixed32/64, length-delimited values) into the columns,
+// without building a DynamicMessage. It settles a message only when it is
+// sure to agree with libprotobuf: the message type and every type it holds
+// are proto3 (no required fields, closed enums, groups or defaults), no
+// declared field is read as JSON text, and the whole message is well formed
+// by the rules it checks (every field's wire type the one its type encodes
+// as, proto3 strings valid UTF-8, nesting within libprotobuf's 100 levels,
+// varints of at most 10 bytes whose 10th byte is 0 or 1). Anything else —
+// a bad message above all — goes to DynamicMessage, the reference, which
+// gives the row or the reason. Parsing concatenated encodings merges them,
+// so a nested message's fields are looked up over all of its occurrences in
+// order, the last one winning, as libprotobuf's merge does; a oneof member
+// is present only if it is the oneof's last member on the wire.
+
+struct wire {
+  const unsigned char* p;
+  const unsigned char* end;
+
+  bool varint(std::uint64_t& v) {
+    v = 0;
+    for (int i = 0; i < 10; ++i) {
+      if (p == end)
+        return false;
+      const unsigned b = *p++;
+      if (i == 9 && b > 1)
+        return false;
+      v |= static_cast<std::uint64_t>(b & 0x7F) << (7 * i);
+      if ((b & 0x80) == 0)
+        return true;
+    }
+    return false;
+  }
+  bool fixed(std::size_t n, std::uint64_t& v) {
+    if (static_cast<std::size_t>(end - p) < n)
+      return false;
+    v = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+    p += n;
+    return true;
+  }
+  bool bytes(std::string_view& out) {
+    std::uint64_t len = 0;
+    if (!varint(len) || len > static_cast<std::uint64_t>(end - p))
+      return false;
+    out = {reinterpret_cast<const char*>(p), static_cast<std::size_t>(len)};
+    p += len;
+    return true;
+  }
+};
+
+// The wire type a field of `f`'s type is written with (not packed).
+int wire_type_of(const gp::FieldDescriptor& f) {
+  using FD = gp::FieldDescriptor;
+  switch (f.type()) {
+    case FD::TYPE_DOUBLE: case FD::TYPE_FIXED64: case FD::TYPE_SFIXED64: return 1;
+    case FD::TYPE_FLOAT: case FD::TYPE_FIXED32: case FD::TYPE_SFIXED32: return 5;
+    case FD::TYPE_STRING: case FD::TYPE_BYTES: case FD::TYPE_MESSAGE: return 2;
+    case FD::TYPE_GROUP: return 3;
+    default: return 0;
+  }
+}
+
+// Whether `d` and every message type it holds are proto3 (well-known types
+// included), so the fast path's rules are Protobuf's.
+bool all_proto3(const gp::Descriptor& d, std::vector<const gp::Descriptor*>& seen) {
+  if (std::find(seen.begin(), seen.end(), &d) != seen.end())
+    return true;
+  seen.push_back(&d);
+  if (d.file()->syntax() != gp::FileDescriptor::SYNTAX_PROTO3 || d.extension_range_count() > 0)
+    return false;
+  for (int i = 0; i < d.field_count(); ++i) {
+    const auto* f = d.field(i);
+    if (f->type() == gp::FieldDescriptor::TYPE_GROUP)
+      return false;
+    if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE
+        && !all_proto3(*f->message_type(), seen))
+      return false;
+  }
+  return true;
+}
+
+// Walks a whole message of type `d`: true when it is well formed by the
+// fast path's rules (see above).
+bool well_formed(std::string_view bytes, const gp::Descriptor& d, int depth) {
+  if (depth > 100)
+    return false;
+  wire w{reinterpret_cast<const unsigned char*>(bytes.data()),
+         reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size()};
+  while (w.p != w.end) {
+    std::uint64_t tag = 0, v = 0;
+    const auto* tag_at = w.p;
+    if (!w.varint(tag) || tag > 0xFFFFFFFFu || w.p - tag_at > 5)
+      return false;
+    const int number = static_cast<int>(tag >> 3);
+    const int wt = static_cast<int>(tag & 7);
+    if (number == 0)
+      return false;
+    const auto* f = d.FindFieldByNumber(number);
+    std::string_view ld;
+    switch (wt) {
+      case 0: if (!w.varint(v)) return false; break;
+      case 1: if (!w.fixed(8, v)) return false; break;
+      case 5: if (!w.fixed(4, v)) return false; break;
+      case 2: if (!w.bytes(ld)) return false; break;
+      default: return false; // groups (3, 4), and 6, 7
+    }
+    if (!f)
+      continue; // an unknown field, skipped as libprotobuf keeps it
+    const int want = wire_type_of(*f);
+    if (wt != want) {
+      // Repeated numbers may come packed: a run of their encodings.
+      if (!(wt == 2 && f->is_packable()))
+        return false;
+      wire pw{reinterpret_cast<const unsigned char*>(ld.data()),
+              reinterpret_cast<const unsigned char*>(ld.data()) + ld.size()};
+      while (pw.p != pw.end)
+        if (!(want == 0 ? pw.varint(v) : pw.fixed(want == 1 ? 8 : 4, v)))
+          return false;
+      continue;
+    }
+    if (f->type() == gp::FieldDescriptor::TYPE_STRING
+        && !simdjson::validate_utf8(ld.data(), ld.size()))
+      return false;
+    if (f->type() == gp::FieldDescriptor::TYPE_MESSAGE
+        && !well_formed(ld, *f->message_type(), depth + 1))
+      return false;
+  }
+  return true;
+}
+
+// The last occurrence of field `f` (in oneof `f`'s, the last member) over
+// the messages `slices` (already well formed), as its raw value: a varint's
+// value, a fixed's bits, or a length-delimited value's bytes.
+struct found {
+  bool present = false;
+  std::uint64_t number = 0;
+  std::string_view bytes;
+};
+
+found last_of(const std::vector<std::string_view>& slices, const gp::FieldDescriptor& f) {
+  found out;
+  const auto* oneof = f.real_containing_oneof();
+  for (const auto& s : slices) {
+    wire w{reinterpret_cast<const unsigned char*>(s.data()),
+           reinterpret_cast<const unsigned char*>(s.data()) + s.size()};
+    while (w.p != w.end) {
+      std::uint64_t tag = 0, v = 0;
+      std::string_view ld;
+      (void) w.varint(tag);
+      const int number = static_cast<int>(tag >> 3);
+      switch (tag & 7) {
+        case 0: (void) w.varint(v); break;
+        case 1: (void) w.fixed(8, v); break;
+        case 5: (void) w.fixed(4, v); break;
+        default: (void) w.bytes(ld); break;
+      }
+      if (number == f.number()) {
+        out.present = true;
+        out.number = v;
+        out.bytes = ld;
+      } else if (oneof) {
+        const auto* other = f.containing_type()->FindFieldByNumber(number);
+        if (other && other->real_containing_oneof() == oneof)
+          out.present = false; // another member set after it clears it
+      }
+    }
+  }
+  return out;
+}
+
+// Every occurrence of the message field `f` over `slices`, in order.
+std::vector<std::string_view> all_of(const std::vector<std::string_view>& slices,
+                                     const gp::FieldDescriptor& f) {
+  std::vector<std::string_view> out;
+  for (const auto& s : slices) {
+    wire w{reinterpret_cast<const unsigned char*>(s.data()),
+           reinterpret_cast<const unsigned char*>(s.data()) + s.size()};
+    while (w.p != w.end) {
+      std::uint64_t tag = 0, v = 0;
+      std::string_view ld;
+      (void) w.varint(tag);
+      switch (tag & 7) {
+        case 0: (void) w.varint(v); break;
+        case 1: (void) w.fixed(8, v); break;
+        case 5: (void) w.fixed(4, v); break;
+        default: (void) w.bytes(ld); break;
+      }
+      if (static_cast<int>(tag >> 3) == f.number())
+        out.push_back(ld);
+    }
+  }
+  return out;
+}
+
+// The integer a field of `f`'s type holds in `raw` (a varint or fixed).
+std::int64_t signed_value(const gp::FieldDescriptor& f, std::uint64_t raw) {
+  using FD = gp::FieldDescriptor;
+  switch (f.type()) {
+    case FD::TYPE_INT32: case FD::TYPE_SFIXED32: case FD::TYPE_ENUM:
+      return static_cast<std::int32_t>(static_cast<std::uint32_t>(raw));
+    case FD::TYPE_UINT32: case FD::TYPE_FIXED32:
+      return static_cast<std::uint32_t>(raw);
+    case FD::TYPE_SINT32: {
+      const auto u = static_cast<std::uint32_t>(raw);
+      return static_cast<std::int32_t>((u >> 1) ^ (~(u & 1) + 1));
+    }
+    case FD::TYPE_SINT64:
+      return static_cast<std::int64_t>((raw >> 1) ^ (~(raw & 1) + 1));
+    default:
+      return static_cast<std::int64_t>(raw);
+  }
+}
+
 // Whether `d` or a message type it holds has a proto2 `required` field:
 // without one, IsInitialized (a walk over the fields by reflection) is
 // always true and is not called.
@@ -529,7 +749,8 @@ bool has_required(const gp::Descriptor& d, std::vector<const gp::Descriptor*>& s
 class message_decoder final : public record_decoder {
 public:
   message_decoder(proto_set_ptr set, const gp::Descriptor& msg, schema_ptr s,
-                  std::shared_ptr<const plan> p, internal::common_options co)
+                  std::shared_ptr<const plan> p, internal::common_options co,
+                  bool reference_only)
     : set_(std::move(set)), msg_type_(&msg), schema_(std::move(s)), plan_(std::move(p)),
       co_(std::move(co)) {
     factory_ = std::make_unique<gp::DynamicMessageFactory>(set_ ? set_->importer->pool()
@@ -537,6 +758,29 @@ public:
     prototype_ = factory_->GetPrototype(&msg);
     std::vector<const gp::Descriptor*> seen;
     check_required_ = has_required(msg, seen);
+    seen.clear();
+    fast_ = !reference_only && all_proto3(msg, seen);
+    int max_number = 0;
+    for (int i = 0; i < msg.field_count(); ++i)
+      max_number = std::max(max_number, msg.field(i)->number());
+    if (max_number > 4096)
+      fast_ = false; // the one-pass scan's table would be too large
+    const auto slots = static_cast<std::size_t>(std::min(max_number, 4096)) + 1;
+    top_.resize(slots);
+    top_fields_.assign(slots, nullptr);
+    for (int i = 0; i < msg.field_count(); ++i)
+      if (static_cast<std::size_t>(msg.field(i)->number()) < slots)
+        top_fields_[static_cast<std::size_t>(msg.field(i)->number())] = msg.field(i);
+    oneof_last_.resize(static_cast<std::size_t>(msg.oneof_decl_count()));
+    for (const auto& t : plan_->targets) {
+      if (t.c == conv::json || t.path.size() > nested_.size())
+        fast_ = false;
+      // A oneof's message member, once cleared by another member, does
+      // not merge with its earlier occurrences: left to the reference.
+      for (const auto* f : t.path)
+        if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE && f->real_containing_oneof())
+          fast_ = false;
+    }
   }
 
   const schema_ptr& output_schema() const override { return schema_; }
@@ -547,6 +791,11 @@ public:
   }
 
   status decode(std::string_view record, batch_builder& out, std::string& reason) override {
+    if (fast_ && well_formed(record, *msg_type_, 0)) {
+      if (fast_row(record, out))
+        return co_.rc.commit(out, reason);
+      out.rollback_row(); // a value that does not fit: the reference says why
+    }
     // Each message on an arena, dropped whole now and then: cheaper than
     // Message::Clear, which walks a DynamicMessage's fields by reflection.
     if (++since_reset_ >= 1024) {
@@ -579,6 +828,144 @@ public:
   }
 
 private:
+  // The row of a well-formed message, read from the wire; false (with a
+  // partial row) when a value does not fit its field.
+  bool fast_row(std::string_view record, batch_builder& out) {
+    roots_.assign(1, record);
+    // One pass over the top level: each field's last occurrence, and each
+    // oneof's last member (so a top-level field costs no scan of its own).
+    ++seq_;
+    {
+      wire w{reinterpret_cast<const unsigned char*>(record.data()),
+             reinterpret_cast<const unsigned char*>(record.data()) + record.size()};
+      while (w.p != w.end) {
+        std::uint64_t tag = 0, v = 0;
+        std::string_view ld;
+        (void) w.varint(tag);
+        switch (tag & 7) {
+          case 0: (void) w.varint(v); break;
+          case 1: (void) w.fixed(8, v); break;
+          case 5: (void) w.fixed(4, v); break;
+          default: (void) w.bytes(ld); break;
+        }
+        const auto number = static_cast<std::size_t>(tag >> 3);
+        if (number >= top_.size())
+          continue;
+        auto& slot = top_[number];
+        slot.seq = seq_;
+        slot.v = found{true, v, ld};
+        if (const auto* f = top_fields_[number]; f && f->real_containing_oneof()) {
+          auto& o = oneof_last_[static_cast<std::size_t>(f->real_containing_oneof()->index())];
+          o.seq = seq_;
+          o.number = static_cast<int>(number);
+        }
+      }
+    }
+    for (const auto& t : plan_->targets) {
+      column& col = out.col(t.column);
+      const std::vector<std::string_view>* slices = &roots_;
+      const std::size_t n = t.path.size();
+      bool absent = false;
+      for (std::size_t i = 0; i + 1 < n && !absent; ++i) {
+        nested_[i] = all_of(*slices, *t.path[i]);
+        slices = &nested_[i];
+        absent = slices->empty();
+      }
+      if (absent) {
+        col.append_null();
+        continue;
+      }
+      const auto* f = t.path.back();
+      found v;
+      if (n == 1 && static_cast<std::size_t>(f->number()) < top_.size()) {
+        const auto& slot = top_[static_cast<std::size_t>(f->number())];
+        if (slot.seq == seq_)
+          v = slot.v;
+        if (const auto* o = f->real_containing_oneof()) {
+          const auto& last = oneof_last_[static_cast<std::size_t>(o->index())];
+          if (last.seq == seq_ && last.number != f->number())
+            v.present = false;
+        }
+      } else {
+        v = last_of(*slices, *f);
+      }
+      const bool in_wrapper = n > 1 && is_wrapper(*t.path[n - 2]->message_type());
+      if (!v.present && f->has_presence() && !in_wrapper) {
+        col.append_null();
+        continue;
+      }
+      switch (t.c) {
+        case conv::boolean: col.append_bool(v.number != 0); break;
+        case conv::int_to_int: col.append_int(signed_value(*f, v.number)); break;
+        case conv::int_to_float:
+          col.append_float(static_cast<double>(signed_value(*f, v.number)));
+          break;
+        case conv::uint64_to_int:
+          if (v.number > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            return false;
+          col.append_int(static_cast<std::int64_t>(v.number));
+          break;
+        case conv::uint64_to_float: col.append_float(static_cast<double>(v.number)); break;
+        case conv::float_to_float:
+          if (f->type() == gp::FieldDescriptor::TYPE_FLOAT) {
+            float x = 0;
+            const auto bits = static_cast<std::uint32_t>(v.number);
+            std::memcpy(&x, &bits, sizeof x);
+            col.append_float(x);
+          } else {
+            double x = 0;
+            std::memcpy(&x, &v.number, sizeof x);
+            col.append_float(x);
+          }
+          break;
+        case conv::string: {
+          std::string reason;
+          const auto text = internal::check_text(v.bytes, co_.invalid_utf8, text_scratch_, reason);
+          if (!text)
+            return false;
+          col.append_string(*text);
+          break;
+        }
+        case conv::bytes_base64:
+          json_.clear();
+          append_base64(v.bytes, json_);
+          col.append_string(json_);
+          break;
+        case conv::enum_name:
+          col.append_string(enum_text(*f->enum_type(), static_cast<int>(signed_value(*f, v.number))));
+          break;
+        case conv::enum_number: col.append_int(signed_value(*f, v.number)); break;
+        case conv::timestamp_ms:
+        case conv::timestamp_text: {
+          // A Timestamp's occurrences merge: its seconds and nanos, each the last.
+          const auto parts = all_of(*slices, *f);
+          const auto& td = *f->message_type();
+          const found sec = last_of(parts, *td.field(0));
+          const found nan = last_of(parts, *td.field(1));
+          const auto seconds = static_cast<std::int64_t>(sec.number);
+          const auto nanos = static_cast<std::int32_t>(static_cast<std::uint32_t>(nan.number));
+          constexpr std::int64_t limit = std::int64_t{1} << 52;
+          if (seconds > limit || seconds < -limit)
+            return false;
+          const std::int64_t ms = seconds * 1000
+            + (nanos >= 0 ? nanos / 1'000'000
+                          : -((-static_cast<std::int64_t>(nanos) + 999'999) / 1'000'000));
+          if (t.c == conv::timestamp_ms)
+            col.append_int(ms);
+          else
+            col.append_string(format_iso8601(ms));
+          break;
+        }
+        case conv::json:
+          return false; // not on the fast path (see the constructor)
+      }
+    }
+    for (std::size_t i = 0; i < schema_->size(); ++i)
+      if (i < co_.read.size() && !co_.read[i])
+        internal::append_unread(out.col(i));
+    return true;
+  }
+
   bool read_target(const plan::target& t, column& col, std::string& reason) {
     const gp::Message* m = msg_;
     const std::size_t n = t.path.size();
@@ -695,6 +1082,22 @@ private:
   gp::Message* msg_ = nullptr; ///< the message decoded last, on arena_
   std::size_t since_reset_ = 0;
   bool check_required_ = true; ///< a proto2 `required` field somewhere in the type
+  bool fast_ = false;          ///< the wire-format fast path may settle messages
+  std::vector<std::string_view> roots_;
+  /// The top level's fields by number (up to 4096), for the one-pass scan.
+  struct top_slot {
+    std::uint64_t seq = 0; ///< the message it was seen in (seq_)
+    found v;
+  };
+  struct oneof_slot {
+    std::uint64_t seq = 0;
+    int number = 0;
+  };
+  std::vector<top_slot> top_;
+  std::vector<const gp::FieldDescriptor*> top_fields_;
+  std::vector<oneof_slot> oneof_last_;
+  std::uint64_t seq_ = 0;
+  std::array<std::vector<std::string_view>, 128> nested_; ///< per path level
   std::string scratch_, text_scratch_, json_;
 };
 
@@ -710,7 +1113,7 @@ make_message_decoder(proto_set_ptr set, const gp::Descriptor& msg, const decoder
   if (!p)
     return invalid(p.error().message);
   return std::unique_ptr<record_decoder>{std::make_unique<message_decoder>(
-    std::move(set), msg, opts.schema, std::move(*p), std::move(co))};
+    std::move(set), msg, opts.schema, std::move(*p), std::move(co), opts.proto_reference)};
 }
 
 expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& opts,

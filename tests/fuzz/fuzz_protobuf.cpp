@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <variant>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -65,7 +67,53 @@ void check_dead_letter(const weir::bad_record& r) {
     fail("a dead letter that is not JSON: " + line);
 }
 
+// The declared fields without JSON text (the wire-format fast path reads
+// them), decoded by the fast path and by DynamicMessage alone: both must
+// give the same status and the same row.
+decoder_options scalar_options(bool reference) {
+  auto o = options();
+  o.schema = weir::make_schema(
+    {{"ts", type_id::timestamp},  {"id", type_id::int64},        {"ok", type_id::boolean},
+     {"small", type_id::float64}, {"u64", type_id::int64},       {"f64", type_id::float64},
+     {"s64", type_id::int64},     {"s32", type_id::int64},       {"sf32", type_id::int64},
+     {"ratio", type_id::float64}, {"score", type_id::float64},   {"name", type_id::string},
+     {"blob", type_id::string},   {"color", type_id::string},    {"maybe", type_id::int64},
+     {"wrapped", type_id::int64}, {"wrapped_text", type_id::string},
+     {"inner.a", type_id::int64}, {"inner.deeper.c", type_id::int64},
+     {"where.label", type_id::string}, {"where.lat", type_id::float64},
+     {"word", type_id::string},   {"number", type_id::int64}});
+  o.proto_reference = reference;
+  return o;
+}
+
+bool same(const weir::value& a, const weir::value& b) {
+  const auto* x = std::get_if<double>(&a);
+  const auto* y = std::get_if<double>(&b);
+  if (x && y)
+    return std::memcmp(x, y, sizeof(double)) == 0 || (*x != *x && *y != *y);
+  return a == b;
+}
+
+void fast_against_reference(std::string_view msg) {
+  static auto fast = weir::format::make_decoder(scalar_options(false));
+  static auto ref = weir::format::make_decoder(scalar_options(true));
+  if (!fast || !ref)
+    fail("cannot make the scalar decoders");
+  weir::batch_builder a{(*fast)->output_schema()}, b{(*ref)->output_schema()};
+  std::string ra, rb;
+  const auto sa = (*fast)->decode(msg, a, ra);
+  const auto sb = (*ref)->decode(msg, b, rb);
+  if (sa != sb || ra != rb)
+    fail("fast path and reference differ: '" + ra + "' and '" + rb + "'");
+  if (a.rows() != b.rows())
+    fail("fast path and reference give different row counts");
+  for (std::size_t c = 0; c < a.output_schema().size() && a.rows() == 1; ++c)
+    if (!same(a.col(c).get(0), b.col(c).get(0)))
+      fail("fast path and reference differ in field " + a.output_schema().at(c).name);
+}
+
 void one_message(std::string_view msg) {
+  fast_against_reference(msg);
   static auto dec = [] {
     auto d = weir::format::make_decoder(options());
     if (!d)

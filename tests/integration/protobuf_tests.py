@@ -8,7 +8,9 @@ tests/integration/protobuf/events.proto, Debian's python3-protobuf):
   `inner.deeper.c`, `where.lat` from an imported file), repeated fields, a
   map and a oneof, in a file of length-delimited messages: weir's rows must
   equal the rows weir's jsonl format reads from the same messages' JSON
-  form (json_format.MessageToDict, its 64-bit integers as JSON numbers).
+  form (json_format.MessageToDict, its 64-bit integers as JSON numbers);
+  once through DynamicMessage (JSON-text fields declared) and once without
+  the JSON-text fields, through the wire-format fast path.
 - bad-input: an undecodable message in the middle and a message cut short
   at the end, dead-lettered with the file, the message number, the byte
   offset of its length prefix and a reason; every other message read.
@@ -52,6 +54,12 @@ SCHEMA = ('{ ts = "timestamp", id = "int64", ok = "bool", small = "int64", u32 =
           '"inner.a" = "int64", "inner.deeper.c" = "int64", tags = "string", '
           'counts = "string", attrs = "string", "where.lat" = "float64", '
           '"where.label" = "string", word = "string", number = "int64" }')
+# Without the fields read as JSON text: weir reads these from the wire format
+# itself (its fast path) rather than through DynamicMessage.
+JSON_TEXT = ["inner", "tags", "counts", "attrs"]
+SCHEMA_WIRE = SCHEMA
+for _f in JSON_TEXT:
+    SCHEMA_WIRE = SCHEMA_WIRE.replace(f'{_f} = "string", ', "")
 FIELDS = ["ts", "id", "ok", "small", "u32", "u64", "s32", "s64", "f32", "f64", "sf32", "sf64",
           "ratio", "score", "name", "blob", "color", "maybe", "wrapped", "wrapped_text",
           "inner", "inner.a", "inner.deeper.c", "tags", "counts", "attrs", "where.lat",
@@ -198,7 +206,7 @@ def json_line(m):
     return json.dumps(row, ensure_ascii=False)
 
 
-def file_toml(path, fmt, out, extra="", source_extra=""):
+def file_toml(path, fmt, out, extra="", source_extra="", schema=SCHEMA):
     pb = (f'proto_file = "{PROTO}"\nproto_include = ["{PROTO_DIR}"]\n'
           'message = "test.events.Event"\n') if fmt == "protobuf" else ""
     return f"""
@@ -212,7 +220,7 @@ name = "in"
 type = "file"
 path = "{path}"
 format = "{fmt}"
-{pb}{source_extra}schema = {SCHEMA}
+{pb}{source_extra}schema = {schema}
 event_time = {{ field = "ts" }}
 
 [[sink]]
@@ -255,7 +263,18 @@ def test_round_trip(sandbox):
     for i, (got, want) in enumerate(zip(rows, from_json)):
         diff = {k: (got[k], want[k]) for k in FIELDS if got[k] != want[k]}
         assert not diff, f"row {i}: (protobuf, json) differ in {diff}"
-    print(f"round-trip: {len(messages)} messages equal their JSON form")
+    # The same messages read without the JSON-text fields take the
+    # wire-format fast path: the same values.
+    assert all(f'{f} = "string"' not in SCHEMA_WIRE for f in JSON_TEXT), SCHEMA_WIRE
+    sandbox.run_toml(file_toml("events.pb", "protobuf", "wire.jsonl", schema=SCHEMA_WIRE),
+                     name="wire.toml")
+    wire = normalize(read_jsonl(sandbox.path("wire.jsonl")))
+    assert len(wire) == len(messages), f"{len(wire)} rows from the fast path"
+    for i, (got, want) in enumerate(zip(wire, from_json)):
+        diff = {k: (got[k], want[k]) for k in FIELDS if k not in JSON_TEXT and got[k] != want[k]}
+        assert not diff, f"row {i} (fast path): (protobuf, json) differ in {diff}"
+    print(f"round-trip: {len(messages)} messages equal their JSON form, "
+          "through DynamicMessage and the fast path")
 
 
 def test_bad_input(sandbox):

@@ -99,6 +99,10 @@ struct decoder_options {
   std::string proto_file;
   std::vector<std::string> proto_include;
   std::string proto_message;
+  /// protobuf only: decode every message with DynamicMessage (the
+  /// reference), never the wire-format fast path. A testing and benchmark
+  /// knob, not a TOML key.
+  bool proto_reference = false;
   /// jsonl `decode_many` only: the bytes simdjson's stage 1 indexes at a time
   /// (`iterate_many`'s batch size); a line longer than this is decoded by the
   /// per-line path. 0 = 256 KiB. A tuning and testing knob, not a TOML key.
