@@ -75,8 +75,11 @@ resolve(const google::protobuf::Descriptor& msg, const schema& reader,
         const std::vector<bool>& read = {});
 
 /// A record_decoder of single serialized messages of `msg` (one Kafka
-/// message's value), decoded with `DynamicMessage`. `set` keeps `msg`
-/// alive. This is the entry point a schema registry's framing uses: it
+/// message's value): read straight from the wire format when the fast path
+/// settles the message (proto3 types, no JSON-text field, a well-formed
+/// message; `opts.proto_reference` turns it off), else decoded with
+/// `DynamicMessage`, the reference, which also gives every bad message's
+/// reason (docs/kinds/formats/protobuf.md). `set` keeps `msg` alive. This is the entry point a schema registry's framing uses: it
 /// takes the descriptor from the schema it fetched. A message that does
 /// not parse (truncated, malformed wire data, a proto3 string that is not
 /// UTF-8, a proto2 required field missing) or whose value does not fit
