@@ -520,8 +520,9 @@ namespace {
 // are proto3 (no required fields, closed enums, groups or defaults), no
 // declared field is read as JSON text, and the whole message is well formed
 // by the rules it checks (every field's wire type the one its type encodes
-// as, proto3 strings valid UTF-8, nesting within libprotobuf's 100 levels,
-// varints of at most 10 bytes whose 10th byte is 0 or 1). Anything else —
+// as, proto3 strings valid UTF-8, nesting within 64 levels where
+// libprotobuf allows 100, tags of at most 5 bytes, varints of at most 10
+// bytes whose 10th byte is 0 or 1). Anything else —
 // a bad message above all — goes to DynamicMessage, the reference, which
 // gives the row or the reason. Parsing concatenated encodings merges them,
 // so a nested message's fields are looked up over all of its occurrences in
@@ -599,7 +600,7 @@ bool all_proto3(const gp::Descriptor& d, std::vector<const gp::Descriptor*>& see
 // Walks a whole message of type `d`: true when it is well formed by the
 // fast path's rules (see above).
 bool well_formed(std::string_view bytes, const gp::Descriptor& d, int depth) {
-  if (depth > 100)
+  if (depth > 64) // well inside libprotobuf's 100 levels: deeper goes to it
     return false;
   wire w{reinterpret_cast<const unsigned char*>(bytes.data()),
          reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size()};
