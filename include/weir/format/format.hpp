@@ -37,7 +37,7 @@ bool protobuf_built() noexcept;
 /// Why a build without libprotobuf refuses format "protobuf".
 inline constexpr std::string_view protobuf_not_built =
   "format \"protobuf\" is not built into this weir: rebuild with -DWEIR_WITH_PROTOBUF=ON and "
-  "libprotobuf-dev installed";
+  "libprotobuf-dev and libprotoc-dev installed";
 
 std::optional<format_kind> parse_format(std::string_view name) noexcept;
 std::string_view to_string(format_kind k) noexcept;
