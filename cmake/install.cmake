@@ -88,6 +88,11 @@ install(FILES ${PROJECT_BINARY_DIR}/weirConfig.cmake ${PROJECT_BINARY_DIR}/weirC
 # (plain `pkg-config --libs weir` links a program).
 list(JOIN WEIR_INSTALLED_LIBRARIES " -l" WEIR_PC_LIBS)
 set(WEIR_PC_LIBS "-l${WEIR_PC_LIBS}")
+# format = "protobuf" links libprotoc (its Importer), which has no .pc; its
+# libprotobuf comes with Requires.
+if(WEIR_HAVE_PROTOBUF)
+  string(APPEND WEIR_PC_LIBS " -lprotoc")
+endif()
 string(APPEND WEIR_PC_REQUIRES " spdlog fmt simdjson tomlplusplus libxxhash")
 string(STRIP "${WEIR_PC_REQUIRES}" WEIR_PC_REQUIRES)
 if(WEIR_CAF_LIBRARY_DIR IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)

@@ -336,6 +336,7 @@ std::unique_ptr<record_encoder> make_encoder(format_kind kind, timestamp_format 
       return std::make_unique<csv_encoder>(ts);
     case format_kind::apache_combined:
     case format_kind::avro:
+    case format_kind::protobuf:
       return nullptr;
   }
   return nullptr;

@@ -5,6 +5,9 @@
 #ifdef WEIR_HAVE_AVRO
 #include "avro.hpp"
 #endif
+#ifdef WEIR_HAVE_PROTOBUF
+#include "protobuf.hpp"
+#endif
 
 #include <simdjson.h>
 
@@ -110,6 +113,8 @@ std::optional<format_kind> parse_format(std::string_view name) noexcept {
     return format_kind::apache_combined;
   if (name == "avro")
     return format_kind::avro;
+  if (name == "protobuf")
+    return format_kind::protobuf;
   return std::nullopt;
 }
 
@@ -123,6 +128,8 @@ std::string_view to_string(format_kind k) noexcept {
       return "apache_combined";
     case format_kind::avro:
       return "avro";
+    case format_kind::protobuf:
+      return "protobuf";
   }
   return "unknown";
 }
@@ -247,6 +254,51 @@ bool schema_registry_built() noexcept {
 #endif
 }
 
+std::optional<protobuf_problem> check_protobuf(const decoder_options& opts) {
+  using at = protobuf_problem::at;
+#ifdef WEIR_HAVE_PROTOBUF
+  auto set = protobuf::load_proto(opts.proto_file, opts.proto_include);
+  if (!set)
+    return protobuf_problem{at::proto_file, set.error().message, {}, {}};
+  std::vector<std::string> names;
+  const auto* d = protobuf::find_message(**set, opts.proto_message, &names);
+  if (!d)
+    return protobuf_problem{at::message,
+                            "message " + opts.proto_message + " is not defined in "
+                              + opts.proto_file + " or its imports",
+                            {}, std::move(names)};
+  if (!opts.schema)
+    return std::nullopt;
+  auto plan = protobuf::resolve(*d, *opts.schema);
+  if (!plan)
+    return protobuf_problem{at::field, plan.error().message, plan.error().field,
+                            plan.error().candidates};
+  return std::nullopt;
+#else
+  (void) opts;
+  return protobuf_problem{at::proto_file, std::string{protobuf_not_built}, {}, {}};
+#endif
+}
+
+expected<source_reader_ptr> make_protobuf_file_reader(const file_source_options& opts,
+                                                      bad_record_handler on_bad) {
+#ifdef WEIR_HAVE_PROTOBUF
+  return protobuf::make_delimited_reader(opts, std::move(on_bad));
+#else
+  (void) opts;
+  (void) on_bad;
+  return make_error(errc::invalid_argument, std::string{protobuf_not_built});
+#endif
+}
+
+bool protobuf_built() noexcept {
+#ifdef WEIR_HAVE_PROTOBUF
+  return true;
+#else
+  return false;
+#endif
+}
+
 expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& opts) {
   schema_ptr s = opts.kind == format_kind::apache_combined ? apache_combined_schema()
                                                            : opts.schema;
@@ -276,6 +328,12 @@ expected<std::unique_ptr<record_decoder>> make_decoder(const decoder_options& op
       return avro::make_datum_decoder(opts, std::move(co));
 #else
       return make_error(errc::invalid_argument, std::string{avro_not_built});
+#endif
+    case format_kind::protobuf:
+#ifdef WEIR_HAVE_PROTOBUF
+      return protobuf::make_decoder(opts, std::move(co));
+#else
+      return make_error(errc::invalid_argument, std::string{protobuf_not_built});
 #endif
   }
   return make_error(errc::invalid_argument, "unknown format");

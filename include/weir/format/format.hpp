@@ -18,9 +18,10 @@
 namespace weir::format {
 
 /// Record formats of files (docs/reference/pipeline.md: `format = "jsonl" | "csv" |
-/// "apache_combined" | "avro"`). Avro is decoded only (no encoder) and only
-/// in a build with avro-c (`avro_built()`).
-enum class format_kind { jsonl, csv, apache_combined, avro };
+/// "apache_combined" | "avro" | "protobuf"`). Avro and Protobuf are decoded
+/// only (no encoder) and only in a build with avro-c (`avro_built()`) or
+/// libprotobuf (`protobuf_built()`).
+enum class format_kind { jsonl, csv, apache_combined, avro, protobuf };
 
 /// Whether this build decodes Avro (built with avro-c, WEIR_WITH_AVRO).
 bool avro_built() noexcept;
@@ -29,6 +30,14 @@ bool avro_built() noexcept;
 inline constexpr std::string_view avro_not_built =
   "format \"avro\" is not built into this weir: rebuild with -DWEIR_WITH_AVRO=ON and "
   "libavro-dev installed";
+
+/// Whether this build decodes Protobuf (built with libprotobuf, WEIR_WITH_PROTOBUF).
+bool protobuf_built() noexcept;
+
+/// Why a build without libprotobuf refuses format "protobuf".
+inline constexpr std::string_view protobuf_not_built =
+  "format \"protobuf\" is not built into this weir: rebuild with -DWEIR_WITH_PROTOBUF=ON and "
+  "libprotobuf-dev and libprotoc-dev installed";
 
 std::optional<format_kind> parse_format(std::string_view name) noexcept;
 std::string_view to_string(format_kind k) noexcept;
@@ -117,6 +126,16 @@ struct decoder_options {
   /// datum) and its writer schema is fetched from the registry by id
   /// (`avro_schema` is then not used).
   schema_registry_options schema_registry;
+  /// protobuf only: the .proto file describing the messages, the
+  /// directories its imports are looked up in (after the file's own), and
+  /// the full name of the message type ("pkg.Msg") each record is.
+  std::string proto_file;
+  std::vector<std::string> proto_include;
+  std::string proto_message;
+  /// protobuf only: decode every message with DynamicMessage (the
+  /// reference), never the wire-format fast path. A testing and benchmark
+  /// knob, not a TOML key.
+  bool proto_reference = false;
   /// jsonl `decode_many` only: the bytes simdjson's stage 1 indexes at a time
   /// (`iterate_many`'s batch size); a line longer than this is decoded by the
   /// per-line path. 0 = 256 KiB. A tuning and testing knob, not a TOML key.
@@ -328,6 +347,28 @@ std::optional<avro_file_problem> check_avro_file(const std::string& path,
 /// in a build without avro-c.
 [[nodiscard]] expected<source_reader_ptr> make_avro_file_reader(const file_source_options& opts,
                                                                 bad_record_handler on_bad);
+
+/// What is wrong with a source's Protobuf options, found at load time.
+struct protobuf_problem {
+  enum class at { proto_file, message, field } where = at::proto_file;
+  std::string message;
+  std::string field;                   ///< at::field: the declared field
+  std::vector<std::string> candidates; ///< names for a did-you-mean
+};
+
+/// Load-time check of `opts` for format "protobuf": `proto_file` loads
+/// (with `proto_include`), `proto_message` names one of its message types,
+/// and every declared field reads from it (src/format/protobuf.hpp,
+/// `resolve`). nullopt when all do; `protobuf_not_built` in a build
+/// without libprotobuf.
+std::optional<protobuf_problem> check_protobuf(const decoder_options& opts);
+
+/// Makes a reader of a file of length-delimited Protobuf messages
+/// (src/format/protobuf.hpp, `make_delimited_reader`). Errors: those of
+/// `make_delimited_reader`, or `errc::invalid_argument`
+/// (`protobuf_not_built`) in a build without libprotobuf.
+[[nodiscard]] expected<source_reader_ptr>
+make_protobuf_file_reader(const file_source_options& opts, bad_record_handler on_bad);
 
 /// Writes rows of a batch as text, one record per line.
 class record_encoder {

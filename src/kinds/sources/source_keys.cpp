@@ -106,4 +106,79 @@ void read_csv_options(parse_context& c, const std::optional<located>& format,
   }
 }
 
+std::vector<key_spec> protobuf_keys() {
+  return key_rows({{
+    {"proto_file", "string", false, "", "format protobuf: the .proto file of the messages"},
+    {"proto_include", "array of strings", false, "[]", "format protobuf: directories its imports are found in, after the file's own"},
+    {"message", "string", false, "", "format protobuf: the message type, its full name (\"pkg.Msg\")"},
+  }});
+}
+
+bool read_protobuf_options(reader& r, const std::optional<located>& format,
+                           format::decoder_options& d) {
+  const bool pb = format && format->value == "protobuf";
+  if (pb && !format::protobuf_built()) {
+    r.fail(pos_of(*format->node), std::string{format::protobuf_not_built});
+    return false;
+  }
+  auto file = r.string("proto_file", pb, true);
+  auto includes = r.string_array("proto_include");
+  auto message = r.string("message", pb, true);
+  if (!pb) {
+    bool ok = true;
+    for (const char* key : {"proto_file", "proto_include", "message"})
+      if (const auto* n = r.get(key)) {
+        r.fail(pos_of(*n), std::string{key} + " applies only to format = \"protobuf\"");
+        ok = false;
+      }
+    return ok;
+  }
+  if (!file || !message)
+    return false;
+  d.proto_file = file->value;
+  d.proto_message = message->value;
+  if (includes)
+    for (const auto& i : *includes)
+      d.proto_include.push_back(i.value);
+  const auto problem = format::check_protobuf(d);
+  if (!problem)
+    return true;
+  using at = format::protobuf_problem::at;
+  switch (problem->where) {
+    case at::proto_file: {
+      std::vector<std::string> notes;
+      if (problem->message.find("not found") != std::string::npos)
+        notes.push_back("hint: proto_include lists the directories its imports are found in");
+      r.fail(pos_of(*file->node), problem->message, std::move(notes));
+      break;
+    }
+    case at::message: {
+      std::vector<std::string> notes;
+      if (auto c = closest(message->value, problem->candidates))
+        notes.push_back("hint: did you mean " + quote(*c) + "?");
+      else if (!problem->candidates.empty())
+        notes.push_back("hint: its messages are " + plain_list(problem->candidates));
+      r.fail(pos_of(*message->node), problem->message, std::move(notes));
+      break;
+    }
+    case at::field: {
+      // At the field's key in `schema`.
+      const toml::node* schema = r.get("schema");
+      auto where = pos_of(schema ? *schema : *message->node);
+      if (const auto* t = schema ? schema->as_table() : nullptr)
+        for (auto&& [k, v] : *t)
+          if (k.str() == problem->field)
+            where = pos_of(k.source());
+      std::vector<std::string> notes;
+      if (auto c = closest(problem->field, problem->candidates))
+        notes.push_back("hint: did you mean " + quote(*c) + "?");
+      notes.push_back("hint: docs/kinds/formats/protobuf.md lists the Protobuf types each "
+                      "field type reads");
+      r.fail(where, problem->message, std::move(notes));
+      break;
+    }
+  }
+  return false;
+}
+
 } // namespace weir::kinds::sources

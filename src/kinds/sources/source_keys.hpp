@@ -56,4 +56,18 @@ void read_watermark(config::parse_context& c, watermark_options& w);
 void read_csv_options(config::parse_context& c, const std::optional<config::located>& format,
                       format::decoder_options& d, bool with_header);
 
+/// The key rows of format "protobuf": `proto_file`, `proto_include`,
+/// `message`.
+std::vector<config::key_spec> protobuf_keys();
+
+/// The Protobuf keys (hard) into `d`: `proto_file` and `message` required
+/// by format "protobuf", and all three refused by the other formats. The
+/// .proto is loaded now and checked against the declared fields
+/// (format::check_protobuf): an unreadable or invalid .proto is reported at
+/// `proto_file`, an unknown message at `message`, a declared field the
+/// message cannot give at its key in `schema` (each with a did-you-mean).
+/// False when anything was reported.
+bool read_protobuf_options(config::reader& r, const std::optional<config::located>& format,
+                           format::decoder_options& d);
+
 } // namespace weir::kinds::sources

@@ -24,7 +24,7 @@ namespace weir::kinds {
 namespace {
 using namespace weir::config;
 
-const key_list source_formats = {"jsonl", "csv", "apache_combined", "avro"};
+const key_list source_formats = {"jsonl", "csv", "apache_combined", "avro", "protobuf"};
 const key_list invalid_utf8_choices = {"error", "replace"};
 
 struct file_source_def : kind_spec {
@@ -126,6 +126,8 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
       d.decoder.kind = format::format_kind::csv;
     else if (fmt->value == "avro")
       d.decoder.kind = format::format_kind::avro;
+    else if (fmt->value == "protobuf")
+      d.decoder.kind = format::format_kind::protobuf;
     else
       d.decoder.kind = format::format_kind::apache_combined;
   }
@@ -172,6 +174,25 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
       if (const auto* n = r.get(key)) {
         r.fail(pos_of(*n), std::string{key} + " does not apply to format \"avro\": a "
                                                 "container file is read as one stream");
+        d.split_error = true;
+      }
+  }
+  // Protobuf: the .proto loads and gives every declared field, now.
+  const bool protobuf = fmt && fmt->value == "protobuf";
+  if (!sources::read_protobuf_options(r, fmt, d.decoder))
+    d.file_error = true;
+  if (protobuf) {
+    if (d.many) {
+      r.fail(pos_of(*d.path.node), "format \"protobuf\" reads one file of length-delimited "
+                                     "messages, and " + quote(d.path.value)
+                                     + " is a directory or glob");
+      d.file_error = true;
+    }
+    for (const char* key : {"split", "split_size"})
+      if (const auto* n = r.get(key)) {
+        r.fail(pos_of(*n), std::string{key} + " does not apply to format \"protobuf\": a "
+                                                "file of length-delimited messages is read as "
+                                                "one stream");
         d.split_error = true;
       }
   }
@@ -230,6 +251,10 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
       soft.fail(pos_of(*at),
                 "parallelism must be 1 for format \"avro\" (one container file, one stream), "
                 "got " + std::to_string(*v));
+    else if (d.decoder.kind == format::format_kind::protobuf)
+      soft.fail(pos_of(*at),
+                "parallelism must be 1 for format \"protobuf\" (one file of length-delimited "
+                "messages, one stream), got " + std::to_string(*v));
     else if (!d.many && d.split == format::file_split_mode::none)
       soft.fail(pos_of(*at),
                 "parallelism must be 1 for a file read as one stream (split = \"none\"), got "
@@ -286,9 +311,9 @@ kind_descriptor describe_sources_file() {
     {"rate", "number", false, "as fast as possible", "rows/s over all subtasks: replays the file at a steady pace"},
     {"split", "string", false, "\"auto\"", "auto | lines | none: one file read as line-boundary splits, one per subtask (auto: jsonl and apache_combined when the source's parallelism > 1)"},
     {"split_size", "string", false, "", "one file: bytes per split, e.g. \"64MiB\" (splits spread round robin over subtasks); none: one split per subtask"},
-    {"format", "string", true, "", "jsonl | csv | apache_combined | avro (an Avro container file)"},
+    {"format", "string", true, "", "jsonl | csv | apache_combined | avro (an Avro container file) | protobuf (length-delimited messages)"},
     {"schema", "table of type names", true, "", "name = \"int64\" (not for apache_combined)"},
-  }, sources::event_time_keys(true), sources::watermark_keys("", "a partition"),
+  }, sources::protobuf_keys(), sources::event_time_keys(true), sources::watermark_keys("", "a partition"),
   sources::csv_keys("the first line names the fields"), {
     {"partition_by", "string", false, "", "a field whose values are partitions with own watermarks"},
     {"partitions", "array of strings", false, "[]", "the partitions known up front"},
@@ -362,6 +387,18 @@ expected<data_stream> file::add_source(job& j, source spec, operator_options opt
     return invalid("format \"avro\" reads a container file as one stream (parallelism 1, "
                    "no split)");
   if (avro)
+    spec.split = format::file_split_mode::none;
+  const bool protobuf = spec.decoder.kind == format::format_kind::protobuf;
+  if (protobuf && !format::protobuf_built())
+    return invalid(std::string{format::protobuf_not_built});
+  if (protobuf && many)
+    return invalid("format \"protobuf\" reads one file of length-delimited messages, and '"
+                   + spec.path + "' is a directory or glob");
+  if (protobuf && (spec.split == format::file_split_mode::lines || spec.split_size > 0
+                   || opts.parallelism > 1))
+    return invalid("format \"protobuf\" reads a file of length-delimited messages as one "
+                   "stream (parallelism 1, no split)");
+  if (protobuf)
     spec.split = format::file_split_mode::none;
   if (!many && spec.monitor_interval.count() > 0)
     return invalid("monitor_interval applies to a directory or glob path, and '" + spec.path
@@ -442,6 +479,8 @@ expected<data_stream> file::add_source(job& j, source spec, operator_options opt
       auto reader = [&] {
         if (fo.decoder.kind == format::format_kind::avro)
           return format::make_avro_file_reader(fo, std::move(on_bad));
+        if (fo.decoder.kind == format::format_kind::protobuf)
+          return format::make_protobuf_file_reader(fo, std::move(on_bad));
         if (split) {
           format::file_split_options so;
           so.file = fo;

@@ -28,7 +28,7 @@ namespace weir::kinds {
 namespace {
 using namespace weir::config;
 
-const key_list kafka_formats = {"jsonl", "csv", "raw", "avro"};
+const key_list kafka_formats = {"jsonl", "csv", "raw", "avro", "protobuf"};
 const key_list start_modes = {"earliest", "latest", "committed", "timestamp"};
 // librdkafka properties weir sets itself (docs/internals/style.md: offsets live in the
 // checkpoints; the group only receives them for monitoring).
@@ -186,6 +186,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
     s.raw = fmt->value == "raw";
     s.decoder.kind = fmt->value == "csv"    ? format::format_kind::csv
                      : fmt->value == "avro" ? format::format_kind::avro
+                     : fmt->value == "protobuf" ? format::format_kind::protobuf
                                             : format::format_kind::jsonl;
   }
   const auto* schema_node = r.get("schema");
@@ -204,6 +205,7 @@ std::unique_ptr<kind_spec> parse(parse_context& c) {
   // A message is one record: no header line.
   sources::read_csv_options(c, fmt, s.decoder, false);
   read_avro_schema(c, fmt, s.decoder);
+  (void) sources::read_protobuf_options(r, fmt, s.decoder);
 
   if (auto* md = r.subtable("metadata")) {
     auto mr = r.sub(*md, "metadata");
@@ -306,13 +308,16 @@ kind_descriptor describe_sources_kafka() {
     {"topic_pattern", "string", false, "", "a regex matching whole topic names (instead of topics)"},
     {"bootstrap_servers", "string", true, "", "host:port,... of the Kafka brokers"},
     {"properties", "table", false, "", "librdkafka properties, passed through"},
-    {"format", "string", true, "", "jsonl | csv | raw (one string field value) | avro (one datum a message)"},
+    {"format", "string", true, "", "jsonl | csv | raw (one string field value) | avro (one datum a message) | protobuf (one message a message)"},
     {"avro_schema", "string", false, "", "format avro: the writer's schema, an .avsc path or its JSON"},
     {"schema_registry", "table", false, "", "format avro: messages framed for a Confluent schema registry"},
     {"schema_registry.url", "string", true, "", "the registry's REST API, http:// or https://"},
     {"schema_registry.basic_auth_user_info", "string", false, "", "\"user:password\" for basic auth"},
     {"schema_registry.basic_auth_user_info_env", "string", false, "", "the environment variable holding it"},
     {"schema_registry.ca_file", "string", false, "the system's CAs", "https: the CAs trusted (PEM)"},
+    {"proto_file", "string", false, "", "format protobuf: the .proto file of the messages"},
+    {"proto_include", "array of strings", false, "[]", "format protobuf: directories its imports are found in, after the file's own"},
+    {"message", "string", false, "", "format protobuf: the message type, its full name (\"pkg.Msg\"); one message a Kafka message"},
     {"schema", "table of type names", true, "", "name = \"int64\" (not for raw)"},
   }, sources::csv_keys(""), {
     {"metadata", "table", false, "", "Kafka metadata read into fields: item = \"field name\""},

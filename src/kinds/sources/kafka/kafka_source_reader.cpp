@@ -211,7 +211,7 @@ public:
       if (!dec)
         throw std::runtime_error(who() + ": " + dec.error().message);
       decoder_ = std::move(*dec);
-      binary_ = d.kind == format::format_kind::avro;
+      binary_ = d.kind == format::format_kind::avro || d.kind == format::format_kind::protobuf;
     }
     if (!s.topic_pattern.empty())
       pattern_.emplace(s.topic_pattern, std::regex::ECMAScript);
@@ -910,7 +910,7 @@ private:
   std::optional<std::size_t> key_idx_, topic_idx_, partition_idx_, offset_idx_, timestamp_idx_,
     headers_idx_;
   bool kafka_time_ = false;
-  bool binary_ = false; ///< Avro values: kept whole, dead-lettered as hex
+  bool binary_ = false; ///< Avro and Protobuf values: kept whole, dead-lettered as hex
 
   event_logger events_;
   commit_logger commits_;
