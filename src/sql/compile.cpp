@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -31,6 +33,46 @@ namespace internal {
 
 // CREATE SOURCE and CREATE SINK are not PostgreSQL: they are read as CREATE
 // TABLE and CREATE VIEW (same lengths, so offsets stay), and remembered.
+std::int64_t compiler::integer(element ival, std::size_t at) const {
+  if (auto v = get(ival, "ival"); v && v->is_int64())
+    return v->get_int64().value();
+  std::string_view t{sql_};
+  std::size_t i = std::min(at, t.size());
+  auto blank = [&](std::size_t j) {
+    return j < t.size() && std::isspace(static_cast<unsigned char>(t[j]));
+  };
+  if (i < t.size() && t[i] != '-' && !std::isdigit(static_cast<unsigned char>(t[i]))) {
+    // An option: its key is at `at`, the value after the '='.
+    i = t.find('=', i);
+    if (i == std::string_view::npos)
+      return 0;
+    ++i;
+    while (blank(i))
+      ++i;
+  }
+  bool negative = i < t.size() && t[i] == '-';
+  if (negative) {
+    ++i;
+    while (blank(i))
+      ++i;
+  }
+  std::size_t end = i;
+  while (end < t.size() && std::isdigit(static_cast<unsigned char>(t[end])))
+    ++end;
+  // The parser took it for an int32, so it fits.
+  std::int64_t value = 0;
+  std::from_chars(t.data() + i, t.data() + end, value);
+  return negative ? -value : value;
+}
+
+std::optional<std::int64_t> compiler::wide_integer(std::string_view fval) {
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(fval.data(), fval.data() + fval.size(), value);
+  if (ec != std::errc{} || end != fval.data() + fval.size())
+    return std::nullopt;
+  return value;
+}
+
 std::string compiler::rewrite_keywords(std::string text) {
   std::size_t i = 0;
   bool statement_start = true;
@@ -51,6 +93,7 @@ std::string compiler::rewrite_keywords(std::string text) {
         if (word_at(k, "source")) {
           text.replace(k, 6, "TABLE ");
           table = true;
+          source_statements.insert(j);
         }
         if (table) {
           // CREATE SOURCE name WITH (...), no column list (a format with a
@@ -93,8 +136,59 @@ std::string compiler::rewrite_keywords(std::string text) {
   return text;
 }
 
+namespace {
+
+/// The offset of the first byte of `text` that is not part of well-formed
+/// UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF), or
+/// of its first NUL byte; npos when there is none.
+std::size_t first_bad_byte(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto b = static_cast<unsigned char>(text[i]);
+    if (b == 0)
+      return i;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t n = b >= 0xC2 && b <= 0xDF ? 1 : b >= 0xE0 && b <= 0xEF ? 2
+                  : b >= 0xF0 && b <= 0xF4 ? 3 : 0;
+    if (n == 0 || i + n >= text.size())
+      return i;
+    auto c1 = static_cast<unsigned char>(text[i + 1]);
+    // The second byte's range excludes overlong forms, surrogates and
+    // code points past U+10FFFF.
+    unsigned lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
+    unsigned hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+    if (c1 < lo || c1 > hi)
+      return i;
+    for (std::size_t k = 2; k <= n; ++k) {
+      auto c = static_cast<unsigned char>(text[i + k]);
+      if (c < 0x80 || c > 0xBF)
+        return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+} // namespace
+
 expected<compiled_script, diagnostics> compiler::run() {
-  sql_ = rewrite_keywords(std::string{text_});
+  // The parser reads a C string (a NUL would end the script early) of
+  // UTF-8; a byte-order mark is read as blanks.
+  if (auto bad = first_bad_byte(text_); bad != std::string_view::npos) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text_[bad]));
+    report(bad, text_[bad] == '\0' ? std::string{"the script holds a NUL byte"}
+                                    : "the script is not UTF-8 here (byte " + std::string{hex}
+                                        + ")");
+    return std::move(diags_);
+  }
+  std::string script{text_};
+  if (script.rfind("\xEF\xBB\xBF", 0) == 0)
+    script.replace(0, 3, "   ");
+  sql_ = rewrite_keywords(std::move(script));
   PgQueryParseResult parsed = pg_query_parse(sql_.c_str());
   if (parsed.error) {
     std::size_t at = parsed.error->cursorpos > 0
@@ -275,7 +369,7 @@ std::vector<option> compiler::options(std::optional<element> list) {
       o.raw = str(v, "sval");
       o.value = o.raw == "true" || o.raw == "false" ? o.raw : toml_str(o.raw);
     } else if (at == "Integer") {
-      o.raw = std::to_string(num(v, "ival"));
+      o.raw = std::to_string(integer(v, o.at));
       o.value = o.raw;
     } else if (at == "Float") {
       o.raw = str(v, "fval");
@@ -353,6 +447,7 @@ void compiler::create_table(element body, std::size_t at) {
   }
   t.options = options(get(body, "options"));
   t.sink = insert_targets.count(t.name) > 0;
+  t.declared_source = source_statements.count(at) > 0;
   bool has_connector = false;
   for (const auto& o : t.options)
     has_connector = has_connector || o.key == "connector";
@@ -536,6 +631,23 @@ void compiler::insert(element body, std::size_t at) {
          {"hint: declare the sink first: CREATE TABLE " + name
           + " (...) WITH (connector = 'file', path = '...')"});
   }
+  if (t->second.declared_source)
+    fail(name_at, "'" + name + "' is a source (CREATE SOURCE): INSERT INTO writes to a sink table",
+         {"hint: declare the sink with CREATE TABLE " + name
+          + "_out (...) WITH (connector = ..., ...) and INSERT INTO it"});
+  // A sink writing over a file the script reads would destroy its input.
+  auto path_of = [](const std::vector<option>& opts) -> std::string {
+    for (const auto& o : opts)
+      if (o.key == "path")
+        return o.raw;
+    return {};
+  };
+  if (auto out = path_of(t->second.options); !out.empty())
+    for (const auto& [other, d] : tables_)
+      if (other != name && !d.sink && path_of(d.options) == out)
+        fail(name_at, "'" + name + "' would write to " + out + ", the path source '" + other
+                        + "' reads",
+             {"hint: give the sink table another path"});
   if (sinks_done_.count(name))
     unsupported(at, "a second INSERT INTO " + name,
                 "write one INSERT per sink table (UNION ALL is not supported yet either); "
@@ -609,7 +721,7 @@ void compiler::set(element body, std::size_t at) {
   if (type != "A_Const")
     fail(location(args.front(), at), "SET " + name + ": write a constant");
   if (auto v = get(c, "ival"))
-    value = std::to_string(num(*v, "ival"));
+    value = std::to_string(integer(*v, location(args.front(), at)));
   else if (auto f = get(c, "fval"))
     value = str(*f, "fval");
   else if (auto s = get(c, "sval")) {

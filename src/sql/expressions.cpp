@@ -196,10 +196,10 @@ expr_text compiler::expression(element e, scope& s, std::size_t at) {
     if (flag(body, "isnull")) {
       out.text = "null";
     } else if (auto iv = get(body, "ival")) {
-      out.text = std::to_string(num(*iv, "ival"));
+      out.text = std::to_string(integer(*iv, where));
     } else if (auto fv = get(body, "fval")) {
       out.text = str(*fv, "fval");
-      if (out.text.find_first_of(".eE") == std::string::npos)
+      if (out.text.find_first_of(".eE") == std::string::npos && !wide_integer(out.text))
         unsupported(where, "the integer " + out.text + " (beyond BIGINT)",
                     "a number within -2^63..2^63-1");
     } else if (auto sv = get(body, "sval")) {

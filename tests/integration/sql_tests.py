@@ -10,9 +10,12 @@
   the same logical graph for both.
 - errors: bad scripts refused with exit 2 and the exact file:line:col and
   message (syntax, unknown table, column, function and option with a
-  did-you-mean, a type error, a bad window size found by the loader).
+  did-you-mean, a type error, a bad window size found by the loader, a
+  negative SET value, a sink writing over a source, a NUL byte).
 - unsupported: ORDER BY, a join, GROUP BY without a window, each named as not
   supported yet, exit 2.
+- bytes: a script that is not UTF-8 refused at its first bad byte; a
+  byte-order mark accepted.
 - cascade: a failed view is reported once, not by each query reading it.
 - serve: `weir serve q.sql` runs the tumbling query to the same result.
 """
@@ -135,6 +138,20 @@ QUERIES = {
         '[[sink]]\nname = "q2"\ninput = "q2_select"\ntype = "file"\npath = "out.jsonl"\n',
         lambda rows: [{"auction": b["auction"], "price": b["price"]} for b in rows
                       if b["auction"] in (1001, 1007) and not 100 <= b["price"] <= 9000]),
+    # Negative integer constants (libpg_query's JSON leaves their value out)
+    # and one beyond 32 bits (the parser's numeric).
+    "negative": (
+        "CREATE SINK neg WITH (connector = 'file', path = 'out.jsonl') AS\n"
+        "  SELECT auction, price * -1 AS m, 1700000000000 + price AS big\n"
+        "  FROM bids WHERE price - 5000 > -1000 AND auction <> -5;\n",
+        '[[operator]]\nname = "neg_where"\ntype = "filter"\ninput = "bids"\n'
+        'where = "(price - 5000) > -1000 and auction != -5"\n'
+        '[[operator]]\nname = "neg_select"\ntype = "select"\ninput = "neg_where"\n'
+        'fields = { auction = "auction", m = "price * -1", big = "1700000000000 + price" }\n'
+        '[[sink]]\nname = "neg"\ninput = "neg_select"\ntype = "file"\npath = "out.jsonl"\n',
+        lambda rows: [{"auction": b["auction"], "m": -b["price"],
+                       "big": 1_700_000_000_000 + b["price"]}
+                      for b in rows if b["price"] - 5000 > -1000 and b["auction"] != -5]),
     "tumbling": (
         "CREATE SINK per_auction WITH (connector = 'file', path = 'out.jsonl') AS\n"
         "  SELECT auction, window_start, window_end, count(*) AS bids, max(price) AS max_price\n"
@@ -263,6 +280,20 @@ ERRORS = [
     ("CREATE TABLE out (a BIGINT) WITH (connector = 'stdout');\n"
      "INSERT INTO out SELECT auction, price FROM bids;",
      "INTO ^out", "the query gives 2 columns but 1 is declared"),
+    # Negative values of options and SET reach the loader's checks as written.
+    ("SET job.parallelism = -1;\n"
+     "CREATE SINK s WITH (connector = 'stdout') AS SELECT auction FROM bids;",
+     "-1", "job.parallelism must be at least 1, got -1"),
+    # A sink never writes over what the script reads.
+    ("CREATE SOURCE other (auction BIGINT) WITH (connector = 'file', path = 'o.jsonl',\n"
+     "  format = 'json');\nINSERT INTO bids SELECT auction FROM other;",
+     "INTO ^bids", "'bids' is a source (CREATE SOURCE): INSERT INTO writes to a sink table"),
+    ("CREATE TABLE t (a BIGINT) WITH (connector = 'file', path = 'bids.jsonl');\n"
+     "INSERT INTO t SELECT auction FROM bids;",
+     "INTO ^t", "'t' would write to bids.jsonl, the path source 'bids' reads"),
+    # The parser reads a C string: a NUL byte would end the script early.
+    ("CREATE SINK s WITH (connector = 'stdout') AS SELECT auction\0 FROM bids;",
+     "\0", "the script holds a NUL byte"),
 ]
 
 
@@ -277,6 +308,23 @@ def test_errors(sandbox, case):
         p = sandbox.run(command, "bad.sql", expect=2)
         assert p.stderr.splitlines()[0] == f"bad.sql:{where}: error: {message}", p.stderr
         assert "nothing was started" in p.stderr
+
+
+def test_bytes(sandbox):
+    """A script that is not UTF-8 is refused where its first bad byte is; a
+    byte-order mark is accepted."""
+    sandbox.write("bids.jsonl", "")
+    sink = b"CREATE SINK s WITH (connector = 'stdout') AS SELECT auction FROM bids;\n"
+    lines = SOURCE_SQL.count("\n")
+    with open(sandbox.path("bad.sql"), "wb") as f:
+        f.write(SOURCE_SQL.encode() + sink.replace(b"auction", b"auction, '\xe9t\xff'"))
+    p = sandbox.run("validate", "bad.sql", expect=2)
+    col = sink.index(b"auction") + len(b"auction, '") + 1
+    assert p.stderr.splitlines()[0] == (
+        f"bad.sql:{lines + 1}:{col}: error: the script is not UTF-8 here (byte 0xE9)"), p.stderr
+    with open(sandbox.path("bom.sql"), "wb") as f:
+        f.write(b"\xef\xbb\xbf" + SOURCE_SQL.encode() + sink)
+    sandbox.run("validate", "bom.sql", expect=0)
 
 
 UNSUPPORTED = [

@@ -322,6 +322,7 @@ struct table_def {
   std::vector<std::size_t> column_at;
   std::vector<option> options;
   bool sink = false;
+  bool declared_source = false; // CREATE SOURCE, not CREATE TABLE
   bool emitted = false;
 };
 
@@ -400,6 +401,17 @@ private:
     fail(at, std::string{what} + " is not supported yet", {"hint: " + std::move(instead)});
   }
 
+  /// The value of an integer constant (`ival`, an A_Const's or an option's
+  /// Integer node). libpg_query 15's JSON leaves a zero or negative value
+  /// out ("ival": {}), so then the first integer at or after offset `at` of
+  /// the text the parser read (the constant's location, or the option key's)
+  /// is read back: an optional '-', blanks, digits.
+  std::int64_t integer(element ival, std::size_t at) const;
+  /// An integer literal beyond int32, which the parser gives as a numeric
+  /// ("fval"): its int64 value, or nothing when it is out of range or not
+  /// an integer.
+  static std::optional<std::int64_t> wide_integer(std::string_view fval);
+
   std::string rewrite_keywords(std::string text);
   void statement(element stmt, std::size_t stmt_at);
   void define(const std::string& type, element body, std::size_t at);
@@ -450,6 +462,7 @@ private:
   positions pos_;
   diagnostics diags_;
   std::set<std::size_t> sink_statements; // offsets of CREATE SINK statements
+  std::set<std::size_t> source_statements; // offsets of CREATE SOURCE statements
   std::vector<std::size_t> inserted_;     // where "()" was inserted
   std::set<std::string> insert_targets;
   std::set<std::string> failed_; // tables and views whose definition failed
