@@ -10,6 +10,7 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/stubs/logging.h>
 #include <simdjson.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
@@ -1194,6 +1195,13 @@ public:
     while (offset_ < target) {
       std::string_view msg;
       const auto fr = frame(msg, reason);
+      // A broken tail was consumed whole (one bad record): its end is a
+      // position the reader reports, and checkpoints record.
+      if (fr == framed::broken && offset_ == target) {
+        ++records_;
+        done_ = true;
+        break;
+      }
       if (fr == framed::end || fr == framed::broken || offset_ > target)
         throw std::runtime_error("cannot resume " + opts_.path + " at byte "
                                  + std::to_string(target)
@@ -1233,8 +1241,23 @@ private:
 
   // The next message: its bytes in `msg`; `broken` (with `reason`, and the
   // bytes that are there in `msg`) when its prefix is malformed or runs past
-  // the end of the file.
+  // the end of the file. Nothing after a broken prefix can be framed: the
+  // rest of the file is consumed with it (the read position is then the
+  // file's end), so that a checkpoint taken after it resumes past it.
   framed frame(std::string_view& msg, std::string& reason) {
+    auto r = frame_at(msg, reason);
+    if (r == framed::broken) {
+      struct stat st{};
+      const std::uint64_t end = ::fstat(::fileno(f_.get()), &st) == 0
+                                  ? static_cast<std::uint64_t>(st.st_size) : offset_;
+      offset_ = std::max<std::uint64_t>(offset_, end);
+      pos_ = buf_.size();
+      eof_ = true;
+    }
+    return r;
+  }
+
+  framed frame_at(std::string_view& msg, std::string& reason) {
     const std::uint64_t at = offset_;
     std::uint64_t len = 0;
     std::size_t i = 0;

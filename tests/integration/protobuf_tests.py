@@ -29,6 +29,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from weirtest import read_jsonl, run
 
@@ -306,6 +307,33 @@ def test_bad_input(sandbox):
         f"second dead letter's origin: {bad[1]}")
     assert "truncated message" in bad[1]["reason"], bad[1]
     print(f"bad-input: {len(rows)} rows, dead letters: {[b['reason'] for b in bad]}")
+
+
+def test_bad_tail(sandbox):
+    """A file whose end cannot be framed (a message cut short, or a length
+    prefix that is not a varint) is one dead letter. With checkpoints, the
+    final one records the file's end: a rerun on the same directory resumes
+    there, is not refused, and dead-letters nothing again."""
+    pb = generated(sandbox)
+    messages = make_messages(pb, 3)
+    good = b"".join(varint(m.ByteSize()) + m.SerializeToString() for m in messages)
+    tails = {"cut": varint(100) + b"\x01\x02\x03", "prefix": b"\xff" * 11}
+    for name, tail in tails.items():
+        with open(sandbox.path(f"{name}.pb"), "wb") as f:
+            f.write(good + tail)
+        extra = (f'on_bad_record = "dead_letter"\ndead_letter = {{ path = "{name}-dead.jsonl" }}\n'
+                 f'[checkpoint]\ndir = "{name}-state"\ninterval = "100ms"')
+        toml = file_toml(f"{name}.pb", "protobuf", f"{name}-out", extra=extra)
+        for attempt in (1, 2):
+            sandbox.run_toml(toml, name=f"{name}.toml")
+            rows = [r for part in sorted(Path(sandbox.path(f"{name}-out")).glob("part-*"))
+                    for r in read_jsonl(part)]
+            assert sorted(r["id"] for r in rows) == sorted(m.id for m in messages), (
+                f"{name}, run {attempt}: rows {[r['id'] for r in rows]}")
+            bad = read_jsonl(sandbox.path(f"{name}-dead.jsonl"))
+            assert len(bad) == 1, f"{name}, run {attempt}: {len(bad)} dead letters: {bad}"
+            assert bad[0]["offset"] == len(good), f"{name}: the dead letter's origin: {bad[0]}"
+    print(f"bad-tail: {sorted(tails)}: one dead letter each, the rerun resumes at the end")
 
 
 def test_load_errors(sandbox):
