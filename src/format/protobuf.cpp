@@ -71,6 +71,15 @@ expected<proto_set_ptr> load_proto(const std::string& proto_file,
     return make_error(errc::io_error,
                       "cannot read " + proto_file + ": " + std::strerror(errno));
   std::error_code ec;
+  // The compiler reads the file to its end: a device (/dev/zero) would
+  // never end. A .proto is a regular file of text, megabytes at most.
+  constexpr std::uintmax_t max_proto_bytes = std::uintmax_t{64} << 20;
+  if (!fs::is_regular_file(proto_file, ec))
+    return make_error(errc::invalid_argument, proto_file + " is not a regular file");
+  if (auto size = fs::file_size(proto_file, ec); !ec && size > max_proto_bytes)
+    return make_error(errc::invalid_argument,
+                      proto_file + " is " + std::to_string(size >> 20)
+                        + " MiB: not a .proto file (at most 64 MiB)");
   const fs::path abs = fs::weakly_canonical(fs::absolute(proto_file, ec), ec);
   auto set = std::make_shared<proto_set>();
   // The file's name in the tree: relative to the first include holding it

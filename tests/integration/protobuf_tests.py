@@ -344,6 +344,8 @@ def test_load_errors(sandbox):
     cases = [
         (base.replace(PROTO, "missing.proto"), "proto_file =",
          ["cannot read missing.proto"]),
+        # A device never ends: refused, not read forever.
+        (base.replace(PROTO, "/dev/zero"), "proto_file =", ["/dev/zero is not a regular file"]),
         (base.replace('message = "test.events.Event"', 'message = "test.events.Evnt"'),
          "message =",
          ["message test.events.Evnt is not defined", "did you mean \"test.events.Event\"?"]),
