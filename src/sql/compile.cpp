@@ -228,13 +228,21 @@ expected<compiled_script, diagnostics> compiler::run() {
     return std::move(diags_);
   }
   auto stmts = items(get(doc.value(), "stmts"));
-  // INSERT targets first: a table written by INSERT is a sink.
+  // INSERT targets first: a table written by INSERT is a sink. And every
+  // name the script declares, so that no operator the compiler names takes
+  // one declared further down.
   for (auto s : stmts) {
     if (auto st = get(s, "stmt")) {
       auto [type, body] = node_of(*st);
       if (type == "InsertStmt")
         if (auto rel = get(body, "relation"))
           insert_targets.insert(str(*rel, "relname"));
+      if (type == "CreateStmt")
+        if (auto rel = get(body, "relation"))
+          declared_.insert(str(*rel, "relname"));
+      if (type == "ViewStmt")
+        if (auto rel = get(body, "view"))
+          declared_.insert(str(*rel, "relname"));
     }
   }
   for (auto s : stmts) {
@@ -755,7 +763,9 @@ void compiler::set(element body, std::size_t at) {
 
 std::string compiler::fresh_name(const std::string& base) {
   std::string name = base;
-  for (int i = 2; names_.count(name) || tables_.count(name) || views_.count(name); ++i)
+  for (int i = 2; names_.count(name) || tables_.count(name) || views_.count(name)
+                  || declared_.count(name);
+       ++i)
     name = base + "_" + std::to_string(i);
   names_.insert(name);
   return name;

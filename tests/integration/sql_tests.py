@@ -14,6 +14,7 @@
   negative SET value, a sink writing over a source, a NUL byte).
 - unsupported: ORDER BY, a join, GROUP BY without a window, each named as not
   supported yet, exit 2.
+- names: the operators the compiler names never take a name declared later.
 - bytes: a script that is not UTF-8 refused at its first bad byte; a
   byte-order mark accepted.
 - cascade: a failed view is reported once, not by each query reading it.
@@ -308,6 +309,27 @@ def test_errors(sandbox, case):
         p = sandbox.run(command, "bad.sql", expect=2)
         assert p.stderr.splitlines()[0] == f"bad.sql:{where}: error: {message}", p.stderr
         assert "nothing was started" in p.stderr
+
+
+def test_names(sandbox, seed):
+    """The operators the compiler names (s_where, s_select) never take a
+    name the script declares further down."""
+    rows = make_bids(seed)
+    sandbox.write("bids.jsonl", "".join(json.dumps(b) + "\n" for b in rows))
+    sandbox.write("names.sql", SOURCE_SQL
+        + "CREATE SINK s WITH (connector = 'file', path = 'a.jsonl') AS\n"
+          "  SELECT auction FROM bids WHERE price > 9000;\n"
+          "CREATE SINK s_where WITH (connector = 'file', path = 'b.jsonl') AS\n"
+          "  SELECT price FROM bids WHERE price < 100;\n"
+          "CREATE VIEW s_select AS SELECT bidder FROM bids WHERE bidder = 7;\n"
+          "CREATE SINK t WITH (connector = 'file', path = 'c.jsonl') AS SELECT * FROM s_select;\n")
+    sandbox.run("run", "names.sql", "-q")
+    assert multiset(read_jsonl(sandbox.path("a.jsonl"))) == multiset(
+        [{"auction": b["auction"]} for b in rows if b["price"] > 9000])
+    assert multiset(read_jsonl(sandbox.path("b.jsonl"))) == multiset(
+        [{"price": b["price"]} for b in rows if b["price"] < 100])
+    assert multiset(read_jsonl(sandbox.path("c.jsonl"))) == multiset(
+        [{"bidder": 7} for b in rows if b["bidder"] == 7])
 
 
 def test_bytes(sandbox):

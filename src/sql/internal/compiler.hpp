@@ -465,6 +465,7 @@ private:
   std::set<std::size_t> source_statements; // offsets of CREATE SOURCE statements
   std::vector<std::size_t> inserted_;     // where "()" was inserted
   std::set<std::string> insert_targets;
+  std::set<std::string> declared_; // every table and view the script declares
   std::set<std::string> failed_; // tables and views whose definition failed
 
   std::map<std::string, table_def> tables_;
