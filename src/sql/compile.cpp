@@ -223,8 +223,16 @@ expected<compiled_script, diagnostics> compiler::run() {
   std::string tree = parsed.parse_tree;
   pg_query_free_parse_result(parsed);
   auto doc = json.parse(tree);
+  if (doc.error() == simdjson::DEPTH_ERROR) {
+    // simdjson's bound (1024 levels) also keeps the compiler's recursion
+    // off the end of the stack.
+    report(0, "the script nests too deeply (its parse tree is more than 1024 levels deep)",
+           {"hint: split the expression or the subqueries into views"});
+    return std::move(diags_);
+  }
   if (doc.error()) {
-    report(0, "internal error: the SQL parse tree is not JSON");
+    report(0, std::string{"internal error: the SQL parse tree is not JSON: "}
+                + simdjson::error_message(doc.error()));
     return std::move(diags_);
   }
   auto stmts = items(get(doc.value(), "stmts"));

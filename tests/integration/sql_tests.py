@@ -16,7 +16,7 @@
   supported yet, exit 2.
 - names: the operators the compiler names never take a name declared later.
 - bytes: a script that is not UTF-8 refused at its first bad byte; a
-  byte-order mark accepted.
+  byte-order mark accepted; a parse tree too deep refused as such.
 - cascade: a failed view is reported once, not by each query reading it.
 - serve: `weir serve q.sql` runs the tumbling query to the same result.
 """
@@ -347,6 +347,14 @@ def test_bytes(sandbox):
     with open(sandbox.path("bom.sql"), "wb") as f:
         f.write(b"\xef\xbb\xbf" + SOURCE_SQL.encode() + sink)
     sandbox.run("validate", "bom.sql", expect=0)
+    # A parse tree too deep to walk: refused as such, not as an internal error.
+    deep = sink.replace(b"SELECT auction", b"SELECT " + b" + ".join([b"price"] * 1000))
+    with open(sandbox.path("deep.sql"), "wb") as f:
+        f.write(SOURCE_SQL.encode() + deep)
+    p = sandbox.run("validate", "deep.sql", expect=2)
+    assert p.stderr.splitlines()[0] == (
+        "deep.sql:1:1: error: the script nests too deeply (its parse tree is more than 1024 "
+        "levels deep)"), p.stderr
 
 
 UNSUPPORTED = [
