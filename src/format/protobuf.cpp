@@ -372,14 +372,22 @@ void append_field_json(const gp::Message& m, const gp::FieldDescriptor& f, std::
         default: return ra->GetInt64(*a, key) < rb->GetInt64(*b, key);
       }
     });
-    out += '{';
+    // A key that comes twice keeps its last value, as parsing into a map
+    // does (the sort is stable: equal keys stay in wire order).
+    std::vector<std::string> keys(entries.size());
     for (std::size_t i = 0; i < entries.size(); ++i) {
-      out += i ? "," : "";
-      std::string k;
-      append_scalar_json(*entries[i], *key, -1, k, depth);
-      if (k.empty() || k.front() != '"')
-        k = "\"" + k + "\"";
-      out += k;
+      append_scalar_json(*entries[i], *key, -1, keys[i], depth);
+      if (keys[i].empty() || keys[i].front() != '"')
+        keys[i] = "\"" + keys[i] + "\"";
+    }
+    out += '{';
+    bool first = true;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (i + 1 < entries.size() && keys[i + 1] == keys[i])
+        continue;
+      out += first ? "" : ",";
+      first = false;
+      out += keys[i];
       out += ':';
       append_scalar_json(*entries[i], *val, -1, out, depth);
     }

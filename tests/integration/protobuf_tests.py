@@ -309,6 +309,27 @@ def test_bad_input(sandbox):
     print(f"bad-input: {len(rows)} rows, dead letters: {[b['reason'] for b in bad]}")
 
 
+def test_map_duplicate_key(sandbox):
+    """A map key that comes twice in a message (two serialized messages
+    concatenated merge, as Protobuf defines) keeps its last value in the
+    map's JSON text, as parsing into a map does."""
+    pb = generated(sandbox)
+    first, second = pb.Event(id=1), pb.Event()
+    first.ts.FromMilliseconds(1_700_000_000_000)  # the job's event time
+    first.attrs["k"], first.attrs["a"] = 1, 5
+    second.attrs["k"] = 2
+    body = first.SerializeToString() + second.SerializeToString()
+    with open(sandbox.path("map.pb"), "wb") as f:
+        f.write(varint(len(body)) + body)
+    merged = pb.Event()
+    merged.ParseFromString(body)
+    assert dict(merged.attrs) == {"k": 2, "a": 5}, dict(merged.attrs)
+    sandbox.run_toml(file_toml("map.pb", "protobuf", "out.jsonl"))
+    rows = read_jsonl(sandbox.path("out.jsonl"))
+    # The text itself: json.loads would keep the last of two keys too.
+    assert [r["attrs"] for r in rows] == ['{"a":5,"k":2}'], rows
+
+
 def test_bad_tail(sandbox):
     """A file whose end cannot be framed (a message cut short, or a length
     prefix that is not a varint) is one dead letter. With checkpoints, the
