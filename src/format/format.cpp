@@ -86,6 +86,8 @@ std::size_t first_invalid_utf8(std::string_view s) noexcept {
 
 std::optional<std::string_view> check_text(std::string_view record, invalid_utf8_policy p,
                                            std::string& scratch, std::string& reason) {
+  if (record.empty()) // its data() may be null, which memchr must not get
+    return record;
   if (const void* nul = std::memchr(record.data(), '\0', record.size())) {
     reason = "NUL byte at byte "
              + std::to_string(static_cast<const char*>(nul) - record.data() + 1);
