@@ -233,15 +233,17 @@ TEST_CASE("AccountEnrichmentFunction restores its keyed state from a checkpoint 
   fs::remove(plain.out);
   REQUIRE(want.size() == transactions);
 
-  // The same job with checkpoints every 20 ms, paced to about a second, its
-  // co-process subtask 0 failing half-way: restarted from the latest
-  // checkpoint, its committed output (two-phase-commit file sink) is the
-  // uninterrupted run's, nothing lost and nothing twice.
+  // The same job with checkpoints every 20 ms, paced to about two seconds,
+  // its co-process subtask 0 failing half-way (about a second in: room
+  // for a checkpoint to complete before it on a loaded machine whose fsyncs
+  // are slow): restarted from the latest checkpoint, its committed output
+  // (two-phase-commit file sink) is the uninterrupted run's, nothing lost and
+  // nothing twice.
   job_setup s = plain;
   const auto dir = temp_path("checkpointed");
   fs::remove_all(dir);
   s.out = dir / "out";
-  s.rate = 20000;
+  s.rate = 10000;
   s.opts.checkpoint.enabled = true;
   s.opts.checkpoint.interval = std::chrono::milliseconds{20};
   s.opts.checkpoint.dir = (dir / "state").string();
