@@ -14,7 +14,7 @@
 // allocated before its bytes are there.
 #include "weir/format/format.hpp"
 
-#include <simdjson.h>
+#include "fuzz_checks.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -29,12 +29,9 @@ namespace {
 using weir::type_id;
 using weir::format::decoder_options;
 using weir::format::format_kind;
-using weir::format::record_decoder;
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "fuzz_avro: %s\n", what.c_str());
-  std::abort();
-}
+using weir_fuzz::check_dead_letter;
+using weir_fuzz::fail;
 
 constexpr const char* writer_schema = R"({"type":"record","name":"r","fields":[
   {"name":"b","type":"boolean"},
@@ -66,17 +63,6 @@ weir::schema_ptr reader_schema() {
                             {"nested", type_id::string}, {"absent", type_id::string}});
 }
 
-void check_dead_letter(const weir::bad_record& r) {
-  if (r.reason.empty())
-    fail("a bad record without a reason");
-  std::string line;
-  weir::format::append_bad_record_json(r, line);
-  simdjson::dom::parser p;
-  simdjson::dom::element e;
-  if (p.parse(line).get(e) != simdjson::SUCCESS)
-    fail("a dead letter that is not JSON: " + line);
-}
-
 void one_datum(std::string_view datum) {
   static auto dec = [] {
     decoder_options o;
@@ -88,29 +74,11 @@ void one_datum(std::string_view datum) {
       fail("cannot make the decoder: " + d.error().message);
     return std::move(*d);
   }();
-  weir::batch_builder b{dec->output_schema()};
-  std::string reason;
-  const auto st = dec->decode(datum, b, reason);
-  const std::size_t want = st == record_decoder::status::ok ? 1 : 0;
-  if (b.rows() != want)
-    fail("rows after decode: " + std::to_string(b.rows()));
-  for (std::size_t c = 0; c < b.output_schema().size(); ++c)
-    if (b.col(c).size() != want)
-      fail("column " + std::to_string(c) + " has " + std::to_string(b.col(c).size())
-           + " values for " + std::to_string(want) + " rows");
-  if (st == record_decoder::status::bad) {
-    weir::bad_record r{"topic/0", 0, 0, reason, ""};
-    check_dead_letter(r);
-  }
+  weir_fuzz::decode_one(*dec, datum);
 }
 
 void container(std::string_view file) {
-  static const std::string path = "fuzz_avro_" + std::to_string(::getpid()) + ".avro";
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    fail("cannot write " + path);
-  std::fwrite(file.data(), 1, file.size(), f);
-  std::fclose(f);
+  const auto& path = weir_fuzz::write_input(file, ".avro");
   weir::format::file_source_options o;
   o.path = path;
   o.decoder.kind = format_kind::avro;
@@ -122,20 +90,7 @@ void container(std::string_view file) {
   });
   if (!reader)
     return; // not a container file, or a schema these fields cannot read
-  std::uint64_t last = 0;
-  for (int polls = 0; polls < 100000; ++polls) {
-    auto batch = (*reader)->poll_next(64);
-    const auto pos = (*reader)->position();
-    if (pos < last)
-      fail("the position went back");
-    last = pos;
-    if (!batch)
-      return;
-    for (const auto& c : batch->columns)
-      if (c.size() != batch->num_rows)
-        fail("a column's size differs from the batch's rows");
-  }
-  fail("the reader did not end");
+  weir_fuzz::drain(**reader, [&] { return (*reader)->position(); });
 }
 
 } // namespace

@@ -14,7 +14,7 @@
 // position never goes back and its reader ends.
 #include "weir/format/format.hpp"
 
-#include <simdjson.h>
+#include "fuzz_checks.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -31,12 +31,9 @@ namespace {
 using weir::type_id;
 using weir::format::decoder_options;
 using weir::format::format_kind;
-using weir::format::record_decoder;
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "fuzz_protobuf: %s\n", what.c_str());
-  std::abort();
-}
+using weir_fuzz::check_dead_letter;
+using weir_fuzz::fail;
 
 decoder_options options() {
   decoder_options o;
@@ -54,17 +51,6 @@ decoder_options options() {
      {"tags", type_id::string},   {"counts", type_id::string},   {"attrs", type_id::string},
      {"where.label", type_id::string}, {"word", type_id::string}, {"number", type_id::int64}});
   return o;
-}
-
-void check_dead_letter(const weir::bad_record& r) {
-  if (r.reason.empty())
-    fail("a bad record without a reason");
-  std::string line;
-  weir::format::append_bad_record_json(r, line);
-  simdjson::dom::parser p;
-  simdjson::dom::element e;
-  if (p.parse(line).get(e) != simdjson::SUCCESS)
-    fail("a dead letter that is not JSON: " + line);
 }
 
 // The declared fields without JSON text (the wire-format fast path reads
@@ -120,29 +106,11 @@ void one_message(std::string_view msg) {
       fail("cannot make the decoder: " + d.error().message);
     return std::move(*d);
   }();
-  weir::batch_builder b{dec->output_schema()};
-  std::string reason;
-  const auto st = dec->decode(msg, b, reason);
-  const std::size_t want = st == record_decoder::status::ok ? 1 : 0;
-  if (b.rows() != want)
-    fail("rows after decode: " + std::to_string(b.rows()));
-  for (std::size_t c = 0; c < b.output_schema().size(); ++c)
-    if (b.col(c).size() != want)
-      fail("column " + std::to_string(c) + " has " + std::to_string(b.col(c).size())
-           + " values for " + std::to_string(want) + " rows");
-  if (st == record_decoder::status::bad) {
-    weir::bad_record r{"topic/0", 0, 0, reason, ""};
-    check_dead_letter(r);
-  }
+  weir_fuzz::decode_one(*dec, msg);
 }
 
 void delimited(std::string_view file) {
-  static const std::string path = "fuzz_protobuf_" + std::to_string(::getpid()) + ".pb";
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    fail("cannot write " + path);
-  std::fwrite(file.data(), 1, file.size(), f);
-  std::fclose(f);
+  const auto& path = weir_fuzz::write_input(file, ".pb");
   weir::format::file_source_options o;
   o.path = path;
   o.decoder = options();
@@ -150,20 +118,7 @@ void delimited(std::string_view file) {
   auto reader = weir::format::make_protobuf_file_reader(o, check_dead_letter);
   if (!reader)
     fail("cannot make the reader: " + reader.error().message);
-  std::uint64_t last = 0;
-  for (int polls = 0; polls < 100000; ++polls) {
-    auto batch = (*reader)->poll_next(64);
-    const auto pos = (*reader)->positions().at(0).value;
-    if (pos < last)
-      fail("the position went back");
-    last = pos;
-    if (!batch)
-      return;
-    for (const auto& c : batch->columns)
-      if (c.size() != batch->num_rows)
-        fail("a column's size differs from the batch's rows");
-  }
-  fail("the reader did not end");
+  weir_fuzz::drain(**reader, [&] { return (*reader)->positions().at(0).value; });
 }
 
 } // namespace
