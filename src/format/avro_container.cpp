@@ -338,12 +338,7 @@ private:
     r.line = record + 1;
     r.offset = block_offset_;
     r.reason = reason;
-    static constexpr char hex[] = "0123456789abcdef";
-    for (std::size_t i = 0; i < raw.size() && i < 1024; ++i) {
-      const auto b = static_cast<unsigned char>(raw[i]);
-      r.raw += hex[b >> 4];
-      r.raw += hex[b & 0xF];
-    }
+    r.raw = internal::hex_prefix(raw);
     on_bad_(r); // may throw (on_bad_record = "fail")
   }
 

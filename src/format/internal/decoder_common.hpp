@@ -4,6 +4,7 @@
 #include "weir/core/timestamp.hpp"
 #include "weir/format/format.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -240,6 +241,21 @@ inline bool decode_one(record_decoder& d, std::string_view rec, std::size_t offs
   if (st == record_decoder::status::bad && on_bad)
     on_bad(offset, line, rec, reason);
   return true;
+}
+
+
+/// The first `n` bytes of `raw` as lowercase hex: a binary record's bytes in
+/// its dead letter (`raw`), 2n characters at most.
+inline std::string hex_prefix(std::string_view raw, std::size_t n = 1024) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * std::min(raw.size(), n));
+  for (std::size_t i = 0; i < raw.size() && i < n; ++i) {
+    const auto b = static_cast<unsigned char>(raw[i]);
+    out += hex[b >> 4];
+    out += hex[b & 0xF];
+  }
+  return out;
 }
 
 } // namespace weir::format::internal
