@@ -582,6 +582,18 @@ struct wire {
     p += len;
     return true;
   }
+  /// Reads the next field of a message checked well-formed: its tag, and
+  /// its value as a number (`v`: varint, fixed64, fixed32) or as bytes
+  /// (`ld`: length-delimited).
+  void field(std::uint64_t& tag, std::uint64_t& v, std::string_view& ld) {
+    (void) varint(tag);
+    switch (tag & 7) {
+      case 0: (void) varint(v); break;
+      case 1: (void) fixed(8, v); break;
+      case 5: (void) fixed(4, v); break;
+      default: (void) bytes(ld); break;
+    }
+  }
 };
 
 // The wire type a field of `f`'s type is written with (not packed).
@@ -682,14 +694,8 @@ found last_of(const std::vector<std::string_view>& slices, const gp::FieldDescri
     while (w.p != w.end) {
       std::uint64_t tag = 0, v = 0;
       std::string_view ld;
-      (void) w.varint(tag);
+      w.field(tag, v, ld);
       const int number = static_cast<int>(tag >> 3);
-      switch (tag & 7) {
-        case 0: (void) w.varint(v); break;
-        case 1: (void) w.fixed(8, v); break;
-        case 5: (void) w.fixed(4, v); break;
-        default: (void) w.bytes(ld); break;
-      }
       if (number == f.number()) {
         out.present = true;
         out.number = v;
@@ -714,13 +720,7 @@ std::vector<std::string_view> all_of(const std::vector<std::string_view>& slices
     while (w.p != w.end) {
       std::uint64_t tag = 0, v = 0;
       std::string_view ld;
-      (void) w.varint(tag);
-      switch (tag & 7) {
-        case 0: (void) w.varint(v); break;
-        case 1: (void) w.fixed(8, v); break;
-        case 5: (void) w.fixed(4, v); break;
-        default: (void) w.bytes(ld); break;
-      }
+      w.field(tag, v, ld);
       if (static_cast<int>(tag >> 3) == f.number())
         out.push_back(ld);
     }
@@ -860,13 +860,7 @@ private:
       while (w.p != w.end) {
         std::uint64_t tag = 0, v = 0;
         std::string_view ld;
-        (void) w.varint(tag);
-        switch (tag & 7) {
-          case 0: (void) w.varint(v); break;
-          case 1: (void) w.fixed(8, v); break;
-          case 5: (void) w.fixed(4, v); break;
-          default: (void) w.bytes(ld); break;
-        }
+        w.field(tag, v, ld);
         const auto number = static_cast<std::size_t>(tag >> 3);
         if (number >= top_.size())
           continue;
