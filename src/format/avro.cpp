@@ -139,6 +139,16 @@ struct builder {
     return new_ns.empty() ? full : new_ns + "." + full;
   }
 
+  // A named type (record, enum, fixed): its full name, and registered
+  // under it and under its short name for later references.
+  void name_type(node* n, simdjson::dom::object o, const std::string& ns,
+                 std::string& new_ns) {
+    n->name = full_name(o, ns, new_ns);
+    named[n->name] = n;
+    if (auto dot = n->name.rfind('.'); dot != std::string::npos)
+      named.emplace(n->name.substr(dot + 1), n);
+  }
+
   expected<const node*> build(simdjson::dom::element e, const std::string& ns) {
     if (++depth > 256)
       return invalid("invalid Avro schema: nested deeper than 256 levels");
@@ -188,10 +198,7 @@ struct builder {
     std::string new_ns = ns;
     if (t == "record" || t == "error") {
       n->k = kind::record;
-      n->name = full_name(o, ns, new_ns);
-      named[n->name] = n;
-      if (auto dot = n->name.rfind('.'); dot != std::string::npos)
-        named.emplace(n->name.substr(dot + 1), n);
+      name_type(n, o, ns, new_ns);
       simdjson::dom::array fields;
       if (o["fields"].get(fields) != simdjson::SUCCESS)
         return invalid("invalid Avro schema: record '" + n->name + "' without fields");
@@ -209,10 +216,7 @@ struct builder {
       }
     } else if (t == "enum") {
       n->k = kind::enum_type;
-      n->name = full_name(o, ns, new_ns);
-      named[n->name] = n;
-      if (auto dot = n->name.rfind('.'); dot != std::string::npos)
-        named.emplace(n->name.substr(dot + 1), n);
+      name_type(n, o, ns, new_ns);
       simdjson::dom::array symbols;
       if (o["symbols"].get(symbols) != simdjson::SUCCESS)
         return invalid("invalid Avro schema: enum '" + n->name + "' without symbols");
@@ -224,10 +228,7 @@ struct builder {
       }
     } else if (t == "fixed") {
       n->k = kind::fixed;
-      n->name = full_name(o, ns, new_ns);
-      named[n->name] = n;
-      if (auto dot = n->name.rfind('.'); dot != std::string::npos)
-        named.emplace(n->name.substr(dot + 1), n);
+      name_type(n, o, ns, new_ns);
       if (o["size"].get(n->size) != simdjson::SUCCESS || n->size < 0)
         return invalid("invalid Avro schema: fixed '" + n->name + "' without a size");
       set_logical(*n, o);
