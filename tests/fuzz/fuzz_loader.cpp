@@ -10,7 +10,8 @@
 #include "weir/config/loader.hpp"
 #include "weir/core/log.hpp"
 
-#include <algorithm>
+#include "fuzz_load_checks.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <cstddef>
@@ -22,15 +23,6 @@
 #include <utility>
 
 #include <unistd.h>
-
-namespace {
-
-[[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_loader: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
-
-} // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // The loader's warnings would flood the fuzzer's output.
@@ -63,21 +55,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     opts.parallelism = 1 + size % 3;
   }
   auto r = weir::config::load_pipeline(text, "fuzz.toml", opts);
-  if (r) {
-    if (!*r)
-      fail("a loaded job is null", std::string{text});
-    return 0;
-  }
-  if (r.error().empty())
-    fail("a failed load reports no diagnostic", std::string{text});
-  const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-  for (const auto& d : r.error()) {
-    if (d.message.empty())
-      fail("a diagnostic without message", d.to_string());
-    if (d.line > lines)
-      fail("a diagnostic past the last line", d.to_string());
-    (void) d.to_string();
-  }
-  (void) weir::config::to_string(r.error());
+  weir_fuzz::check_load(r, text);
   return 0;
 }

@@ -11,7 +11,8 @@
 #include "weir/core/log.hpp"
 #include "weir/sql/sql.hpp"
 
-#include <algorithm>
+#include "fuzz_load_checks.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -22,15 +23,6 @@
 #include <string_view>
 
 #include <unistd.h>
-
-namespace {
-
-[[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_sql: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
-
-} // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   weir::log::set_log_level(weir::log_level::off);
@@ -50,21 +42,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   weir::config::load_options opts;
   opts.check_paths = false; // random paths: probing them would write anywhere
   auto r = weir::sql::load_sql(text, "fuzz.sql", opts);
-  if (r) {
-    if (!*r)
-      fail("a loaded job is null", std::string{text});
-    return 0;
-  }
-  if (r.error().empty())
-    fail("a failed load reports no diagnostic", std::string{text});
-  const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-  for (const auto& d : r.error()) {
-    if (d.message.empty())
-      fail("a diagnostic without message", d.to_string());
-    if (d.line > lines)
-      fail("a diagnostic past the last line", d.to_string());
-    (void) d.to_string();
-  }
-  (void) weir::config::to_string(r.error());
+  weir_fuzz::check_load(r, text);
   return 0;
 }
